@@ -1,0 +1,70 @@
+"""``validate-manifest FILE...``: check manifests without running anything.
+
+Exit status: 0 when every file is valid (warnings allowed), 1 when any error
+was found, 2 on a usage error. Never imports pyspark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Sequence
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="validate-manifest",
+        description="Check connector manifests: schema, references, templates, durations, formats, streams.",
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="manifest YAML files to check")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text (file:line:col: severity: message) or a JSON array for tools")
+    parser.add_argument("--config", metavar="CONFIG.json",
+                        help="also check this connector config against each manifest's spec")
+    parser.add_argument("--quiet", "-q", action="store_true", help="print problems only, no summary")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    missing = [f for f in args.files + ([args.config] if args.config else []) if not os.path.isfile(f)]
+    if missing:
+        for name in missing:
+            print(f"validate-manifest: error: no such file: {name}", file=sys.stderr)
+        return 2
+
+    from framework.manifest import check_manifest
+    from framework.manifest.config_check import check_config
+
+    diagnostics = []
+    for path in args.files:
+        checked = check_manifest(path)
+        diagnostics.extend(checked.diagnostics)
+        if args.config:
+            spec = (checked.data or {}).get("spec") if isinstance(checked.data, dict) else None
+            connection = spec.get("connection_specification") if isinstance(spec, dict) else None
+            if connection is None:
+                print(f"validate-manifest: {path} has no spec.connection_specification; "
+                      f"config {args.config} not checked", file=sys.stderr)
+            else:
+                diagnostics.extend(check_config(connection, args.config))
+
+    errors = sum(1 for d in diagnostics if d.severity == "error")
+    warnings = len(diagnostics) - errors
+    if args.format == "json":
+        json.dump([d.as_json() for d in diagnostics], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        for diagnostic in diagnostics:
+            print(diagnostic.format())
+        if not args.quiet:
+            files = len(args.files)
+            print(f"{files} file{'s' * (files != 1)} checked: {errors} error{'s' * (errors != 1)}, "
+                  f"{warnings} warning{'s' * (warnings != 1)}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

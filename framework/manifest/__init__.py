@@ -1,0 +1,90 @@
+"""Loading a manifest: YAML with places, references, parameters, typed models, checks.
+
+``check_manifest(path)`` never raises for a bad manifest: it returns every
+problem found. ``load_manifest(path)`` returns the frozen
+:class:`~framework.models.DeclarativeSource` or raises
+:class:`~framework.errors.ManifestError` carrying those problems.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from framework.diagnostics import Diagnostic
+from framework.errors import ManifestError
+from framework.manifest.build import build_source
+from framework.manifest.checks import run_checks
+from framework.manifest.components import Placement, Preparation
+from framework.manifest.references import Origin, resolve_references
+from framework.manifest.yaml_source import SourceDocument, parse_text, read_document
+from framework.models import DeclarativeSource
+
+
+@dataclass(frozen=True)
+class CheckedManifest:
+    """The outcome of reading one manifest: the model (when valid) and every problem."""
+
+    path: str
+    source: DeclarativeSource | None
+    diagnostics: tuple[Diagnostic, ...]
+    data: Any = None  # the resolved, prepared mapping the model was built from
+
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.severity == "error")
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def check_manifest(path: str) -> CheckedManifest:
+    """Read, resolve, type and check the manifest at ``path``."""
+    return _check(read_document(path), os.path.dirname(os.path.abspath(path)))
+
+
+def check_manifest_text(text: str | bytes, file: str = "<manifest>", base_dir: str | None = None) -> CheckedManifest:
+    """Like :func:`check_manifest` for text in memory; schema files are looked up in ``base_dir``."""
+    return _check(parse_text(text, file), base_dir)
+
+
+def load_manifest(path: str) -> DeclarativeSource:
+    """The typed source of the manifest at ``path``; raises ManifestError when it has errors."""
+    checked = check_manifest(path)
+    if not checked.ok or checked.source is None:
+        raise ManifestError(checked.diagnostics)
+    return checked.source
+
+
+def _check(doc: SourceDocument, base_dir: str | None) -> CheckedManifest:
+    if doc.problems and doc.data is None:
+        return CheckedManifest(doc.file, None, tuple(doc.problems))
+    data, origin, problems = resolve_references(doc)
+    problems = list(doc.problems) + problems
+    place = Placement(doc, origin if data is not None else Origin(()))
+    preparation = Preparation(place)
+    prepared = preparation.run(data)
+    problems += preparation.problems
+    source, build_problems = build_source(prepared, place, preparation.claimed)
+    problems += build_problems
+    if isinstance(prepared, dict):
+        problems += run_checks(preparation.sites, prepared, place, base_dir)
+    if problems and source is not None and any(p.severity == "error" for p in problems):
+        source = None
+    return CheckedManifest(doc.file, source, _tidy(problems), prepared)
+
+
+def _tidy(problems: list[Diagnostic]) -> tuple[Diagnostic, ...]:
+    seen: set = set()
+    unique = []
+    for problem in problems:
+        key = (problem.line, problem.column, problem.code, problem.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(problem)
+    return tuple(sorted(unique, key=lambda d: (d.line, d.column, d.severity, d.code)))
+
+
+__all__ = ["CheckedManifest", "check_manifest", "check_manifest_text", "load_manifest"]

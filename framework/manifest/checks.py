@@ -1,0 +1,260 @@
+"""What a schema cannot check: templates, durations, datetime formats, stream graph, schema files.
+
+Each check reads the :class:`~framework.manifest.components.Site` list of the
+prepared manifest, so it sees every component once, wherever it came from.
+"""
+
+from __future__ import annotations
+
+import difflib
+import graphlib
+import json
+import os
+from typing import Any, Iterator
+
+import jsonschema
+
+from framework.datetime_formats import format_problems
+from framework.diagnostics import Diagnostic
+from framework.durations import duration_problem
+from framework.interpolation import VARIABLES, analyze_template
+from framework.manifest.components import Placement, Site, field_aliases
+from framework.models import (
+    DeclarativeStream,
+    InlineSchemaLoader,
+    JsonFileSchemaLoader,
+    ParentStreamConfig,
+    Spec,
+    format_of,
+    template_of,
+)
+
+
+def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str | None) -> list[Diagnostic]:
+    found: list[Diagnostic] = []
+    for site in sites:
+        found.extend(_field_checks(site, place))
+    found.extend(_stream_checks(sites, data, place, manifest_dir))
+    return found
+
+
+def _strings(value: Any, path: tuple) -> Iterator[tuple[tuple, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and "{" in key:
+                yield path + (key,), key
+            yield from _strings(item, path + (key,))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from _strings(item, path + (index,))
+
+
+def _field_checks(site: Site, place: Placement) -> Iterator[Diagnostic]:
+    aliases = field_aliases(site.model)
+    for alias, value in site.data.items():
+        if alias not in aliases:
+            continue
+        info = site.model.model_fields[aliases[alias]]
+        spec = template_of(info)
+        fmt = format_of(info)
+        if spec is not None:
+            for path, text in _strings(value, site.path + (alias,)):
+                yield from _template_checks(text, path, alias, spec.variables, place)
+        if fmt is not None:
+            for path, text in _strings(value, site.path + (alias,)):
+                if "{{" in text or "{%" in text:
+                    continue
+                yield from _format_checks(fmt, text, path, alias, place)
+
+
+def _template_checks(text: str, path: tuple, alias: str, allowed: frozenset, place: Placement) -> Iterator[Diagnostic]:
+    info = analyze_template(text)
+    if not info.is_template:
+        return
+    if info.syntax_error is not None:
+        problem = info.syntax_error
+        where = f" (line {problem.line} of the template)" if problem.line and problem.line > 1 else ""
+        yield place.diagnostic(path, "template-syntax", f"template syntax error in `{alias}`: {problem.message}{where}",
+                               "fix the Jinja expression; values are written `{{ config['key'] }}`")
+        return
+    for name in info.private_access:
+        yield place.diagnostic(path, "template-unsafe",
+                               f"template in `{alias}` reaches into Python internals (`{name}`), which is not allowed",
+                               "use only the documented variables, macros and filters")
+    for name in sorted(info.unknown_filters):
+        yield place.diagnostic(path, "template-filter", f"unknown filter `{name}` in `{alias}`",
+                               _suggest(name, info.known_filters) if hasattr(info, "known_filters") else None)
+    for name in sorted(info.variables - allowed):
+        available = ", ".join(sorted(allowed - {"stream_state"}))
+        fix = _suggest(name, sorted(allowed)) or f"variables available here: {available}"
+        if name in VARIABLES:
+            message = f"`{name}` is not available in `{alias}`"
+        else:
+            message = f"unknown variable `{name}` in `{alias}`"
+        yield place.diagnostic(path, "template-variable", message, fix)
+
+
+def _suggest(name: str, options: Any) -> str | None:
+    close = difflib.get_close_matches(name, list(options), n=1)
+    return f"did you mean `{close[0]}`?" if close else None
+
+
+def _format_checks(fmt: str, text: str, path: tuple, alias: str, place: Placement) -> Iterator[Diagnostic]:
+    if fmt == "duration":
+        problem = duration_problem(text)
+        if problem:
+            yield place.diagnostic(path, "bad-duration", f"`{alias}`: {problem}",
+                                   "write an ISO 8601 duration such as `P1D`, `PT1H` or `P1M`")
+    elif fmt == "strftime":
+        for problem in format_problems(text):
+            yield place.diagnostic(path, "bad-datetime-format", f"`{alias}`: {problem.message}",
+                                   getattr(problem, "fix", None))
+
+
+def _stream_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str | None) -> Iterator[Diagnostic]:
+    streams = [s for s in sites if s.model is DeclarativeStream and len(s.path) == 2 and s.path[0] == "streams"]
+    names: dict[str, tuple] = {}
+    for site in streams:
+        name = site.data.get("name")
+        if isinstance(name, str):
+            if name in names:
+                yield place.diagnostic(site.path + ("name",), "duplicate-stream",
+                                       f"duplicate stream name `{name}` (also {_at(place, names[name])})",
+                                       "give every stream a unique name")
+            else:
+                names[name] = site.path + ("name",)
+    check = data.get("check") if isinstance(data, dict) else None
+    if isinstance(check, dict) and isinstance(check.get("stream_names"), list):
+        for index, name in enumerate(check["stream_names"]):
+            if isinstance(name, str) and names and name not in names:
+                yield place.diagnostic(("check", "stream_names", index), "unknown-stream",
+                                       f"check names stream `{name}`, which does not exist",
+                                       _suggest(name, names) or f"streams are: {', '.join(names)}")
+    yield from _parent_checks(sites, names, place)
+    for site in sites:
+        if site.model is DeclarativeStream:
+            yield from _schema_checks(site, place, manifest_dir)
+        if site.model is Spec:
+            spec = site.data.get("connection_specification")
+            if isinstance(spec, dict):
+                try:
+                    jsonschema.Draft7Validator.check_schema(spec)
+                except jsonschema.SchemaError as exc:
+                    yield place.diagnostic(site.path + ("connection_specification",) + tuple(exc.path), "bad-spec",
+                                           f"connection_specification is not a valid JSON Schema: {exc.message}")
+
+
+def _at(place: Placement, path: tuple) -> str:
+    line, col = place.where(path)
+    return f"at line {line}"
+
+
+def _owner_stream(sites: list[Site], path: tuple) -> Site | None:
+    best = None
+    for site in sites:
+        if site.model is DeclarativeStream and path[: len(site.path)] == site.path and site.path != path:
+            if best is None or len(site.path) > len(best.path):
+                best = site
+    return best
+
+
+def _parent_checks(sites: list[Site], names: dict, place: Placement) -> Iterator[Diagnostic]:
+    graph: dict[str, set] = {}
+    where: dict[tuple, tuple] = {}
+    for site in sites:
+        if site.model is not ParentStreamConfig:
+            continue
+        child = _owner_stream(sites, site.path)
+        parent = site.data.get("stream")
+        if isinstance(parent, str):
+            yield place.diagnostic(site.path + ("stream",), "unknown-parent",
+                                   f"parent stream `{parent}` does not exist",
+                                   "point at a stream definition: `stream: {$ref: '#/definitions/<name>'}`")
+            continue
+        if not (child and isinstance(parent, dict)):
+            continue
+        child_name, parent_name = child.data.get("name"), parent.get("name")
+        if isinstance(child_name, str) and isinstance(parent_name, str):
+            graph.setdefault(child_name, set()).add(parent_name)
+            where.setdefault((child_name, parent_name), site.path + ("stream",))
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        cycle = exc.args[1]
+        path = where.get((cycle[0], cycle[1]), ())
+        yield place.diagnostic(path, "parent-cycle",
+                               f"parent streams form a cycle: {' -> '.join(cycle)}",
+                               "a stream cannot be its own ancestor; remove one parent link")
+
+
+def _schema_checks(site: Site, place: Placement, manifest_dir: str | None) -> Iterator[Diagnostic]:
+    loader = site.data.get("schema_loader")
+    name = site.data.get("name")
+    schema: Any = None
+    if isinstance(loader, dict) and loader.get("type") == InlineSchemaLoader.type_name():
+        schema = loader.get("schema")
+    elif (loader is None or isinstance(loader, dict) and loader.get("type") == JsonFileSchemaLoader.type_name()) \
+            and manifest_dir is not None and isinstance(name, str):
+        loader = loader or {}
+        file_path = loader.get("file_path") or f"schemas/{name}.json"
+        rendered = _render_static(file_path, loader.get("$parameters", site.data.get("$parameters", {})))
+        if rendered is None:
+            return
+        candidates = [os.path.normpath(os.path.join(base, rendered))
+                      for base in (manifest_dir, os.path.dirname(manifest_dir))]
+        found = next((c for c in candidates if os.path.isfile(c)), None)
+        at = site.path + (("schema_loader", "file_path") if "file_path" in loader else ("schema_loader",)
+                          if site.data.get("schema_loader") else ("name",))
+        if found is None:
+            yield place.diagnostic(at, "file-not-found", f"schema file `{rendered}` of stream `{name}` does not exist",
+                                   f"create {candidates[0]} or set `schema_loader`")
+            return
+        try:
+            with open(found, "rb") as handle:
+                schema = json.loads(handle.read())
+        except (OSError, ValueError) as exc:
+            yield place.diagnostic(at, "bad-schema-file", f"schema file `{rendered}` is not valid JSON: {exc}",
+                                   "fix the JSON in the schema file")
+            return
+    if not isinstance(schema, dict):
+        return
+    properties = schema.get("properties")
+    if not isinstance(properties, dict) or not properties:
+        return
+    cursor = site.data.get("incremental_sync")
+    if isinstance(cursor, dict):
+        field = cursor.get("cursor_field")
+        if isinstance(field, str) and "{" not in field and field not in properties:
+            yield place.diagnostic(site.path + ("incremental_sync", "cursor_field"), "cursor-not-in-schema",
+                                   f"cursor field `{field}` is not in the schema of stream `{name}`",
+                                   _suggest(field, properties) or "add it to the schema's properties",
+                                   severity="warning")
+    key = site.data.get("primary_key")
+    paths = [] if not key else [[key]] if isinstance(key, str) else [
+        [part] if isinstance(part, str) else part for part in key if isinstance(part, (str, list))]
+    for key_path in paths:
+        node = properties
+        for part in key_path:
+            if not isinstance(node, dict) or part not in node:
+                yield place.diagnostic(site.path + ("primary_key",), "key-not-in-schema",
+                                       f"primary key `{'.'.join(key_path)}` is not in the schema of stream `{name}`",
+                                       _suggest(part, node) if isinstance(node, dict) else None, severity="warning")
+                break
+            node = node[part].get("properties") if isinstance(node[part], dict) else None
+
+
+def _render_static(text: str, parameters: Any) -> str | None:
+    """Render a template that needs only ``parameters``; None when it needs more."""
+    if "{{" not in text and "{%" not in text:
+        return text
+    info = analyze_template(text)
+    if info.syntax_error is not None or info.variables - {"parameters"}:
+        return None
+    from framework.interpolation import TemplateEngine
+
+    try:
+        return TemplateEngine().render(text, {"parameters": parameters if isinstance(parameters, dict) else {}})
+    except Exception:  # noqa: BLE001 - a template failing here is reported elsewhere
+        return None

@@ -1,0 +1,212 @@
+"""Which component each mapping is, and what ``$parameters`` it sees.
+
+Walking the resolved manifest from the root, guided by the models' field
+annotations, this pass:
+
+* gives a mapping without ``type`` the type its field implies (a
+  ``retriever`` is a SimpleRetriever), and reports unknown or unsupported
+  types with the types that fit there;
+* merges ``$parameters`` down the tree (a component's own parameters win over
+  inherited ones) and fills a field the component leaves out from the
+  parameter of the same name, never overwriting a value the component sets;
+* records every component it meets as a :class:`Site`, so later checks can
+  look at each one without walking the tree again.
+"""
+
+from __future__ import annotations
+
+import difflib
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping
+
+from pydantic import BaseModel
+
+from framework.diagnostics import Diagnostic, json_path
+from framework.manifest.references import Origin
+from framework.manifest.yaml_source import SourceDocument
+from framework.models import REGISTRY, UNSUPPORTED, Component, default_type_of
+
+PARAMETERS_KEY = "$parameters"
+
+
+@dataclass(frozen=True)
+class Site:
+    """A component found in the manifest: its model, its path, and its mapping."""
+
+    model: type[Component]
+    path: tuple
+    data: dict
+
+
+@dataclass
+class Placement:
+    """Finds the file place of a resolved path through the origin tree."""
+
+    doc: SourceDocument
+    origin: Origin
+
+    def origin_at(self, path: tuple) -> Origin:
+        node = self.origin
+        for part in path:
+            node = node.child(part)
+        return node
+
+    def where(self, path: tuple, key: bool = False) -> tuple[int, int]:
+        node = self.origin_at(path)
+        return self.doc.where(node.src, key=key)
+
+    def diagnostic(self, path: tuple, code: str, message: str, fix: str | None = None,
+                   severity: str = "error", key: bool = False) -> Diagnostic:
+        line, col = self.where(path, key=key)
+        return Diagnostic(self.doc.file, line, col, severity, code, message, json_path(path), fix)  # type: ignore[arg-type]
+
+
+def _unwrap(annotation: Any) -> Iterator[tuple[str, Any]]:
+    """Yield ``(shape, type)`` for every type an annotation admits: shape is one, seq or map."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        yield from _unwrap(args[0])
+    elif origin is typing.Union or (origin is not None and getattr(origin, "__name__", "") == "UnionType"):
+        for arg in args:
+            yield from _unwrap(arg)
+    elif origin is tuple:
+        for arg in args:
+            if arg is not Ellipsis:
+                for shape, inner in _unwrap(arg):
+                    if shape == "one":
+                        yield "seq", inner
+    elif origin in (dict, Mapping, typing.Mapping) or (origin is not None and getattr(origin, "__name__", "") == "Mapping"):
+        if len(args) == 2:
+            for shape, inner in _unwrap(args[1]):
+                if shape == "one":
+                    yield "map", inner
+    elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        yield "one", annotation
+
+
+def slots(model: type[Component]) -> dict[str, dict[str, tuple[type[Component], ...]]]:
+    """For each field alias of ``model`` that can hold components: shape -> component classes."""
+    cached = _SLOTS.get(model)
+    if cached is None:
+        cached = {}
+        for name, info in model.model_fields.items():
+            found: dict[str, list] = {}
+            for shape, cls in _unwrap(info.annotation):
+                if issubclass(cls, Component) and cls not in found.setdefault(shape, []):
+                    found[shape].append(cls)
+            if found:
+                cached[info.alias or name] = {shape: tuple(classes) for shape, classes in found.items()}
+        _SLOTS[model] = cached
+    return cached
+
+
+_SLOTS: dict = {}
+
+
+def field_aliases(model: type[Component]) -> dict[str, str]:
+    """Alias (the manifest key) -> attribute name, for every field of ``model``."""
+    return {(info.alias or name): name for name, info in model.model_fields.items()}
+
+
+@dataclass
+class Preparation:
+    place: Placement
+    problems: list = field(default_factory=list)
+    sites: list = field(default_factory=list)
+    claimed: list = field(default_factory=list)  # paths whose problems are already reported
+
+    def run(self, data: Any) -> Any:
+        if not isinstance(data, dict):
+            self.problems.append(self.place.diagnostic((), "not-a-mapping",
+                                                       "a manifest must be a mapping with `version`, `streams` and `check`",
+                                                       "start the file with `version: 6.7.0`"))
+            self.claimed.append(())
+            return data
+        from framework.models import DeclarativeSource
+
+        return self.component(data, (), (DeclarativeSource,), "DeclarativeSource", {}, {})
+
+    def component(self, data: dict, path: tuple, candidates: tuple, default_type: str | None,
+                  inherited: dict, inherited_origin: dict) -> dict:
+        kind = data.get("type", default_type if default_type else
+                        candidates[0].type_name() if len(candidates) == 1 else None)
+        names = [cls.type_name() for cls in candidates]
+        if kind is None:
+            self.report(path, "missing-type", f"missing `type`; here it is one of: {', '.join(names)}",
+                        f"add `type: {names[0]}`")
+            return data
+        if not isinstance(kind, str) or kind not in REGISTRY or REGISTRY[kind] not in candidates:
+            self.unknown_type(kind, path + ("type",) if "type" in data else path, names)
+            return data
+        model = REGISTRY[kind]
+        data = dict(data)
+        data["type"] = kind
+        origin_node = self.place.origin_at(path)
+        children = origin_node.children if isinstance(origin_node.children, dict) else {}
+        own = data.get(PARAMETERS_KEY, {})
+        if not isinstance(own, dict):
+            self.report(path + (PARAMETERS_KEY,), "bad-parameters", "`$parameters` must be a mapping",
+                        "write `$parameters:` followed by indented `key: value` lines")
+            own = {}
+        params = {**inherited, **own}
+        param_origin = dict(inherited_origin)
+        own_origin = children.get(PARAMETERS_KEY)
+        for key in own:
+            param_origin[key] = own_origin.child(key) if own_origin else origin_node
+        for alias in field_aliases(model):
+            if alias not in data and alias in params and alias not in ("type", PARAMETERS_KEY):
+                data[alias] = params[alias]
+                children[alias] = param_origin[alias]
+        if params:
+            data[PARAMETERS_KEY] = params
+        if isinstance(origin_node.children, dict):
+            origin_node.children = children
+        self.sites.append(Site(model, path, data))
+        for alias, shapes in slots(model).items():
+            if alias not in data or alias == PARAMETERS_KEY:
+                continue
+            info = model.model_fields[field_aliases(model)[alias]]
+            value = data[alias]
+            shape = "one" if isinstance(value, dict) else "seq" if isinstance(value, list) else None
+            if shape == "one" and "one" not in shapes and "map" in shapes:
+                shape = "map"
+            if shape not in shapes:
+                continue
+            classes = shapes[shape]
+            default = default_type_of(info) or (classes[0].type_name() if len(classes) == 1 else None)
+            if shape == "one":
+                data[alias] = self.component(value, path + (alias,), classes, default, params, param_origin)
+            elif shape == "seq":
+                data[alias] = [
+                    self.component(item, path + (alias, i), classes, default, params, param_origin)
+                    if isinstance(item, dict) else item
+                    for i, item in enumerate(value)
+                ]
+            else:
+                data[alias] = {
+                    key: self.component(item, path + (alias, key), classes, default, params, param_origin)
+                    if isinstance(item, dict) else item
+                    for key, item in value.items()
+                }
+        return data
+
+    def unknown_type(self, kind: Any, path: tuple, names: list[str]) -> None:
+        here = ", ".join(names)
+        if isinstance(kind, str) and kind in UNSUPPORTED:
+            self.report(path, "unsupported-component",
+                        f"component `{kind}` is not supported: {UNSUPPORTED[kind]}",
+                        f"use one of the supported components here: {here}")
+        elif isinstance(kind, str) and kind in REGISTRY:
+            self.report(path, "wrong-component", f"`{kind}` cannot be used here; expected one of: {here}",
+                        f"use one of: {here}")
+        else:
+            close = difflib.get_close_matches(str(kind), names, n=1, cutoff=0.5) or \
+                difflib.get_close_matches(str(kind), list(REGISTRY), n=1, cutoff=0.6)
+            fix = f"did you mean `{close[0]}`?" if close else f"use one of: {here}"
+            self.report(path, "unknown-type", f"unknown component type `{kind}`", fix)
+
+    def report(self, path: tuple, code: str, message: str, fix: str | None) -> None:
+        self.problems.append(self.place.diagnostic(path, code, message, fix))
+        self.claimed.append(path[:-1] if path and path[-1] == "type" else path)

@@ -1,0 +1,79 @@
+"""Checking a connector config against the manifest's ``spec.connection_specification``.
+
+Values of properties marked ``airbyte_secret: true`` never appear in a message:
+they are replaced by ``****`` wherever they would be quoted.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+from framework.diagnostics import Diagnostic, json_path
+from framework.manifest.yaml_source import read_document
+
+MASK = "****"
+
+
+def secret_values(schema: Any, config: Any) -> set[str]:
+    """Every value in ``config`` that sits under a property the schema marks secret."""
+    found: set[str] = set()
+
+    def walk(node_schema: Any, value: Any) -> None:
+        if not isinstance(node_schema, dict):
+            return
+        if node_schema.get("airbyte_secret") is True and value not in (None, ""):
+            found.add(value if isinstance(value, str) else json.dumps(value))
+            return
+        for key in ("oneOf", "anyOf", "allOf"):
+            for option in node_schema.get(key, []) or []:
+                walk(option, value)
+        if isinstance(value, dict):
+            for name, sub in (node_schema.get("properties") or {}).items():
+                if name in value:
+                    walk(sub, value[name])
+        if isinstance(value, list) and isinstance(node_schema.get("items"), dict):
+            for item in value:
+                walk(node_schema["items"], item)
+
+    walk(schema, config)
+    return found
+
+
+def mask(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret value replaced by ``****`` (longest first)."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def check_config(spec: Any, config_path: str) -> list[Diagnostic]:
+    """Problems of the config file at ``config_path`` under the connection specification ``spec``."""
+    import jsonschema
+
+    doc = read_document(config_path)
+    if doc.problems:
+        return list(doc.problems)
+    config = doc.data
+    if not isinstance(spec, dict):
+        return []
+    secrets = secret_values(spec, config)
+    validator_class = jsonschema.validators.validator_for(spec, default=jsonschema.Draft7Validator)
+    validator = validator_class(spec, format_checker=validator_class.FORMAT_CHECKER)
+    out = []
+    for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
+        path = tuple(error.absolute_path)
+        message = error.message
+        if error.validator == "required":
+            line, col = doc.where(path)
+        else:
+            line, col = doc.where(path)
+        fix = None
+        if error.validator == "required":
+            fix = "add the missing property to the config"
+        elif error.validator in ("type", "enum", "pattern", "format"):
+            fix = f"change `{json_path(path) or 'the config'}` to match the spec"
+        out.append(Diagnostic(doc.file, line, col, "error", f"config-{error.validator}",
+                              mask(message, secrets), json_path(path), fix))
+    return out

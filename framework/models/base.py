@@ -1,0 +1,140 @@
+"""What every manifest component has in common, and how its fields are declared.
+
+Components are pydantic models: typed, frozen, and they reject keys they do not
+know. A field is declared with :func:`spec`, which insists on a description and
+an example (both land in the JSON Schema under ``schemas/``) and records, for a
+template field, which variables the template may use and what its rendered text
+is turned into. Validators and the interpreter read that metadata back through
+:func:`template_of`; nothing else says which fields are templates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
+
+Result = Literal["string", "integer", "number", "boolean", "object", "any"]
+
+# Which variables a template may use depends on when it is rendered.
+# ``config`` and ``parameters`` are always there.
+BASE = frozenset({"config", "parameters"})
+SLICE = frozenset({"stream_slice", "stream_interval", "stream_partition", "stream_state"})
+REQUEST = BASE | SLICE | {"next_page_token"}
+RESPONSE = BASE | SLICE | {"response", "headers", "last_record", "last_page_size", "next_page_token"}
+RECORD = REQUEST | {"record"}
+ERROR = BASE | {"response", "headers"}
+PROPERTY = BASE | {"property", "record"}
+SESSION = BASE | {"session_token"}
+
+_REQUIRED: Any = ...
+
+
+@dataclass(frozen=True)
+class TemplateSpec:
+    """A field whose strings are Jinja templates.
+
+    ``variables``: the names a template in this field may use (macros aside).
+    ``result``: what the rendered text becomes: ``string`` keeps it as text;
+    ``integer``, ``number``, ``boolean`` and ``object`` parse it into that type.
+    """
+
+    variables: frozenset[str]
+    result: Result = "string"
+
+    def as_schema(self) -> dict:
+        return {"variables": sorted(self.variables), "result": self.result}
+
+
+def spec(
+    description: str,
+    example: Any,
+    default: Any = _REQUIRED,
+    *,
+    template: frozenset[str] | None = None,
+    result: Result = "string",
+    alias: str | None = None,
+    default_type: str | None = None,
+    default_factory: Any = None,
+    format: Literal["duration", "strftime"] | None = None,
+) -> Any:
+    """Declare a component field with its description and an example value.
+
+    ``template`` names the variables the field's templates may use (see the
+    context sets above) and ``result`` how their rendered text is typed.
+    ``default_type`` is the component ``type`` assumed when a manifest omits it
+    on a field that accepts several component types. ``format`` marks strings
+    that must be ISO 8601 durations (``duration``) or datetime formats
+    (``strftime``); validators check them and the JSON Schema says so.
+    """
+    extra: dict[str, Any] = {}
+    if format == "duration":
+        extra["format"] = "duration"
+    elif format == "strftime":
+        extra["x-format"] = "strftime"
+    if template is not None:
+        extra["x-template"] = TemplateSpec(frozenset(template), result).as_schema()
+    if default_type is not None:
+        extra["x-default-type"] = default_type
+    kwargs: dict[str, Any] = dict(description=description, examples=[example], json_schema_extra=extra or None)
+    if alias is not None:
+        kwargs["alias"] = alias
+    if default_factory is not None:
+        return Field(default_factory=default_factory, **kwargs)
+    return Field(default, **kwargs)
+
+
+def template_of(info: FieldInfo) -> TemplateSpec | None:
+    """The template metadata of a field, or None when it holds no templates."""
+    extra = info.json_schema_extra
+    if isinstance(extra, Mapping) and "x-template" in extra:
+        data = extra["x-template"]
+        return TemplateSpec(frozenset(data["variables"]), data["result"])
+    return None
+
+
+def format_of(info: FieldInfo) -> str | None:
+    """``duration`` or ``strftime`` for fields whose strings have that syntax."""
+    extra = info.json_schema_extra
+    if isinstance(extra, Mapping):
+        return extra.get("format") or extra.get("x-format")
+    return None
+
+
+def default_type_of(info: FieldInfo) -> str | None:
+    extra = info.json_schema_extra
+    if isinstance(extra, Mapping):
+        return extra.get("x-default-type")
+    return None
+
+
+class Model(BaseModel):
+    """Frozen and strict about keys: the base of every settings object."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=False, protected_namespaces=())
+
+
+class Component(Model):
+    """A manifest component: a mapping with a ``type`` and optional ``$parameters``.
+
+    ``parameters`` holds the effective ``$parameters`` of the component: its own
+    merged over those inherited from the components that contain it (the nearer
+    value wins). Where a component leaves out one of its fields and a parameter
+    has the same name, the loader fills the field from the parameter; a value
+    the component sets itself is never overwritten.
+    """
+
+    parameters: Mapping[str, Any] = spec(
+        "Values passed down to this component and the components inside it, "
+        "readable in templates as `parameters`; a field this component leaves out "
+        "takes the parameter of the same name.",
+        {"name": "orders", "path": "/v1/orders"},
+        alias="$parameters",
+        default_factory=dict,
+    )
+
+    @classmethod
+    def type_name(cls) -> str:
+        return cls.model_fields["type"].default

@@ -1,0 +1,160 @@
+"""Error handling: which responses are errors, and how long to wait before retrying."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional, Union
+
+from pydantic import Field, model_validator
+from typing_extensions import Annotated
+
+from framework.models.base import BASE, ERROR, Component, spec
+
+
+class ConstantBackoffStrategy(Component):
+    """Waits the same time before every retry."""
+
+    type: Literal["ConstantBackoffStrategy"] = spec(
+        "Component type.", "ConstantBackoffStrategy", "ConstantBackoffStrategy"
+    )
+    backoff_time_in_seconds: Union[float, str] = spec(
+        "Seconds to wait; a template must render a number.", 10, template=BASE, result="number"
+    )
+
+
+class ExponentialBackoffStrategy(Component):
+    """Waits `factor * 2^attempt` seconds before retry number `attempt`."""
+
+    type: Literal["ExponentialBackoffStrategy"] = spec(
+        "Component type.", "ExponentialBackoffStrategy", "ExponentialBackoffStrategy"
+    )
+    factor: Union[float, str] = spec(
+        "Multiplier of the doubling wait, in seconds; a template must render a number.",
+        5,
+        5,
+        template=BASE,
+        result="number",
+    )
+
+
+class WaitTimeFromHeader(Component):
+    """Waits the number of seconds a response header asks for (such as `Retry-After`)."""
+
+    type: Literal["WaitTimeFromHeader"] = spec("Component type.", "WaitTimeFromHeader", "WaitTimeFromHeader")
+    header: str = spec("Name of the header with the wait in seconds.", "Retry-After", template=BASE)
+    regex: Optional[str] = spec(
+        "Regular expression whose first group extracts the number from the header value.", "([-+]?\\d+)", None
+    )
+    max_waiting_time_in_seconds: Optional[Union[float, str]] = spec(
+        "Longest wait accepted; a longer one fails the stream instead of stalling it.",
+        3600,
+        None,
+        template=BASE,
+        result="number",
+    )
+
+
+class WaitUntilTimeFromHeader(Component):
+    """Waits until the epoch time a response header names (such as `X-RateLimit-Reset`)."""
+
+    type: Literal["WaitUntilTimeFromHeader"] = spec(
+        "Component type.", "WaitUntilTimeFromHeader", "WaitUntilTimeFromHeader"
+    )
+    header: str = spec("Name of the header with the epoch time to wait for.", "X-RateLimit-Reset", template=BASE)
+    min_wait: Optional[Union[float, str]] = spec(
+        "Shortest wait in seconds, whatever the header says.", 1, None, template=BASE, result="number"
+    )
+    regex: Optional[str] = spec(
+        "Regular expression whose first group extracts the time from the header value.", "([-+]?\\d+)", None,
+        template=BASE,
+    )
+    max_waiting_time_in_seconds: Optional[Union[float, str]] = spec(
+        "Longest wait accepted; a longer one fails the stream instead of stalling it.",
+        3600,
+        None,
+        template=BASE,
+        result="number",
+    )
+
+
+BackoffStrategy = Annotated[
+    Union[ConstantBackoffStrategy, ExponentialBackoffStrategy, WaitTimeFromHeader, WaitUntilTimeFromHeader],
+    Field(discriminator="type"),
+]
+
+
+class HttpResponseFilter(Component):
+    """Matches responses (by status, body text or a predicate) and says what to do with them."""
+
+    type: Literal["HttpResponseFilter"] = spec("Component type.", "HttpResponseFilter", "HttpResponseFilter")
+    action: Optional[Literal["SUCCESS", "FAIL", "RETRY", "IGNORE", "RATE_LIMITED"]] = spec(
+        "What a matching response means: SUCCESS reads it, FAIL stops the stream, RETRY retries, "
+        "IGNORE skips it, RATE_LIMITED waits and retries without counting towards `max_retries`.",
+        "IGNORE",
+        None,
+    )
+    failure_type: Optional[Literal["system_error", "config_error", "transient_error"]] = spec(
+        "How a failure is reported: a bug (system_error), a user mistake (config_error), or temporary.",
+        "config_error",
+        None,
+    )
+    http_codes: tuple[int, ...] = spec("Status codes that match.", [403, 404], ())
+    error_message_contains: Optional[str] = spec(
+        "Text whose presence in the body makes a response match.", "rate limit exceeded", None
+    )
+    predicate: Optional[str] = spec(
+        "Template that renders true for a matching response.",
+        "{{ 'error' in response and response['error']['code'] == 'LIMIT' }}",
+        None,
+        template=ERROR,
+        result="boolean",
+    )
+    error_message: Optional[str] = spec(
+        "Message reported for a matching response.",
+        "Access denied: check the API key's scopes.",
+        None,
+        template=ERROR,
+    )
+
+    @model_validator(mode="after")
+    def _matches_something(self) -> "HttpResponseFilter":
+        if not (self.http_codes or self.error_message_contains or self.predicate):
+            raise ValueError("a filter needs at least one of `http_codes`, `error_message_contains` or `predicate`")
+        if self.action is None and self.failure_type is None:
+            raise ValueError("a filter needs an `action` (or at least a `failure_type`)")
+        return self
+
+
+class DefaultErrorHandler(Component):
+    """Retries and classifies errors with response filters and backoff strategies."""
+
+    type: Literal["DefaultErrorHandler"] = spec("Component type.", "DefaultErrorHandler", "DefaultErrorHandler")
+    response_filters: tuple[HttpResponseFilter, ...] = spec(
+        "Filters tried in order; the first that matches decides.",
+        [{"type": "HttpResponseFilter", "http_codes": [404], "action": "IGNORE"}],
+        (),
+        default_type="HttpResponseFilter",
+    )
+    max_retries: Union[int, str] = spec(
+        "Retries before a request fails; a template must render an integer.", 5, 5, template=BASE, result="integer"
+    )
+    backoff_strategies: tuple[BackoffStrategy, ...] = spec(
+        "How long to wait before a retry; the first strategy that gives a time wins.",
+        [{"type": "WaitTimeFromHeader", "header": "Retry-After"}],
+        (),
+    )
+
+
+class CompositeErrorHandler(Component):
+    """Asks several error handlers in turn; the first that recognises a response decides."""
+
+    type: Literal["CompositeErrorHandler"] = spec(
+        "Component type.", "CompositeErrorHandler", "CompositeErrorHandler"
+    )
+    error_handlers: tuple["ErrorHandler", ...] = spec(
+        "The handlers, in order.",
+        [{"type": "DefaultErrorHandler", "response_filters": [{"http_codes": [429], "action": "RATE_LIMITED"}]}],
+        default_type="DefaultErrorHandler",
+    )
+
+
+ErrorHandler = Annotated[Union[DefaultErrorHandler, CompositeErrorHandler], Field(discriminator="type")]

@@ -1,0 +1,125 @@
+"""Where a request goes and what it carries: HttpRequester, RequestOption, RequestPath.
+
+A RequestOption says *where* a value is put (query, header, body); the value
+itself comes from whoever owns the option (a paginator, a cursor, a router).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Mapping, Optional, Union
+
+from pydantic import Field, model_validator
+from typing_extensions import Annotated
+
+from framework.models.base import BASE, REQUEST, Component, spec
+from framework.models.auth import Authenticator
+from framework.models.error_handling import ErrorHandler
+
+
+class RequestOption(Component):
+    """Puts a value into one named place of the outgoing request."""
+
+    type: Literal["RequestOption"] = spec("Component type.", "RequestOption", "RequestOption")
+    inject_into: Literal["request_parameter", "header", "body_data", "body_json"] = spec(
+        "Where the value goes: a query parameter, a header, a form-encoded body field or a JSON body field.",
+        "request_parameter",
+    )
+    field_name: Optional[str] = spec(
+        "Name of the parameter, header or body field. Give this or `field_path`.",
+        "page_size",
+        None,
+        template=BASE,
+    )
+    field_path: Optional[tuple[str, ...]] = spec(
+        "Path of keys into a nested JSON body (only with `inject_into: body_json`). Give this or `field_name`.",
+        ["query", "filter", "since"],
+        None,
+        template=BASE,
+    )
+
+    @model_validator(mode="after")
+    def _one_name(self) -> "RequestOption":
+        if (self.field_name is None) == (self.field_path is None):
+            raise ValueError("give exactly one of `field_name` or `field_path`")
+        if self.field_path is not None and self.inject_into != "body_json":
+            raise ValueError("`field_path` only works with `inject_into: body_json`; use `field_name` instead")
+        return self
+
+
+class RequestPath(Component):
+    """Puts the value in place of the request's path (a next-page URL, for instance)."""
+
+    type: Literal["RequestPath"] = spec("Component type.", "RequestPath", "RequestPath")
+
+
+RequestValues = Union[Mapping[str, Any], str]
+
+
+class JsonDecoder(Component):
+    """Reads response bodies as JSON (the default and only decoder supported)."""
+
+    type: Literal["JsonDecoder"] = spec("Component type.", "JsonDecoder", "JsonDecoder")
+
+
+class HttpRequester(Component):
+    """Builds and sends the HTTP requests of a stream."""
+
+    type: Literal["HttpRequester"] = spec("Component type.", "HttpRequester", "HttpRequester")
+    url_base: str = spec(
+        "Base URL of the API; `path` is appended to it.",
+        "https://api.example.com/v1/",
+        template=REQUEST,
+    )
+    path: str = spec(
+        "Path of the endpoint below `url_base`.",
+        "/orders/{{ stream_partition.account_id }}/items",
+        "",
+        template=REQUEST,
+    )
+    http_method: Literal["GET", "POST"] = spec("HTTP method of the requests.", "GET", "GET")
+    authenticator: Optional[Authenticator] = spec(
+        "How requests are authenticated; none when left out.",
+        {"type": "BearerAuthenticator", "api_token": "{{ config['api_key'] }}"},
+        None,
+    )
+    error_handler: Optional[ErrorHandler] = spec(
+        "What to do with error responses; by default 429 and 5xx are retried with exponential backoff.",
+        {"type": "DefaultErrorHandler", "max_retries": 3},
+        None,
+        default_type="DefaultErrorHandler",
+    )
+    request_parameters: RequestValues = spec(
+        "Query parameters added to every request. Keys and values are templates; a single template string must render an object.",
+        {"sort": "updated_at", "since": "{{ stream_interval.start_time }}"},
+        default_factory=dict,
+        template=REQUEST,
+        result="object",
+    )
+    request_headers: RequestValues = spec(
+        "Headers added to every request. Keys and values are templates; a single template string must render an object.",
+        {"Accept": "application/json"},
+        default_factory=dict,
+        template=REQUEST,
+        result="object",
+    )
+    request_body_json: RequestValues = spec(
+        "JSON body of the request (POST). Strings anywhere inside are templates; a single template string must render an object.",
+        {"query": {"updated_after": "{{ stream_interval.start_time }}"}},
+        default_factory=dict,
+        template=REQUEST,
+        result="object",
+    )
+    request_body_data: RequestValues = spec(
+        "Form-encoded body of the request (POST). Keys and values are templates; a template string is sent as rendered.",
+        {"grant": "all"},
+        default_factory=dict,
+        template=REQUEST,
+        result="any",
+    )
+    use_cache: bool = spec("Cache responses within a sync (useful for parent streams read by several children).", False, False)
+
+    @model_validator(mode="after")
+    def _one_body(self) -> "HttpRequester":
+        if self.request_body_json and self.request_body_data:
+            raise ValueError("give at most one of `request_body_json` and `request_body_data`")
+        return self

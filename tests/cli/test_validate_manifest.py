@@ -1,0 +1,104 @@
+"""validate-manifest as a user runs it: the installed console script, in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from conftest import EXAMPLE, REPO
+
+SCRIPT = shutil.which("validate-manifest", path=os.path.dirname(sys.executable)) or "validate-manifest"
+
+
+def run(*args, cwd=None):
+    return subprocess.run([SCRIPT, *args], capture_output=True, text=True, cwd=cwd, timeout=60)
+
+
+def test_valid_manifest_exits_zero():
+    result = run(str(EXAMPLE))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == ""
+    assert "1 file checked: 0 errors, 0 warnings" in result.stderr
+
+
+def test_errors_exit_one_with_file_line_col(write_manifest):
+    path = write_manifest("version: 1\nstreams:\n  - name: a\n    retriever: {requester: {url_base: x}, record_selector: {extractor: {field_path: []}}}\n    primary_ky: id\ncheck: {stream_names: [a]}\n")
+    result = run(path)
+    assert result.returncode == 1
+    assert f"{path}:5:5: error: unknown field `primary_ky` in DeclarativeStream" in result.stdout
+    assert "did you mean `primary_key`?" in result.stdout
+
+
+def test_json_format_for_tools(write_manifest):
+    path = write_manifest("version: 1\nstreams: []\ncheck: {stream_names: []}\nextra: 1\n")
+    result = run("--format", "json", path)
+    assert result.returncode == 1
+    problems = json.loads(result.stdout)
+    assert problems and {"file", "line", "column", "path", "code", "severity", "message"} <= set(problems[0])
+    assert any(p["code"] == "unknown-field" and p["path"] == "extra" for p in problems)
+
+
+def test_usage_errors_exit_two(tmp_path):
+    assert run().returncode == 2
+    assert run(str(tmp_path / "missing.yaml")).returncode == 2
+    assert run("--format", "xml", str(EXAMPLE)).returncode == 2
+
+
+def test_bad_inputs_never_traceback(tmp_path):
+    cases = {
+        "broken.yaml": b"a: [1, 2\n",
+        "tabs.yaml": b"version: 1\nstreams:\n\t- a\n",
+        "dup.yaml": b"version: 1\nversion: 2\n",
+        "empty.yaml": b"",
+        "binary.yaml": bytes(range(256)),
+        "ref.yaml": b"version: 1\nstreams: ['#/definitions/nope']\ncheck: {stream_names: [a]}\n",
+        "internals.yaml": b"version: 1\nstreams:\n  - name: a\n    retriever: {requester: {url_base: \"{{ config.__class__.__init__.__globals__ }}\"}, record_selector: {extractor: {field_path: []}}}\ncheck: {stream_names: [a]}\n",
+    }
+    for name, content in cases.items():
+        (tmp_path / name).write_bytes(content)
+        result = run(str(tmp_path / name))
+        assert result.returncode == 1, name
+        assert "Traceback" not in result.stdout + result.stderr, name
+        first = result.stdout.splitlines()[0]
+        assert first.startswith(str(tmp_path / name) + ":"), (name, first)
+        assert ": error: " in first, (name, first)
+
+
+def test_big_file_gets_a_clear_error(tmp_path):
+    path = tmp_path / "big.yaml"
+    with open(path, "wb") as handle:
+        handle.write(b"a: " + b"x" * (50 * 1024 * 1024) + b"\n")
+    result = run(str(path))
+    assert result.returncode == 1
+    assert "MiB" in result.stdout and "Traceback" not in result.stderr
+
+
+def test_config_is_checked_with_secrets_masked(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"base_url": "http://x", "api_key": ["sekrit-value"], "start_date": "01/01/2024"}))
+    result = run("--config", str(config), str(EXAMPLE))
+    assert result.returncode == 1
+    assert "sekrit-value" not in result.stdout
+    assert "start_date" in result.stdout
+    ok = run("--config", str(EXAMPLE.parent / "config.json"), str(EXAMPLE))
+    assert ok.returncode == 0, ok.stdout
+
+
+def test_several_files_at_once(write_manifest):
+    bad = write_manifest("version: 1\n", name="bad.yaml")
+    result = run(str(EXAMPLE), bad)
+    assert result.returncode == 1
+    assert "2 files checked" in result.stderr
+
+
+def test_never_imports_pyspark():
+    code = (
+        "import sys\nfrom framework.cli.validate import main\n"
+        f"rc = main(['--quiet', {str(EXAMPLE)!r}])\n"
+        "assert 'pyspark' not in sys.modules, 'pyspark imported'\nsys.exit(rc)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr

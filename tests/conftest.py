@@ -1,0 +1,30 @@
+"""Shared fixtures: paths of the repo's example manifests and a writer for manifest files."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "examples" / "shop" / "manifest.yaml"
+
+
+@pytest.fixture
+def write_manifest(tmp_path):
+    """Write YAML text (dedented) to a file in a temp folder and return its path."""
+
+    def write(text: str, name: str = "manifest.yaml") -> str:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+        return str(path)
+
+    return write
+
+
+def corpus_dir() -> str | None:
+    value = os.environ.get("MANIFEST_CORPUS")
+    return value if value and os.path.isdir(value) else None

@@ -1,0 +1,184 @@
+"""check_manifest / load_manifest: types by field, $parameters, and pydantic errors made readable."""
+
+import pytest
+
+from framework.errors import ManifestError
+from framework.manifest import check_manifest, check_manifest_text, load_manifest
+from framework.models import DeclarativeSource, HttpRequester, SimpleRetriever
+
+from conftest import EXAMPLE
+
+MINIMAL = """
+version: 6.7.0
+definitions:
+  requester:
+    url_base: https://api.example.com
+streams:
+  - name: items
+    retriever:
+      requester: {$ref: '#/definitions/requester'}
+      record_selector:
+        extractor:
+          field_path: [data]
+check:
+  stream_names: [items]
+"""
+
+
+def codes(checked):
+    return sorted(d.code for d in checked.diagnostics)
+
+
+def test_the_example_manifest_is_valid():
+    checked = check_manifest(str(EXAMPLE))
+    assert checked.diagnostics == ()
+    source = load_manifest(str(EXAMPLE))
+    assert isinstance(source, DeclarativeSource)
+    assert [s.name for s in source.streams] == ["accounts", "orders", "events"]
+
+
+def test_types_are_implied_by_fields():
+    checked = check_manifest_text(MINIMAL)
+    assert checked.ok, [d.format() for d in checked.diagnostics]
+    retriever = checked.source.streams[0].retriever
+    assert isinstance(retriever, SimpleRetriever)
+    assert isinstance(retriever.requester, HttpRequester)
+    assert retriever.record_selector.extractor.field_path == ("data",)
+
+
+def test_models_are_frozen():
+    source = check_manifest_text(MINIMAL).source
+    with pytest.raises(Exception):
+        source.streams[0].name = "other"  # type: ignore[misc]
+    assert isinstance(source.streams, tuple)
+
+
+def test_parameters_fill_fields_and_propagate_without_overwriting():
+    checked = check_manifest_text("""
+version: 6.7.0
+definitions:
+  base:
+    retriever:
+      requester:
+        url_base: https://api.example.com
+        path: /fixed
+        $parameters: {path: /from-own-parameters}
+      record_selector:
+        extractor: {field_path: []}
+streams:
+  - $ref: '#/definitions/base'
+    $parameters: {name: items, path: /items, primary_key: id}
+  - $ref: '#/definitions/base'
+    retriever:
+      requester:
+        url_base: https://api.example.com
+      record_selector:
+        extractor: {field_path: []}
+    $parameters: {name: other, path: /other}
+check:
+  stream_names: [items]
+""")
+    assert checked.ok, [d.format() for d in checked.diagnostics]
+    first, second = checked.source.streams
+    assert first.name == "items" and first.primary_key == "id"
+    assert first.retriever.requester.path == "/fixed"  # set by the component itself
+    assert first.retriever.requester.parameters["path"] == "/from-own-parameters"  # own wins over inherited
+    assert first.retriever.record_selector.parameters["name"] == "items"
+    assert second.retriever.requester.path == "/other"  # filled from the stream's parameters
+
+
+def test_unknown_field_gets_did_you_mean_at_the_key():
+    checked = check_manifest_text(MINIMAL.replace("field_path: [data]", "field_path: [data]\n          feild: 1"))
+    [problem] = checked.diagnostics
+    assert problem.code == "unknown-field"
+    assert problem.line == 13 and problem.column == 11
+    assert problem.path == "streams[0].retriever.record_selector.extractor.feild"
+    assert problem.fix == "did you mean `field_path`?"
+
+
+def test_misspelt_field_in_cursor():
+    text = MINIMAL.replace("    retriever:", """    incremental_sync:
+      type: DatetimeBasedCursor
+      cursor_field: updated_at
+      datetime_format: '%Y-%m-%d'
+      start_datetime: '2020-01-01'
+      step: P1D
+      cursor_granularty: P1D
+    retriever:""", 1)
+    checked = check_manifest_text(text)
+    messages = {d.code: d for d in checked.diagnostics}
+    assert messages["unknown-field"].fix == "did you mean `cursor_granularity`?"
+
+
+def test_missing_required_field_suggests_an_example():
+    checked = check_manifest_text(MINIMAL.replace("    url_base: https://api.example.com\n", "    path: /x\n"))
+    [problem] = checked.diagnostics
+    assert problem.code == "missing-field"
+    assert "url_base" in problem.message and "HttpRequester" in problem.message
+    assert problem.line == 4  # the definition the requester came from
+
+
+def test_unknown_and_unsupported_component_types():
+    checked = check_manifest_text(MINIMAL.replace("field_path: [data]", "field_path: [data]\n        type: DpathExtracter"))
+    [problem] = checked.diagnostics
+    assert problem.code == "unknown-type" and problem.fix == "did you mean `DpathExtractor`?"
+    checked = check_manifest_text(MINIMAL.replace(
+        "        extractor:\n          field_path: [data]",
+        "        extractor:\n          type: CustomRecordExtractor\n          class_name: x.Y"))
+    [problem] = checked.diagnostics
+    assert problem.code == "unsupported-component"
+    assert "CustomRecordExtractor" in problem.message
+
+
+def test_component_in_the_wrong_place():
+    checked = check_manifest_text(MINIMAL.replace("      requester: {$ref: '#/definitions/requester'}",
+                                                  "      requester: {type: NoPagination}"))
+    [problem] = checked.diagnostics
+    assert problem.code == "wrong-component" and "HttpRequester" in problem.fix
+
+
+def test_old_path_injection_points_to_request_path():
+    checked = check_manifest_text(MINIMAL.replace("check:", """    retriever:
+      requester: {$ref: '#/definitions/requester'}
+      record_selector: {extractor: {field_path: []}}
+      paginator:
+        pagination_strategy: {type: CursorPagination, cursor_value: '{{ response.next }}'}
+        page_token_option: {inject_into: path}
+check:""").replace("  - name: items\n    retriever:\n      requester: {$ref: '#/definitions/requester'}\n      record_selector:\n        extractor:\n          field_path: [data]\n", "  - name: items\n"))
+    problems = [d for d in checked.diagnostics if d.code == "invalid-value"]
+    assert problems and "RequestPath" in problems[0].fix
+
+
+def test_wrong_scalar_type_is_plain_english():
+    checked = check_manifest_text(MINIMAL.replace("  - name: items", "  - name: items\n    primary_key: {a: 1}"))
+    [problem] = checked.diagnostics
+    assert problem.code == "wrong-type"
+    assert problem.message.startswith("`primary_key` must be")
+
+
+def test_model_rule_points_at_the_named_field():
+    checked = check_manifest_text(MINIMAL.replace("      record_selector:", """      paginator:
+        type: DefaultPaginator
+        pagination_strategy: {type: PageIncrement}
+        page_size_option: {inject_into: header, field_name: x, field_path: [y]}
+      record_selector:"""))
+    [problem] = checked.diagnostics
+    assert problem.code == "invalid-component" and "exactly one of" in problem.message
+
+
+def test_load_manifest_raises_with_every_problem(write_manifest):
+    path = write_manifest("version: 1\nstreams: []\ncheck: {stream_names: [a]}\nbogus: 1\n")
+    with pytest.raises(ManifestError) as raised:
+        load_manifest(path)
+    assert raised.value.diagnostics
+    assert path in str(raised.value)
+
+
+def test_not_a_mapping():
+    checked = check_manifest_text("- a\n- b\n")
+    assert codes(checked) == ["not-a-mapping"]
+
+
+def test_template_reaching_python_internals_is_an_error():
+    checked = check_manifest_text(MINIMAL.replace("https://api.example.com", "\"{{ ''.__class__.__mro__ }}\""))
+    assert "template-unsafe" in codes(checked)

@@ -1,0 +1,212 @@
+"""The checks a schema cannot do: templates, durations, formats, streams, parents, schema files."""
+
+import json
+
+from framework.manifest import check_manifest, check_manifest_text
+
+BASE = """
+version: 6.7.0
+definitions:
+  retriever:
+    requester:
+      url_base: https://api.example.com
+      path: /items
+    record_selector:
+      extractor: {field_path: []}
+streams:
+  - name: items
+    retriever: {$ref: '#/definitions/retriever'}
+STREAM_EXTRA
+check:
+  stream_names: [items]
+"""
+
+
+def check(extra: str = "", **replace):
+    text = BASE.replace("STREAM_EXTRA", extra)
+    for old, new in replace.items():
+        text = text.replace(old, new)
+    return check_manifest_text(text)
+
+
+def by_code(checked):
+    out = {}
+    for d in checked.diagnostics:
+        out.setdefault(d.code, []).append(d)
+    return out
+
+
+CURSOR = """    incremental_sync:
+      type: DatetimeBasedCursor
+      cursor_field: updated_at
+      datetime_format: "FORMAT"
+      start_datetime: "2020-01-01"
+      STEP
+"""
+
+
+def cursor(fmt="%Y-%m-%d", step="step: P1D\n      cursor_granularity: PT1S"):
+    return CURSOR.replace("FORMAT", fmt).replace("STEP", step)
+
+
+def test_clean_manifest_has_no_problems():
+    assert check(cursor()).diagnostics == ()
+
+
+def test_template_syntax_error():
+    found = by_code(check(url_base="\"{{ config['x' }}\""))
+    [problem] = found["template-syntax"]
+    assert problem.path == "streams[0].retriever.requester.url_base"
+    assert problem.line == 5
+
+
+def test_variable_not_available_in_field():
+    found = by_code(check(url_base="\"{{ record.id }}\""))
+    [problem] = found["template-variable"]
+    assert "`record` is not available in `url_base`" in problem.message
+
+
+def test_unknown_variable_gets_a_suggestion():
+    found = by_code(check(url_base="\"{{ confg['x'] }}\""))
+    [problem] = found["template-variable"]
+    assert problem.fix == "did you mean `config`?"
+
+
+def test_variable_available_where_it_belongs():
+    text = """    retriever:
+      requester:
+        url_base: https://x
+        path: "/a/{{ stream_partition.id }}"
+      record_selector:
+        extractor: {field_path: []}
+        record_filter: {condition: "{{ record.a > 1 }}"}
+      paginator:
+        type: DefaultPaginator
+        pagination_strategy: {type: CursorPagination, cursor_value: "{{ last_record.id }}", stop_condition: "{{ response.done }}"}
+"""
+    checked = check_manifest_text(BASE.replace("    retriever: {$ref: '#/definitions/retriever'}\n", text).replace("STREAM_EXTRA", ""))
+    assert checked.diagnostics == (), [d.format() for d in checked.diagnostics]
+
+
+def test_unknown_filter():
+    found = by_code(check(url_base="\"{{ config.x | base64encod }}\""))
+    assert found.get("template-filter") or found.get("template-syntax")
+
+
+def test_bad_durations():
+    found = by_code(check(cursor(step="step: 1d\n      cursor_granularity: PT1S")))
+    [problem] = found["bad-duration"]
+    assert problem.path.endswith("incremental_sync.step")
+    assert "P1D" in problem.fix
+
+
+def test_step_without_granularity_and_the_reverse():
+    found = by_code(check(cursor(step="step: P1D")))
+    assert "needs `cursor_granularity`" in found["invalid-component"][0].message
+    found = by_code(check(cursor(step="cursor_granularity: PT1S")))
+    assert "needs `step`" in found["invalid-component"][0].message
+
+
+def test_bad_datetime_format_directive():
+    found = by_code(check(cursor(fmt="%Y-%m-%Q")))
+    [problem] = found["bad-datetime-format"]
+    assert "%Q" in problem.message
+
+
+def test_special_datetime_formats_are_fine():
+    for fmt in ("%s", "%ms", "%s_as_float", "%epoch_microseconds", "%Y-%m-%dT%H:%M:%S.%_msZ"):
+        assert check(cursor(fmt=fmt)).diagnostics == (), fmt
+
+
+def test_duplicate_stream_names():
+    extra = "  - name: items\n    retriever: {$ref: '#/definitions/retriever'}\n"
+    found = by_code(check(extra))
+    [problem] = found["duplicate-stream"]
+    assert problem.path == "streams[1].name"
+
+
+def test_check_names_an_unknown_stream():
+    found = by_code(check(**{"stream_names: [items]": "stream_names: [itemz]"}))
+    [problem] = found["unknown-stream"]
+    assert problem.fix == "did you mean `items`?"
+
+
+PARENTS = """
+version: 6.7.0
+definitions:
+  requester: {url_base: https://x}
+  selector: {extractor: {field_path: []}}
+  a:
+    name: a
+    retriever:
+      requester: {$ref: '#/definitions/requester'}
+      record_selector: {$ref: '#/definitions/selector'}
+      partition_router:
+        type: SubstreamPartitionRouter
+        parent_stream_configs:
+          - stream: PARENT_OF_A
+            parent_key: id
+            partition_field: b_id
+  b:
+    name: b
+    retriever:
+      requester: {$ref: '#/definitions/requester'}
+      record_selector: {$ref: '#/definitions/selector'}
+      partition_router:
+        type: SubstreamPartitionRouter
+        parent_stream_configs:
+          - stream: {name: a, retriever: {requester: {$ref: '#/definitions/requester'}, record_selector: {$ref: '#/definitions/selector'}}}
+            parent_key: id
+            partition_field: a_id
+streams:
+  - '#/definitions/a'
+  - '#/definitions/b'
+check: {stream_names: [a]}
+"""
+
+
+def test_parent_that_does_not_exist():
+    found = by_code(check_manifest_text(PARENTS.replace("PARENT_OF_A", "customers")))
+    [problem] = found["unknown-parent"]
+    assert "`customers` does not exist" in problem.message
+
+
+def test_parents_forming_a_cycle():
+    text = PARENTS.replace(
+        "PARENT_OF_A",
+        "{name: b, retriever: {requester: {$ref: '#/definitions/requester'}, record_selector: {$ref: '#/definitions/selector'}}}",
+    )
+    found = by_code(check_manifest_text(text))
+    [problem] = found["parent-cycle"]
+    assert "a -> b -> a" in problem.message or "b -> a -> b" in problem.message
+
+
+def test_cursor_and_key_missing_from_inline_schema_are_warnings():
+    extra = cursor() + """    primary_key: [id, code]
+    schema_loader:
+      type: InlineSchemaLoader
+      schema: {type: object, properties: {id: {type: integer}, updated: {type: string}}}
+"""
+    checked = check(extra)
+    assert checked.ok
+    found = by_code(checked)
+    assert found["cursor-not-in-schema"][0].severity == "warning"
+    assert found["key-not-in-schema"][0].message.startswith("primary key `code`")
+
+
+def test_schema_files(tmp_path):
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "items.json").write_text(json.dumps({"type": "object", "properties": {"uid": {}}}))
+    path = tmp_path / "manifest.yaml"
+    path.write_text(BASE.replace("STREAM_EXTRA", "    primary_key: id\n"))
+    checked = check_manifest(str(path))
+    assert [d.code for d in checked.diagnostics] == ["key-not-in-schema"]
+    path.write_text(BASE.replace("STREAM_EXTRA", "    schema_loader: {type: JsonFileSchemaLoader, file_path: 'schemas/{{ parameters.name }}_v2.json'}\n    $parameters: {name: items}\n"))
+    checked = check_manifest(str(path))
+    [problem] = checked.diagnostics
+    assert problem.code == "file-not-found" and "items_v2.json" in problem.message
+
+
+def test_invalid_connection_specification():
+    checked = check_manifest_text(BASE.replace("STREAM_EXTRA", "") + "spec:\n  connection_specification: {type: objekt}\n")
+    assert [d.code for d in checked.diagnostics] == ["bad-spec"]
