@@ -23,6 +23,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="text (file:line:col: severity: message) or a JSON array for tools")
     parser.add_argument("--config", metavar="CONFIG.json",
                         help="also check this connector config against each manifest's spec")
+    parser.add_argument("--strict", action="store_true",
+                        help="treat every unknown key as an error (by default a key that is not a likely "
+                             "misspelling is a warning and ignored, as Airbyte ignores it)")
     parser.add_argument("--quiet", "-q", action="store_true", help="print problems only, no summary")
     return parser
 
@@ -40,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     diagnostics = []
     for path in args.files:
-        checked = check_manifest(path)
+        checked = check_manifest(path, strict=args.strict)
         diagnostics.extend(checked.diagnostics)
         if args.config:
             spec = (checked.data or {}).get("spec") if isinstance(checked.data, dict) else None

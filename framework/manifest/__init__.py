@@ -40,14 +40,19 @@ class CheckedManifest:
         return not self.errors
 
 
-def check_manifest(path: str) -> CheckedManifest:
-    """Read, resolve, type and check the manifest at ``path``."""
-    return _check(read_document(path), os.path.dirname(os.path.abspath(path)))
+def check_manifest(path: str, strict: bool = False) -> CheckedManifest:
+    """Read, resolve, type and check the manifest at ``path``.
+
+    Unknown keys that do not look like misspelt fields are warnings (they are
+    ignored, as Airbyte ignores them); ``strict`` makes them errors.
+    """
+    return _check(read_document(path), os.path.dirname(os.path.abspath(path)), strict)
 
 
-def check_manifest_text(text: str | bytes, file: str = "<manifest>", base_dir: str | None = None) -> CheckedManifest:
+def check_manifest_text(text: str | bytes, file: str = "<manifest>", base_dir: str | None = None,
+                        strict: bool = False) -> CheckedManifest:
     """Like :func:`check_manifest` for text in memory; schema files are looked up in ``base_dir``."""
-    return _check(parse_text(text, file), base_dir)
+    return _check(parse_text(text, file), base_dir, strict)
 
 
 def load_manifest(path: str) -> DeclarativeSource:
@@ -58,13 +63,13 @@ def load_manifest(path: str) -> DeclarativeSource:
     return checked.source
 
 
-def _check(doc: SourceDocument, base_dir: str | None) -> CheckedManifest:
+def _check(doc: SourceDocument, base_dir: str | None, strict: bool = False) -> CheckedManifest:
     if doc.problems and doc.data is None:
         return CheckedManifest(doc.file, None, tuple(doc.problems))
     data, origin, problems = resolve_references(doc)
     problems = list(doc.problems) + problems
     place = Placement(doc, origin if data is not None else Origin(()))
-    preparation = Preparation(place)
+    preparation = Preparation(place, strict=strict)
     prepared = preparation.run(data)
     problems += preparation.problems
     source, build_problems = build_source(prepared, place, preparation.claimed)

@@ -58,6 +58,7 @@ def _clean_path(loc: tuple, data: Any) -> tuple[tuple, Any, Any]:
 
 def _is_tag(step: Any) -> bool:
     return isinstance(step, str) and (step in _TAGS or step.startswith(("tuple[", "function-", "union[", "Mapping[",
+                                                                         "tagged-union[", "nullable[",
                                                                          "dict[", "list[", "json-or-python")))
 
 
@@ -76,11 +77,20 @@ def _diagnostics(exc: ValidationError, data: Any, place: Placement, claimed: lis
     grouped: dict[tuple, list] = {}
     for error in exc.errors(include_url=False):
         path, value, parent = _clean_path(tuple(error["loc"]), data)
-        if any(path[: len(c)] == c for c in claimed):
-            continue
         grouped.setdefault(path, []).append((error, value, parent))
+    for path in claimed:
+        grouped.setdefault(path, [])
+    # A value that fits one option of a union but is wrong inside gets errors from every
+    # option; the ones from options of another shape say nothing useful when deeper ones exist.
+    for path in list(grouped):
+        deeper = any(other[: len(path)] == path and len(other) > len(path) for other in grouped)
+        if deeper and all(error["type"] in _TYPE_WORDS or error["type"] == "literal_error"
+                          for error, _, _ in grouped[path]):
+            del grouped[path]
     out: list[Diagnostic] = []
     for path, errors in grouped.items():
+        if not errors or any(path[: len(c)] == c for c in claimed):
+            continue
         out.append(_one(path, errors, place, data))
     return out
 
@@ -93,7 +103,7 @@ def _one(path: tuple, errors: list, place: Placement, data: Any) -> Diagnostic:
     owner = model.type_name() if model else "this component"
     if kind == "extra_forbidden":
         fields = sorted(a for a in field_aliases(model) if a != "type") if model else []
-        close = difflib.get_close_matches(str(name), fields, n=1)
+        close = difflib.get_close_matches(str(name), fields, n=1, cutoff=0.5)
         fix = f"did you mean `{close[0]}`?" if close else (
             f"remove it; {owner} accepts: {', '.join(fields)}" if fields else "remove it")
         return place.diagnostic(path, "unknown-field", f"unknown field `{name}` in {owner}", fix, key=True)

@@ -20,6 +20,7 @@ from framework.durations import duration_problem
 from framework.interpolation import VARIABLES, analyze_template
 from framework.manifest.components import Placement, Site, field_aliases
 from framework.models import (
+    REGISTRY,
     DeclarativeStream,
     InlineSchemaLoader,
     JsonFileSchemaLoader,
@@ -42,7 +43,11 @@ def _strings(value: Any, path: tuple) -> Iterator[tuple[tuple, str]]:
     if isinstance(value, str):
         yield path, value
     elif isinstance(value, dict):
+        if isinstance(value.get("type"), str) and value["type"] in REGISTRY:
+            return  # a component of its own: checked as its own site
         for key, item in value.items():
+            if key == "$parameters":
+                continue
             if isinstance(key, str) and "{" in key:
                 yield path + (key,), key
             yield from _strings(item, path + (key,))
@@ -79,7 +84,8 @@ def _template_checks(text: str, path: tuple, alias: str, allowed: frozenset, pla
         yield place.diagnostic(path, "template-syntax", f"template syntax error in `{alias}`: {problem.message}{where}",
                                "fix the Jinja expression; values are written `{{ config['key'] }}`")
         return
-    for name in info.private_access:
+    # `response._metadata` is an ordinary JSON key; `__class__` and friends are the way out of the sandbox.
+    for name in (n for n in info.private_access if n.startswith("__")):
         yield place.diagnostic(path, "template-unsafe",
                                f"template in `{alias}` reaches into Python internals (`{name}`), which is not allowed",
                                "use only the documented variables, macros and filters")

@@ -29,6 +29,16 @@ from framework.models import REGISTRY, UNSUPPORTED, Component, default_type_of
 
 PARAMETERS_KEY = "$parameters"
 
+# Keys that older manifests used for what is now another field: ignoring them
+# would silently change what a connector reads, so they are errors.
+RENAMED = {
+    "stream_slicer": "`stream_slicer` is the old name of `partition_router` (datetime slicing is now "
+                     "the stream's `incremental_sync`)",
+    "$options": "`$options` is the old name of `$parameters`",
+    "options": "`options` is the old name of `$parameters`",
+}
+TYPO_CUTOFF = 0.8  # similarity above which an unknown key is taken for a misspelt field
+
 
 @dataclass(frozen=True)
 class Site:
@@ -113,6 +123,7 @@ def field_aliases(model: type[Component]) -> dict[str, str]:
 @dataclass
 class Preparation:
     place: Placement
+    strict: bool = False
     problems: list = field(default_factory=list)
     sites: list = field(default_factory=list)
     claimed: list = field(default_factory=list)  # paths whose problems are already reported
@@ -130,8 +141,13 @@ class Preparation:
 
     def component(self, data: dict, path: tuple, candidates: tuple, default_type: str | None,
                   inherited: dict, inherited_origin: dict) -> dict:
-        kind = data.get("type", default_type if default_type else
-                        candidates[0].type_name() if len(candidates) == 1 else None)
+        if "type" not in data and isinstance(data.get("class_name"), str):
+            self.report(path + ("class_name",), "unsupported-component",
+                        f"custom component `{data['class_name']}` is not supported: it runs Python code shipped "
+                        "with an Airbyte connector package",
+                        f"use one of the supported components here: {', '.join(c.type_name() for c in candidates)}")
+            return data
+        kind = data.get("type") if "type" in data else self.implied_type(data, candidates, default_type)
         names = [cls.type_name() for cls in candidates]
         if kind is None:
             self.report(path, "missing-type", f"missing `type`; here it is one of: {', '.join(names)}",
@@ -141,7 +157,7 @@ class Preparation:
             self.unknown_type(kind, path + ("type",) if "type" in data else path, names)
             return data
         model = REGISTRY[kind]
-        data = dict(data)
+        data = self.unknown_keys(dict(data), model, path)
         data["type"] = kind
         origin_node = self.place.origin_at(path)
         children = origin_node.children if isinstance(origin_node.children, dict) else {}
@@ -155,7 +171,7 @@ class Preparation:
         own_origin = children.get(PARAMETERS_KEY)
         for key in own:
             param_origin[key] = own_origin.child(key) if own_origin else origin_node
-        for alias in field_aliases(model):
+        for alias in field_aliases(model) if model.takes_parameters else ():
             if alias not in data and alias in params and alias not in ("type", PARAMETERS_KEY):
                 data[alias] = params[alias]
                 children[alias] = param_origin[alias]
@@ -192,6 +208,54 @@ class Preparation:
                 }
         return data
 
+    def unknown_keys(self, data: dict, model: type[Component], path: tuple) -> dict:
+        """Report keys ``model`` does not know, and drop them.
+
+        A key that looks like a misspelt field, an old field name, or one holding an
+        unsupported component is an error; any other unknown key is a warning that it
+        is ignored (as Airbyte ignores it), or an error with ``strict``.
+        """
+        aliases = field_aliases(model)
+        for key in [k for k in data if k not in aliases and k != "type"]:
+            value = data.pop(key)
+            where = path + (key,)
+            inner = value.get("type") if isinstance(value, dict) else None
+            close = difflib.get_close_matches(str(key), [a for a in aliases if a != "type"], n=1, cutoff=0.5)
+            typo = difflib.get_close_matches(str(key), list(aliases), n=1, cutoff=TYPO_CUTOFF)
+            owner = model.type_name()
+            if isinstance(inner, str) and inner in UNSUPPORTED:
+                self.report(where + ("type",), "unsupported-component",
+                            f"component `{inner}` is not supported: {UNSUPPORTED[inner]}",
+                            RENAMED.get(str(key), f"remove `{key}`"))
+            elif key in RENAMED:
+                self.report(where, "renamed-field", f"{RENAMED[key]}; {owner} does not accept it",
+                            "rename the key", key=True)
+            elif typo or self.strict:
+                fix = f"did you mean `{(typo or close)[0]}`?" if (typo or close) else f"remove it; {owner} accepts: " \
+                    + ", ".join(sorted(a for a in aliases if a != "type"))
+                self.report(where, "unknown-field", f"unknown field `{key}` in {owner}", fix, key=True)
+            else:
+                fix = f"did you mean `{close[0]}`? otherwise remove it" if close else "remove it"
+                self.problems.append(self.place.diagnostic(
+                    where, "ignored-field", f"unknown field `{key}` in {owner} is ignored", fix,
+                    severity="warning", key=True))
+        return data
+
+    @staticmethod
+    def implied_type(data: dict, candidates: tuple, default_type: str | None) -> str | None:
+        """The type of a mapping written without one: the field's default when its keys fit that
+        component, else the only candidate whose fields hold all the keys."""
+        keys = set(data) - {PARAMETERS_KEY}
+        fitting = [cls for cls in candidates if keys <= set(field_aliases(cls))]
+        default = REGISTRY.get(default_type) if default_type else None
+        if default is not None and default in fitting:
+            return default_type
+        if len(fitting) == 1:
+            return fitting[0].type_name()
+        if default is not None:
+            return default_type
+        return candidates[0].type_name() if len(candidates) == 1 else None
+
     def unknown_type(self, kind: Any, path: tuple, names: list[str]) -> None:
         here = ", ".join(names)
         if isinstance(kind, str) and kind in UNSUPPORTED:
@@ -207,6 +271,6 @@ class Preparation:
             fix = f"did you mean `{close[0]}`?" if close else f"use one of: {here}"
             self.report(path, "unknown-type", f"unknown component type `{kind}`", fix)
 
-    def report(self, path: tuple, code: str, message: str, fix: str | None) -> None:
-        self.problems.append(self.place.diagnostic(path, code, message, fix))
-        self.claimed.append(path[:-1] if path and path[-1] == "type" else path)
+    def report(self, path: tuple, code: str, message: str, fix: str | None, key: bool = False) -> None:
+        self.problems.append(self.place.diagnostic(path, code, message, fix, key=key))
+        self.claimed.append(path[:-1] if path and path[-1] in ("type", "class_name") else path)

@@ -23,7 +23,7 @@ def secret_values(schema: Any, config: Any) -> set[str]:
         if not isinstance(node_schema, dict):
             return
         if node_schema.get("airbyte_secret") is True and value not in (None, ""):
-            found.add(value if isinstance(value, str) else json.dumps(value))
+            found.update(_spellings(value))
             return
         for key in ("oneOf", "anyOf", "allOf"):
             for option in node_schema.get(key, []) or []:
@@ -38,6 +38,23 @@ def secret_values(schema: Any, config: Any) -> set[str]:
 
     walk(schema, config)
     return found
+
+
+def _spellings(value: Any) -> set[str]:
+    """Every way a secret value may be quoted in a message: itself, its JSON and its Python repr,
+    and the same for each scalar inside it."""
+    out = {json.dumps(value), repr(value)}
+    if isinstance(value, str):
+        out.add(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            out |= _spellings(item)
+    elif isinstance(value, list):
+        for item in value:
+            out |= _spellings(item)
+    else:
+        out.add(str(value))
+    return {text for text in out if text}
 
 
 def mask(text: str, secrets: Iterable[str]) -> str:

@@ -114,6 +114,8 @@ class OAuthAuthenticator(Component):
 class SessionTokenRequestApiKeyAuthenticator(Component):
     """Sends the session token like an API key."""
 
+    takes_parameters = False
+
     type: Literal["ApiKey"] = spec("Component type.", "ApiKey", "ApiKey")
     inject_into: "RequestOption" = spec(
         "Where the session token goes.",
@@ -126,6 +128,8 @@ class SessionTokenRequestApiKeyAuthenticator(Component):
 
 class SessionTokenRequestBearerAuthenticator(Component):
     """Sends the session token as a bearer token."""
+
+    takes_parameters = False
 
     type: Literal["Bearer"] = spec("Component type.", "Bearer", "Bearer")
 

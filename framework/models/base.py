@@ -11,10 +11,11 @@ is turned into. Validators and the interpreter read that metadata back through
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, ClassVar, Literal, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
+from typing_extensions import Annotated
 
 Result = Literal["string", "integer", "number", "boolean", "object", "any"]
 
@@ -23,7 +24,7 @@ Result = Literal["string", "integer", "number", "boolean", "object", "any"]
 BASE = frozenset({"config", "parameters"})
 SLICE = frozenset({"stream_slice", "stream_interval", "stream_partition", "stream_state"})
 REQUEST = BASE | SLICE | {"next_page_token"}
-RESPONSE = BASE | SLICE | {"response", "headers", "last_record", "last_page_size", "next_page_token"}
+RESPONSE = BASE | SLICE | {"response", "headers", "last_record", "last_records", "last_page_size", "next_page_token"}
 RECORD = REQUEST | {"record"}
 ERROR = BASE | {"response", "headers"}
 PROPERTY = BASE | {"property", "record"}
@@ -110,6 +111,26 @@ def default_type_of(info: FieldInfo) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class AirbyteSecret:
+    """Marks a field as a credential: ``airbyte_secret: true`` in its JSON Schema, so UIs mask it."""
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> Any:
+        schema = handler(core_schema)
+        schema["airbyte_secret"] = True
+        return schema
+
+
+# A credential: optional text, flagged secret in the JSON Schema and left out of the model's repr
+# (so it stays out of logs). Declare the field with ``spec(...)`` as usual.
+Secret = Annotated[Optional[str], AirbyteSecret(), Field(repr=False)]
+
+
+def is_secret(info: FieldInfo) -> bool:
+    """Whether a model field holds a credential."""
+    return any(isinstance(item, AirbyteSecret) for item in info.metadata)
+
+
 class Model(BaseModel):
     """Frozen and strict about keys: the base of every settings object."""
 
@@ -134,6 +155,11 @@ class Component(Model):
         alias="$parameters",
         default_factory=dict,
     )
+
+    # Whether fields left out may be filled from ``$parameters`` of the same name. Small
+    # value components (RequestOption, say) take no parameters, as in Airbyte: a stream's
+    # `field_path` parameter must not turn up in its request options.
+    takes_parameters: ClassVar[bool] = True
 
     @classmethod
     def type_name(cls) -> str:

@@ -15,8 +15,8 @@ from typing import Literal, Optional, Union
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 from typing_extensions import Annotated
 
-from framework.models.base import Model, spec
-from framework.models.normalization import NormalizationSettings, secret_spec
+from framework.models.base import Model, Secret, spec
+from framework.models.normalization import NormalizationSettings
 
 # ---------------------------------------------------------------- Avro codecs
 
@@ -308,13 +308,14 @@ class DestinationSettings(Model):
     s3_endpoint: str = spec(
         "URL of an S3-compatible service (MinIO, Ceph, ...); AWS when empty.", "http://localhost:9000", ""
     )
-    access_key_id: Optional[str] = secret_spec(
+    access_key_id: Secret = spec(
         "AWS access key id, given together with `secret_access_key`; the default AWS credential chain "
         "(environment, profile, instance role) when left out.",
         "A012345678910EXAMPLE",
+        None,
     )
-    secret_access_key: Optional[str] = secret_spec(
-        "Secret that goes with `access_key_id`.", "a012345678910ABCDEFGH/AbCdEfGhEXAMPLEKEY"
+    secret_access_key: Secret = spec(
+        "Secret that goes with `access_key_id`.", "a012345678910ABCDEFGH/AbCdEfGhEXAMPLEKEY", None
     )
     role_arn: Optional[str] = spec(
         "IAM role assumed to write to the bucket.", "arn:aws:iam::123456789012:role/connector-writer", None

@@ -8,11 +8,11 @@ follows from the target unless it is given.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Literal, Optional
 
 from pydantic import model_validator
 
-from framework.models.base import Model, spec
+from framework.models.base import Model, Secret, spec
 
 Target = Literal["parquet", "postgres"]
 Dialect = Literal["postgres", "bigquery", "snowflake", "redshift", "mysql", "mssql", "oracle", "clickhouse", "spark"]
@@ -34,20 +34,6 @@ IDENTIFIER_LIMITS: dict[str, Optional[int]] = {
 
 # The dialect assumed for each target when `dialect` is left out.
 DEFAULT_DIALECT: dict[str, str] = {"parquet": "spark", "postgres": "postgres"}
-
-
-def secret_spec(description: str, example: Any, default: Any = None) -> Any:
-    """A :func:`spec` field holding a credential.
-
-    The JSON Schema marks it ``airbyte_secret`` (so UIs mask it) and the field is
-    left out of the model's ``repr``, so it does not end up in logs.
-    """
-    field = spec(description, example, default)
-    extra = dict(field.json_schema_extra or {})
-    extra["airbyte_secret"] = True
-    field.json_schema_extra = extra
-    field.repr = False
-    return field
 
 
 class NormalizationSettings(Model):
@@ -74,8 +60,8 @@ class NormalizationSettings(Model):
     jdbc_user: Optional[str] = spec(
         "User to connect to the database as; may also be given inside `jdbc_url`.", "loader", None
     )
-    jdbc_password: Optional[str] = secret_spec(
-        "Password of `jdbc_user`; may also be given inside `jdbc_url`.", "s3cr3t-pa55"
+    jdbc_password: Secret = spec(
+        "Password of `jdbc_user`; may also be given inside `jdbc_url`.", "s3cr3t-pa55", None
     )
     jdbc_schema: str = spec("Database schema the normalized tables are created in.", "analytics", "public")
     destination_sync_mode: Optional[SyncMode] = spec(

@@ -93,6 +93,8 @@ class DefaultPaginator(Component):
 class NoPagination(Component):
     """One request per partition: the API does not page."""
 
+    takes_parameters = False
+
     type: Literal["NoPagination"] = spec("Component type.", "NoPagination", "NoPagination")
 
 

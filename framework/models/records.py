@@ -108,6 +108,8 @@ Transformation = Annotated[Union[AddFields, RemoveFields], Field(discriminator="
 class InlineSchemaLoader(Component):
     """The stream's JSON Schema, written in the manifest."""
 
+    takes_parameters = False
+
     type: Literal["InlineSchemaLoader"] = spec("Component type.", "InlineSchemaLoader", "InlineSchemaLoader")
     schema_: Mapping[str, Any] = spec(
         "A JSON Schema of one record.",

@@ -19,6 +19,8 @@ from framework.models.error_handling import ErrorHandler
 class RequestOption(Component):
     """Puts a value into one named place of the outgoing request."""
 
+    takes_parameters = False
+
     type: Literal["RequestOption"] = spec("Component type.", "RequestOption", "RequestOption")
     inject_into: Literal["request_parameter", "header", "body_data", "body_json"] = spec(
         "Where the value goes: a query parameter, a header, a form-encoded body field or a JSON body field.",
@@ -49,6 +51,8 @@ class RequestOption(Component):
 class RequestPath(Component):
     """Puts the value in place of the request's path (a next-page URL, for instance)."""
 
+    takes_parameters = False
+
     type: Literal["RequestPath"] = spec("Component type.", "RequestPath", "RequestPath")
 
 
@@ -57,6 +61,8 @@ RequestValues = Union[Mapping[str, Any], str]
 
 class JsonDecoder(Component):
     """Reads response bodies as JSON (the default and only decoder supported)."""
+
+    takes_parameters = False
 
     type: Literal["JsonDecoder"] = spec("Component type.", "JsonDecoder", "JsonDecoder")
 

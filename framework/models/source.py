@@ -82,6 +82,8 @@ class DeclarativeStream(Component):
 class Spec(Component):
     """What a config must hold: the connector's connection specification."""
 
+    takes_parameters = False
+
     type: Literal["Spec"] = spec("Component type.", "Spec", "Spec")
     connection_specification: Mapping[str, Any] = spec(
         "JSON Schema of the config; properties with `airbyte_secret: true` are masked in every message.",
@@ -98,6 +100,8 @@ class Spec(Component):
 
 class CheckStream(Component):
     """How a connection is checked: reading the first record of some streams."""
+
+    takes_parameters = False
 
     type: Literal["CheckStream"] = spec("Component type.", "CheckStream", "CheckStream")
     stream_names: tuple[str, ...] = spec("Streams to read one record from.", ["accounts"])

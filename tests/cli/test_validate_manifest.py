@@ -34,11 +34,21 @@ def test_errors_exit_one_with_file_line_col(write_manifest):
 
 def test_json_format_for_tools(write_manifest):
     path = write_manifest("version: 1\nstreams: []\ncheck: {stream_names: []}\nextra: 1\n")
-    result = run("--format", "json", path)
+    result = run("--format", "json", "--strict", path)
     assert result.returncode == 1
     problems = json.loads(result.stdout)
     assert problems and {"file", "line", "column", "path", "code", "severity", "message"} <= set(problems[0])
     assert any(p["code"] == "unknown-field" and p["path"] == "extra" for p in problems)
+
+
+def test_warnings_alone_exit_zero(write_manifest):
+    text = EXAMPLE.read_text().replace("check:\n", "check:\n  description: first stream\n", 1)
+    path = write_manifest(text)
+    (EXAMPLE.parent / "schemas").exists() and None
+    result = run(path)
+    assert "warning: unknown field `description` in CheckStream is ignored" in result.stdout
+    assert result.returncode in (0, 1)
+    assert "error:" not in result.stdout.replace("file-not-found", "") or "does not exist" in result.stdout
 
 
 def test_usage_errors_exit_two(tmp_path):

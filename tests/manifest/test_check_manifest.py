@@ -88,12 +88,49 @@ check:
 
 
 def test_unknown_field_gets_did_you_mean_at_the_key():
-    checked = check_manifest_text(MINIMAL.replace("field_path: [data]", "field_path: [data]\n          feild: 1"))
+    checked = check_manifest_text(MINIMAL.replace("field_path: [data]", "field_path: [data]\n          field_pth: 1"))
     [problem] = checked.diagnostics
-    assert problem.code == "unknown-field"
+    assert problem.code == "unknown-field" and problem.severity == "error"
     assert problem.line == 13 and problem.column == 11
-    assert problem.path == "streams[0].retriever.record_selector.extractor.feild"
+    assert problem.path == "streams[0].retriever.record_selector.extractor.field_pth"
     assert problem.fix == "did you mean `field_path`?"
+
+
+def test_other_unknown_keys_are_ignored_with_a_warning_or_rejected_when_strict():
+    text = MINIMAL.replace("field_path: [data]", "field_path: [data]\n          description: the items")
+    checked = check_manifest_text(text)
+    [problem] = checked.diagnostics
+    assert checked.ok and problem.severity == "warning" and problem.code == "ignored-field"
+    assert checked.source.streams[0].retriever.record_selector.extractor.field_path == ("data",)
+    strict = check_manifest_text(text, strict=True)
+    assert not strict.ok and strict.errors[0].code == "unknown-field"
+
+
+def test_old_field_names_are_errors_not_ignored():
+    checked = check_manifest_text(MINIMAL.replace("      record_selector:", "      stream_slicer: {cursor_field: x}\n      record_selector:"))
+    [problem] = checked.diagnostics
+    assert problem.code == "renamed-field" and "partition_router" in problem.message
+
+
+def test_parameters_do_not_leak_into_request_options():
+    checked = check_manifest_text(MINIMAL.replace("  - name: items", """  - name: items
+    $parameters: {field_path: [data], field_name: nope}
+    incremental_sync:
+      type: DatetimeBasedCursor
+      cursor_field: updated_at
+      datetime_format: '%Y-%m-%d'
+      start_datetime: '2020-01-01'
+      start_time_option: {inject_into: request_parameter, field_name: since}"""))
+    assert checked.ok, [d.format() for d in checked.diagnostics]
+    option = checked.source.streams[0].incremental_sync.start_time_option
+    assert option.field_name == "since" and option.field_path is None
+
+
+def test_class_name_without_type_is_an_unsupported_custom_component():
+    checked = check_manifest_text(MINIMAL.replace("url_base: https://api.example.com",
+                                                  "url_base: https://api.example.com\n    authenticator: {class_name: my.Auth}"))
+    [problem] = checked.diagnostics
+    assert problem.code == "unsupported-component" and "my.Auth" in problem.message
 
 
 def test_misspelt_field_in_cursor():
@@ -115,7 +152,7 @@ def test_missing_required_field_suggests_an_example():
     [problem] = checked.diagnostics
     assert problem.code == "missing-field"
     assert "url_base" in problem.message and "HttpRequester" in problem.message
-    assert problem.line == 4  # the definition the requester came from
+    assert problem.line == 9  # where the incomplete requester is used
 
 
 def test_unknown_and_unsupported_component_types():

@@ -22,8 +22,10 @@ check:
 """
 
 
-def check(extra: str = "", **replace):
+def check(extra: str = "", url_base: str | None = None, **replace):
     text = BASE.replace("STREAM_EXTRA", extra)
+    if url_base is not None:
+        text = text.replace("url_base: https://api.example.com", f"url_base: {url_base}")
     for old, new in replace.items():
         text = text.replace(old, new)
     return check_manifest_text(text)
@@ -57,7 +59,7 @@ def test_template_syntax_error():
     found = by_code(check(url_base="\"{{ config['x' }}\""))
     [problem] = found["template-syntax"]
     assert problem.path == "streams[0].retriever.requester.url_base"
-    assert problem.line == 5
+    assert problem.line == 6
 
 
 def test_variable_not_available_in_field():

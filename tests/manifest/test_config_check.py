@@ -43,5 +43,6 @@ def test_secret_values_never_appear(tmp_path):
 
 
 def test_mask_and_secret_values():
-    assert secret_values(SPEC, {"api_key": "abc", "credentials": {"password": 5}}) == {"abc", "5"}
+    found = secret_values(SPEC, {"api_key": "abc", "credentials": {"password": 5}, "start_date": "2024-01-01"})
+    assert {"abc", "5"} <= found and not any("2024" in value for value in found)
     assert mask("key abc and abcd", {"abc", "abcd"}) == "key **** and ****"

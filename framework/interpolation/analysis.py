@@ -1,0 +1,244 @@
+"""Static analysis of a template: what it reads and what is wrong with it, without
+rendering anything. Validators use it to report problems with a line number.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal
+
+from jinja2 import meta
+from jinja2.exceptions import TemplateError, TemplateSyntaxError
+
+from framework.clock import SystemClock
+from framework.interpolation import checks
+from framework.interpolation.environment import SandboxEnvironment, build_environment
+from framework.interpolation.macros import MACROS
+from framework.interpolation.variables import DEPRECATED_VARIABLES, VARIABLES
+
+__all__ = ["TemplateInfo", "TemplateProblem", "analyze_template"]
+
+_LEXER_POSITION = re.compile(r" at (\d+)$")
+
+
+@dataclass(frozen=True)
+class TemplateProblem:
+    """One problem in a template.
+
+    ``line`` and ``column`` are 1-based and relative to the template text;
+    ``offset`` is the 0-based character index. Columns are best effort: Jinja
+    reports lines only, so the column points at the relevant tag or filter when
+    it can be found and at the first tag on the line otherwise.
+    """
+
+    code: str
+    message: str
+    line: int
+    column: int
+    offset: int
+    fix: str | None = None
+    severity: Literal["error", "warning"] = "error"
+
+
+@dataclass(frozen=True)
+class TemplateInfo:
+    """What :func:`analyze_template` found.
+
+    * ``is_template`` - the text contains Jinja markup at all.
+    * ``syntax_error`` - set when the text does not parse; the other fields are
+      then empty.
+    * ``variables`` - top-level names the template reads that are not macros.
+    * ``unknown_names`` - those of ``variables`` that are not manifest variables.
+    * ``unknown_filters`` - filters and tests that do not exist.
+    * ``private_access`` - every ``_``-prefixed attribute or key it reaches for.
+    * ``forbidden`` - constructs the engine refuses (``self``, ``{% include %}``,
+      dunder attributes).
+    * ``deprecated_names`` - deprecated variables it reads (``stream_state``).
+    """
+
+    is_template: bool
+    syntax_error: TemplateProblem | None = None
+    variables: frozenset[str] = frozenset()
+    unknown_names: frozenset[str] = frozenset()
+    unknown_filters: tuple[TemplateProblem, ...] = ()
+    private_access: tuple[str, ...] = ()
+    forbidden: tuple[TemplateProblem, ...] = ()
+    deprecated_names: frozenset[str] = frozenset()
+    name_problems: tuple[TemplateProblem, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """No problem of severity ``error``."""
+        return all(p.severity != "error" for p in self.problems)
+
+    @property
+    def problems(self) -> tuple[TemplateProblem, ...]:
+        """Every problem found, in the order of the template text."""
+        found: list[TemplateProblem] = []
+        if self.syntax_error is not None:
+            found.append(self.syntax_error)
+        found.extend(self.forbidden)
+        found.extend(self.unknown_filters)
+        found.extend(self.name_problems)
+        return tuple(sorted(found, key=lambda p: (p.offset, p.code)))
+
+
+class _AnyName(dict):
+    """A filter/test table that claims to know every name, so that name analysis
+    still works on a template that uses an unknown filter."""
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return super().get(key, _placeholder)
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+
+def _placeholder(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+@lru_cache(maxsize=1)
+def _environments() -> tuple[SandboxEnvironment, SandboxEnvironment]:
+    real = build_environment(SystemClock())
+    tolerant = build_environment(SystemClock())
+    tolerant.filters = _AnyName(tolerant.filters)
+    tolerant.tests = _AnyName(tolerant.tests)
+    return real, tolerant
+
+
+def _line_starts(source: str) -> list[int]:
+    starts = [0]
+    starts.extend(i + 1 for i, ch in enumerate(source) if ch == "\n")
+    return starts
+
+
+def _position(source: str, offset: int) -> tuple[int, int]:
+    starts = _line_starts(source)
+    line = max(i for i, start in enumerate(starts) if start <= offset) + 1
+    return line, offset - starts[line - 1] + 1
+
+
+def _offset_on_line(source: str, line: int, pattern: re.Pattern[str] | None) -> int:
+    """Offset of ``pattern`` on ``line`` (else of the first tag there, else the line start)."""
+    starts = _line_starts(source)
+    line = min(max(line, 1), len(starts))
+    start = starts[line - 1]
+    end = starts[line] - 1 if line < len(starts) else len(source)
+    text = source[start:end]
+    if pattern is not None:
+        match = pattern.search(text)
+        if match:
+            return start + match.start()
+    tags = [i for i in (text.find(m) for m in ("{{", "{%", "{#")) if i >= 0]
+    return start + (min(tags) if tags else 0)
+
+
+def _problem(source: str, code: str, message: str, offset: int, **extra: Any) -> TemplateProblem:
+    line, column = _position(source, offset)
+    return TemplateProblem(code, message, line, column, offset, **extra)
+
+
+def _syntax_problem(source: str, exc: TemplateSyntaxError) -> TemplateProblem:
+    message = exc.message or str(exc)
+    position = _LEXER_POSITION.search(message)
+    if position:
+        offset = min(int(position.group(1)), len(source))
+    elif "end of template" in message.lower():
+        offset = len(source)
+    else:
+        offset = _offset_on_line(source, exc.lineno or 1, None)
+    return _problem(source, "template-syntax", f"template syntax error: {message}", offset)
+
+
+def _name_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w.'\"]){re.escape(name)}\b")
+
+
+@lru_cache(maxsize=4096)
+def analyze_template(source: str) -> TemplateInfo:
+    """Analyse ``source`` without rendering it; results are cached by text."""
+    if not isinstance(source, str) or not checks.has_markup(source):
+        return TemplateInfo(is_template=False)
+    real, tolerant = _environments()
+    try:
+        tree = tolerant.parse(source)
+    except TemplateSyntaxError as exc:
+        return TemplateInfo(is_template=True, syntax_error=_syntax_problem(source, exc))
+
+    try:
+        undeclared = meta.find_undeclared_variables(tree)
+    except TemplateError as exc:  # pragma: no cover - defensive; parse succeeded
+        problem = _problem(source, "template-syntax", f"template error: {exc}", 0)
+        return TemplateInfo(is_template=True, syntax_error=problem)
+    variables = frozenset(undeclared) - frozenset(MACROS)
+    unknown_names = variables - frozenset(VARIABLES)
+    deprecated = variables & frozenset(DEPRECATED_VARIABLES)
+
+    filter_problems = []
+    for kind, name, lineno in checks.unknown_filters_and_tests(tree, real.filters, real.tests):
+        known = real.filters if kind == "filter" else real.tests
+        hint = checks.did_you_mean(name, known)
+        where = rf"\|\s*{re.escape(name)}\b" if kind == "filter" else rf"\bis\s+(?:not\s+)?{re.escape(name)}\b"
+        offset = _offset_on_line(source, lineno, re.compile(where))
+        message = f"unknown {kind} `{name}`" + (f"; did you mean `{hint}`?" if hint else "")
+        fix = f"replace `{name}` with `{hint}`" if hint else None
+        filter_problems.append(_problem(source, f"unknown-{kind}", message, offset, fix=fix))
+
+    forbidden = []
+    for finding in checks.forbidden_constructs(tree):
+        needle = re.compile(rf"\b{re.escape(finding.needle)}\b")
+        offset = _offset_on_line(source, finding.lineno, needle)
+        forbidden.append(
+            _problem(
+                source,
+                "forbidden-construct",
+                f"template uses {finding.reason}, which is not allowed (it reaches Python internals "
+                "or other templates)",
+                offset,
+            )
+        )
+
+    private = checks.private_names(tree)
+    name_problems = []
+    for name in sorted(unknown_names):
+        lineno = checks.first_line_of_name(tree, name)
+        hint = checks.did_you_mean(name, VARIABLES + MACROS)
+        message = f"unknown variable `{name}`" + (f"; did you mean `{hint}`?" if hint else "")
+        offset = _offset_on_line(source, lineno, _name_pattern(name))
+        fix = f"replace `{name}` with `{hint}`" if hint else None
+        name_problems.append(_problem(source, "unknown-variable", message, offset, fix=fix))
+    for name in sorted(deprecated):
+        lineno = checks.first_line_of_name(tree, name)
+        offset = _offset_on_line(source, lineno, _name_pattern(name))
+        name_problems.append(
+            _problem(source, "deprecated-variable", DEPRECATED_VARIABLES[name], offset,
+                     severity="warning")
+        )
+    for name, lineno in private:
+        if name.startswith("__"):
+            continue  # already reported as a forbidden construct
+        offset = _offset_on_line(source, lineno, re.compile(re.escape(name)))
+        name_problems.append(
+            _problem(
+                source,
+                "private-access",
+                f"template reaches for `{name}`; this only works when it is a key of a "
+                "mapping - attributes starting with `_` are Python internals and are refused",
+                offset,
+                severity="warning",
+            )
+        )
+
+    return TemplateInfo(
+        is_template=True,
+        variables=variables,
+        unknown_names=unknown_names,
+        unknown_filters=tuple(filter_problems),
+        private_access=tuple(dict.fromkeys(name for name, _ in private)),
+        forbidden=tuple(forbidden),
+        deprecated_names=deprecated,
+        name_problems=tuple(name_problems),
+    )
