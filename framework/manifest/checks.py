@@ -12,12 +12,12 @@ import json
 import os
 from typing import Any, Iterator
 
-import jsonschema
+
 
 from framework.datetime_formats import format_problems
 from framework.diagnostics import Diagnostic
 from framework.durations import duration_problem
-from framework.interpolation import VARIABLES, analyze_template
+from framework.interpolation import DEPRECATED_VARIABLES, VARIABLES, analyze_template
 from framework.manifest.components import Placement, Site, field_aliases
 from framework.models import (
     REGISTRY,
@@ -82,24 +82,22 @@ def _template_checks(text: str, path: tuple, alias: str, allowed: frozenset, pla
         problem = info.syntax_error
         where = f" (line {problem.line} of the template)" if problem.line and problem.line > 1 else ""
         yield place.diagnostic(path, "template-syntax", f"template syntax error in `{alias}`: {problem.message}{where}",
-                               "fix the Jinja expression; values are written `{{ config['key'] }}`")
+                               problem.fix or "fix the Jinja expression; values are written `{{ config['key'] }}`")
         return
-    # `response._metadata` is an ordinary JSON key; `__class__` and friends are the way out of the sandbox.
-    for name in (n for n in info.private_access if n.startswith("__")):
-        yield place.diagnostic(path, "template-unsafe",
-                               f"template in `{alias}` reaches into Python internals (`{name}`), which is not allowed",
-                               "use only the documented variables, macros and filters")
-    for name in sorted(info.unknown_filters):
-        yield place.diagnostic(path, "template-filter", f"unknown filter `{name}` in `{alias}`",
-                               _suggest(name, info.known_filters) if hasattr(info, "known_filters") else None)
+    for problem in info.forbidden:
+        yield place.diagnostic(path, "template-unsafe", f"template in `{alias}`: {problem.message}",
+                               problem.fix or "use only the documented variables, macros and filters")
+    for problem in info.unknown_filters:
+        yield place.diagnostic(path, "template-filter", f"template in `{alias}`: {problem.message}", problem.fix)
     for name in sorted(info.variables - allowed):
-        available = ", ".join(sorted(allowed - {"stream_state"}))
-        fix = _suggest(name, sorted(allowed)) or f"variables available here: {available}"
         if name in VARIABLES:
-            message = f"`{name}` is not available in `{alias}`"
+            available = ", ".join(sorted(allowed - set(DEPRECATED_VARIABLES)))
+            yield place.diagnostic(path, "template-variable", f"`{name}` is not available in `{alias}`",
+                                   f"variables available here: {available}")
         else:
-            message = f"unknown variable `{name}` in `{alias}`"
-        yield place.diagnostic(path, "template-variable", message, fix)
+            yield place.diagnostic(path, "template-variable", f"unknown variable `{name}` in `{alias}`",
+                                   _suggest(name, sorted(allowed)) or
+                                   f"variables available here: {', '.join(sorted(allowed))}")
 
 
 def _suggest(name: str, options: Any) -> str | None:
@@ -145,6 +143,8 @@ def _stream_checks(sites: list[Site], data: Any, place: Placement, manifest_dir:
         if site.model is Spec:
             spec = site.data.get("connection_specification")
             if isinstance(spec, dict):
+                import jsonschema  # only here: a spec is checked once
+
                 try:
                     jsonschema.Draft7Validator.check_schema(spec)
                 except jsonschema.SchemaError as exc:
