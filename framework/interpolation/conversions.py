@@ -105,18 +105,15 @@ def truthy(value: Any) -> bool:
 
 
 def _integer_from_text(text: str) -> int:
-    stripped = text.strip()
     try:
-        return int(stripped)
-    except ValueError:
-        pass
-    try:
-        number = float(stripped)
-    except ValueError:
+        number = _number_from_text(text)
+    except ConversionError:
         raise ConversionError(f"expected an integer, got {_describe(text)}") from None
-    if not number.is_integer():
-        raise ConversionError("expected an integer, got a number with a fractional part")
-    return int(number)
+    if isinstance(number, float):
+        if not number.is_integer():
+            raise ConversionError("expected an integer, got a number with a fractional part")
+        return int(number)
+    return number
 
 
 def _number_from_text(text: str) -> int | float:

@@ -140,13 +140,27 @@ def _one(path: tuple, errors: list, place: Placement, data: Any) -> Diagnostic:
         return place.diagnostic(path, "unknown-type", f"unknown or missing component type at `{name}`",
                                 f"use one of: {expected}")
     wanted = sorted({_TYPE_WORDS.get(e["type"], e["msg"]) for e, _, _ in errors})
-    if len(wanted) > 1 and any("string" in w for w in wanted):
-        wanted = [w for w in wanted if "string" not in w] + ["a template string"]
+    if _is_template_field(path, data) and len(wanted) > 1 and "a string" in wanted:
+        wanted = [w for w in wanted if w != "a string"] + ["a template string"]
     got = type(value).__name__ if value is not None else "nothing"
     got = {"dict": "a mapping", "list": "a list", "str": "a string", "int": "an integer", "float": "a number",
            "bool": "a boolean", "NoneType": "null"}.get(got, got)
     return place.diagnostic(path, "wrong-type", f"`{name}` must be {' or '.join(wanted)}, not {got}",
                             None)
+
+
+def _is_template_field(path: tuple, data: Any) -> bool:
+    """Whether the value at ``path`` is a field whose strings are templates."""
+    from framework.models import template_of
+
+    if not path or not isinstance(path[-1], str):
+        return False
+    _, _, parent = _clean_path(path, data)
+    model = _model_of(parent)
+    if model is None:
+        return False
+    name = field_aliases(model).get(path[-1])
+    return name is not None and template_of(model.model_fields[name]) is not None
 
 
 def _short(example: Any) -> str:

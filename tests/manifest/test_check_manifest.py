@@ -191,6 +191,10 @@ def test_wrong_scalar_type_is_plain_english():
     [problem] = checked.diagnostics
     assert problem.code == "wrong-type"
     assert problem.message.startswith("`primary_key` must be")
+    assert "template" not in problem.message
+    checked = check_manifest_text(MINIMAL.replace("field_path: [data]", "field_path: [data]\n      paginator: {type: DefaultPaginator, pagination_strategy: {type: PageIncrement, page_size: [1]}}").replace("        extractor:\n", "        extractor:\n", 1))
+    messages = [d.message for d in checked.diagnostics if d.code == "wrong-type"]
+    assert messages and "an integer or a template string" in messages[0]
 
 
 def test_model_rule_points_at_the_named_field():
