@@ -16,6 +16,7 @@ annotations, this pass:
 from __future__ import annotations
 
 import difflib
+import sys
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
@@ -72,24 +73,37 @@ class Placement:
         return Diagnostic(self.doc.file, line, col, severity, code, message, json_path(path), fix)  # type: ignore[arg-type]
 
 
-def _unwrap(annotation: Any) -> Iterator[tuple[str, Any]]:
+def _resolve(annotation: Any, namespace: dict) -> Any:
+    """A forward reference (``'DeclarativeStream'``) evaluated in its model's module.
+
+    Validators are built lazily (``defer_build``), so annotations that name a model defined
+    later are still references here; they are our own source text, evaluated in our module.
+    """
+    while isinstance(annotation, (typing.ForwardRef, str)):
+        text = annotation.__forward_arg__ if isinstance(annotation, typing.ForwardRef) else annotation
+        annotation = eval(text, namespace)  # noqa: S307 - annotations of our own models
+    return annotation
+
+
+def _unwrap(annotation: Any, namespace: dict) -> Iterator[tuple[str, Any]]:
     """Yield ``(shape, type)`` for every type an annotation admits: shape is one, seq or map."""
+    annotation = _resolve(annotation, namespace)
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Annotated:
-        yield from _unwrap(args[0])
+        yield from _unwrap(args[0], namespace)
     elif origin is typing.Union or (origin is not None and getattr(origin, "__name__", "") == "UnionType"):
         for arg in args:
-            yield from _unwrap(arg)
+            yield from _unwrap(arg, namespace)
     elif origin is tuple:
         for arg in args:
             if arg is not Ellipsis:
-                for shape, inner in _unwrap(arg):
+                for shape, inner in _unwrap(arg, namespace):
                     if shape == "one":
                         yield "seq", inner
     elif origin in (dict, Mapping, typing.Mapping) or (origin is not None and getattr(origin, "__name__", "") == "Mapping"):
         if len(args) == 2:
-            for shape, inner in _unwrap(args[1]):
+            for shape, inner in _unwrap(args[1], namespace):
                 if shape == "one":
                     yield "map", inner
     elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
@@ -101,9 +115,10 @@ def slots(model: type[Component]) -> dict[str, dict[str, tuple[type[Component], 
     cached = _SLOTS.get(model)
     if cached is None:
         cached = {}
+        namespace = vars(sys.modules[model.__module__])
         for name, info in model.model_fields.items():
             found: dict[str, list] = {}
-            for shape, cls in _unwrap(info.annotation):
+            for shape, cls in _unwrap(info.annotation, namespace):
                 if issubclass(cls, Component) and cls not in found.setdefault(shape, []):
                     found[shape].append(cls)
             if found:

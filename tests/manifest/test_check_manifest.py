@@ -223,3 +223,33 @@ def test_not_a_mapping():
 def test_template_reaching_python_internals_is_an_error():
     checked = check_manifest_text(MINIMAL.replace("https://api.example.com", "\"{{ ''.__class__.__mro__ }}\""))
     assert "template-unsafe" in codes(checked)
+
+
+def test_parent_streams_are_typed_and_take_their_own_parameters():
+    checked = check_manifest_text("""
+version: 6.7.0
+definitions:
+  requester: {url_base: https://api.example.com}
+  users:
+    retriever:
+      requester: {$ref: '#/definitions/requester'}
+      record_selector: {extractor: {field_path: []}}
+    $parameters: {name: users, path: /users}
+streams:
+  - '#/definitions/users'
+  - name: teams
+    $parameters: {path: /teams}
+    retriever:
+      requester: {$ref: '#/definitions/requester'}
+      record_selector: {extractor: {field_path: []}}
+      partition_router:
+        type: SubstreamPartitionRouter
+        parent_stream_configs:
+          - {stream: {$ref: '#/definitions/users'}, parent_key: id, partition_field: user_id}
+check: {stream_names: [users]}
+""")
+    assert checked.ok, [d.format() for d in checked.diagnostics]
+    parent = checked.source.streams[1].retriever.partition_router.parent_stream_configs[0].stream
+    assert parent.name == "users"
+    assert parent.retriever.requester.path == "/users"  # its own parameter, not the child's
+    assert checked.source.streams[1].retriever.requester.path == "/teams"
