@@ -153,8 +153,7 @@ def _stream_checks(sites: list[Site], data: Any, place: Placement, manifest_dir:
 
 
 def _at(place: Placement, path: tuple) -> str:
-    line, col = place.where(path)
-    return f"at line {line}"
+    return f"at line {place.where(path)[0]}"
 
 
 def _owner_stream(sites: list[Site], path: tuple) -> Site | None:
@@ -211,8 +210,12 @@ def _schema_checks(site: Site, place: Placement, manifest_dir: str | None) -> It
         candidates = [os.path.normpath(os.path.join(base, rendered))
                       for base in (manifest_dir, os.path.dirname(manifest_dir))]
         found = next((c for c in candidates if os.path.isfile(c)), None)
-        at = site.path + (("schema_loader", "file_path") if "file_path" in loader else ("schema_loader",)
-                          if site.data.get("schema_loader") else ("name",))
+        if "file_path" in loader:
+            at = site.path + ("schema_loader", "file_path")
+        elif site.data.get("schema_loader"):
+            at = site.path + ("schema_loader",)
+        else:
+            at = site.path + ("name",)
         if found is None:
             yield place.diagnostic(at, "file-not-found", f"schema file `{rendered}` of stream `{name}` does not exist",
                                    f"create {candidates[0]} or set `schema_loader`")

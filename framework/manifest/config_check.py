@@ -82,10 +82,7 @@ def check_config(spec: Any, config_path: str) -> list[Diagnostic]:
     for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
         path = tuple(error.absolute_path)
         message = error.message
-        if error.validator == "required":
-            line, col = doc.where(path)
-        else:
-            line, col = doc.where(path)
+        line, col = doc.where(path)
         fix = None
         if error.validator == "required":
             fix = "add the missing property to the config"

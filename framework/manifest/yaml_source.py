@@ -145,7 +145,7 @@ def _has_content(text: str) -> bool:
 
 
 def _tab_indent(text: str) -> tuple[int, int] | None:
-    in_block_scalar = False
+    in_block_scalar, block_indent = False, 0
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.lstrip(" ")
         if in_block_scalar:

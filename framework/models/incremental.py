@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional, Union
 
-from pydantic import Field, model_validator
-from typing_extensions import Annotated
+from pydantic import model_validator
 
 from framework.models.base import BASE, Component, spec
 from framework.models.requests import RequestOption

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Mapping, Optional, Union
 
-from pydantic import Field, model_validator
-from typing_extensions import Annotated
+from pydantic import model_validator
 
 from framework.models.base import BASE, REQUEST, Component, spec
 from framework.models.auth import Authenticator

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, Mapping, Optional, Union
 
-from pydantic import Field
-from typing_extensions import Annotated
 
-from framework.models.base import BASE, Component, Model, spec
+from framework.models.base import BASE, Component, spec
 from framework.models.incremental import DatetimeBasedCursor
 from framework.models.pagination import Paginator
 from framework.models.partitions import PartitionRouter
