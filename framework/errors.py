@@ -8,7 +8,14 @@ so a caller can catch that one class. The subclasses say *what* went wrong::
     ├── ConfigError            the connector config does not fit the spec
     ├── InterpolationError     a template failed to compile, render or convert
     ├── DatetimeFormatError    a datetime format or value could not be used
-    └── DurationError          an ISO 8601 duration could not be parsed
+    ├── DurationError          an ISO 8601 duration could not be parsed
+    ├── StateError             a saved state does not fit the stream it is for
+    └── ReadError              a stream could not be read (names stream, request, place)
+        ├── TransportError     the connection failed or timed out, retries exhausted
+        ├── HttpStatusError    the API answered with an error status
+        ├── DecodeError        a response body is not what the manifest expects
+        ├── PaginationLoopError  the API sent the same page token twice
+        └── AuthenticationError  credentials were refused or could not be obtained
 
 Messages never contain secret values: code that formats a config value into a
 message masks it first (see ``framework.manifest.config_check``).
@@ -55,3 +62,79 @@ class DatetimeFormatError(FrameworkError, ValueError):
 
 class DurationError(FrameworkError, ValueError):
     """A string is not an ISO 8601 duration such as ``P1D`` or ``PT1H``."""
+
+
+class StateError(FrameworkError, ValueError):
+    """A saved state (from a file or from Airbyte) does not fit the stream it is for."""
+
+
+FailureType = str  # "system_error", "config_error" or "transient_error", as in Airbyte's TRACE messages
+
+
+class ReadError(FrameworkError):
+    """A stream could not be read.
+
+    ``stream`` names the stream, ``request`` describes the request that failed
+    (method and URL, secrets masked) and ``place`` the manifest place
+    (``file:line:col``) of the component involved, where known. Those are
+    filled in as the error travels up from the request to the stream, so the
+    message a user sees carries all three. ``failure_type`` follows Airbyte:
+    ``config_error`` when the user must change something (a bad key, say),
+    ``transient_error`` when a retry later may succeed, ``system_error`` else.
+    """
+
+    default_failure_type: FailureType = "system_error"
+
+    def __init__(self, message: str, *, stream: str | None = None, request: str | None = None,
+                 place: str | None = None, failure_type: FailureType | None = None):
+        self.reason = message
+        self.stream = stream
+        self.request = request
+        self.place = place
+        self.failure_type = failure_type or self.default_failure_type
+        super().__init__(message)
+
+    def with_context(self, *, stream: str | None = None, request: str | None = None,
+                     place: str | None = None) -> "ReadError":
+        """Fill in what is not known yet (the first value set wins) and return ``self``."""
+        self.stream = self.stream or stream
+        self.request = self.request or request
+        self.place = self.place or place
+        return self
+
+    def __str__(self) -> str:
+        head = f"stream `{self.stream}`: " if self.stream else ""
+        tail = []
+        if self.request:
+            tail.append(f"request: {self.request}")
+        if self.place:
+            tail.append(f"manifest: {self.place}")
+        return head + self.reason + (f" ({'; '.join(tail)})" if tail else "")
+
+
+class TransportError(ReadError):
+    """The connection failed or timed out, and retries did not help."""
+
+    default_failure_type = "transient_error"
+
+
+class HttpStatusError(ReadError):
+    """The API answered with a status the manifest treats as a failure."""
+
+    def __init__(self, message: str, *, status: int | None = None, **kwargs):
+        self.status = status
+        super().__init__(message, **kwargs)
+
+
+class DecodeError(ReadError):
+    """A response body could not be decoded (not JSON, say) or lacks what the manifest reads."""
+
+
+class PaginationLoopError(ReadError):
+    """The API returned a page token it had already returned: reading on would never end."""
+
+
+class AuthenticationError(ReadError):
+    """Credentials were refused, or a token could not be obtained."""
+
+    default_failure_type = "config_error"

@@ -28,3 +28,7 @@ def write_manifest(tmp_path):
 def corpus_dir() -> str | None:
     value = os.environ.get("MANIFEST_CORPUS")
     return value if value and os.path.isdir(value) else None
+
+
+# The fake HTTP API (tests/fakes/api_server.py) as a fixture for every test module.
+from fakes.api_server import fake_api  # noqa: E402,F401

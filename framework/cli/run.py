@@ -1,47 +1,121 @@
 """``run-manifest MANIFEST --config CONFIG.json``: run a connector.
 
-The manifest interpreter and the Spark sink are not built yet; until they
-are, this command validates its inputs and says plainly that running is not
-available, rather than pretending to sync.
+Modes:
+
+* ``--protocol``: read the streams and print Airbyte protocol messages (one
+  JSON object per line) on stdout, as Airbyte's ``source-declarative-manifest``
+  does. Takes ``--catalog``, ``--state`` and ``--streams``. Never starts Spark.
+* ``--check``: print a CONNECTION_STATUS message (reads one page of the
+  manifest's check streams).
+* ``--discover``: print a CATALOG message with each stream's schema.
+* ``--spec``: print the SPEC message (no config needed).
+
+Exit codes: 0 success; 1 a stream failed (the failure is in a TRACE message
+and on stderr); 2 bad command line, manifest, config, catalog or state.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from typing import IO, Any, Sequence
 
-NOT_YET = (
-    "run-manifest: running connectors is not available yet in this version: the manifest "
-    "interpreter and the Spark sink are still being built. Your manifest and config were "
-    "checked and are valid; `validate-manifest` works today."
+SPARK_NOT_YET = (
+    "run-manifest: the Spark pipeline is not available yet in this version; "
+    "use --protocol to print the records as Airbyte protocol messages."
 )
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="run-manifest", description="Run a connector described by a manifest.")
-    parser.add_argument("manifest", metavar="MANIFEST")
-    parser.add_argument("--config", metavar="CONFIG.json", required=True)
+    parser.add_argument("manifest", metavar="MANIFEST", help="the connector's manifest (YAML)")
+    parser.add_argument("--config", metavar="CONFIG.json", help="the connector's config (JSON)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--protocol", action="store_true", help="print Airbyte protocol messages on stdout")
+    mode.add_argument("--check", action="store_true", help="check the connection (CONNECTION_STATUS)")
+    mode.add_argument("--discover", action="store_true", help="print the catalog (CATALOG)")
+    mode.add_argument("--spec", action="store_true", help="print the connector's spec (SPEC)")
+    parser.add_argument("--catalog", metavar="CATALOG.json", help="configured catalog: streams and sync modes")
+    parser.add_argument("--state", metavar="STATE.json", help="state from a previous sync (Airbyte's shapes)")
+    parser.add_argument("--streams", metavar="a,b", help="read only these streams")
+    parser.add_argument("--concurrency", type=int, metavar="N", help="partitions read at once (default: manifest's)")
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args, _unknown = _parser().parse_known_args(argv)
-    from framework.manifest import check_manifest
-    from framework.manifest.config_check import check_config
+def _load_json(path: str, what: str) -> Any:
+    import orjson
 
-    checked = check_manifest(args.manifest)
-    problems = list(checked.errors)
-    if checked.ok and isinstance(checked.data, dict):
-        connection = (checked.data.get("spec") or {}).get("connection_specification")
-        if connection is not None:
-            problems += [d for d in check_config(connection, args.config) if d.severity == "error"]
-    for problem in problems:
-        print(problem.format(), file=sys.stderr)
-    if problems:
-        return 1
-    print(NOT_YET, file=sys.stderr)
-    return 3
+    from framework.errors import ConfigError
+
+    try:
+        with open(path, "rb") as handle:
+            return orjson.loads(handle.read())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such {what} file") from None
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: the {what} file is not valid JSON ({exc})") from None
+
+
+def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    out = out if out is not None else sys.stdout.buffer
+    from framework.errors import FrameworkError, ManifestError
+
+    try:
+        return _run(args, out)
+    except ManifestError as exc:
+        for problem in exc.diagnostics:
+            if problem.severity == "error":
+                print(problem.format(), file=sys.stderr)
+        return 2
+    except FrameworkError as exc:
+        print(f"run-manifest: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
+    from framework.protocol import messages
+
+    if args.spec:
+        from framework.manifest import load_manifest
+
+        source = load_manifest(args.manifest)
+        spec = source.spec_
+        payload = {"connectionSpecification": dict(spec.connection_specification) if spec else {}}
+        if spec and spec.documentation_url:
+            payload["documentationUrl"] = spec.documentation_url
+        if spec and spec.advanced_auth:
+            payload["advanced_auth"] = dict(spec.advanced_auth)
+        out.write(messages.encode(messages.spec(payload)))
+        return 0
+    if not args.config:
+        print("run-manifest: --config CONFIG.json is required (only --spec works without one)", file=sys.stderr)
+        return 2
+    from framework.streams.connector import open_connector, read_config
+
+    config = read_config(args.config)
+    connector = open_connector(args.manifest, config, config_path=args.config)
+    if args.discover:
+        out.write(messages.encode(messages.catalog([s.catalog_entry() for s in connector.streams.values()])))
+        return 0
+    if args.check:
+        from framework.protocol.check import check_connection
+
+        ok, message = check_connection(connector)
+        out.write(messages.encode(messages.connection_status(ok, message)))
+        return 0
+    if not args.protocol:
+        print(SPARK_NOT_YET, file=sys.stderr)
+        return 3
+    from framework.protocol.catalog import parse_state, select_streams
+    from framework.protocol.read import read
+
+    catalog = _load_json(args.catalog, "catalog") if args.catalog else None
+    states = parse_state(_load_json(args.state, "state")) if args.state else {}
+    names = [n.strip() for n in args.streams.split(",") if n.strip()] if args.streams else None
+    selections = select_streams(connector.streams, catalog, names)
+    report = read(connector, selections, states, out, concurrency=args.concurrency)
+    return 1 if report.failed else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

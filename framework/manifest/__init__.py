@@ -30,6 +30,14 @@ class CheckedManifest:
     source: DeclarativeSource | None
     diagnostics: tuple[Diagnostic, ...]
     data: Any = None  # the resolved, prepared mapping the model was built from
+    placement: Placement | None = None
+
+    def locate(self, path: tuple) -> str | None:
+        """``file:line:col`` of a path in the resolved manifest (``("streams", 0, "retriever")``)."""
+        if self.placement is None:
+            return None
+        line, col = self.placement.where(tuple(path))
+        return f"{self.path}:{line}:{col}"
 
     @property
     def errors(self) -> tuple[Diagnostic, ...]:
@@ -78,7 +86,7 @@ def _check(doc: SourceDocument, base_dir: str | None, strict: bool = False) -> C
         problems += run_checks(preparation.sites, prepared, place, base_dir)
     if problems and source is not None and any(p.severity == "error" for p in problems):
         source = None
-    return CheckedManifest(doc.file, source, _tidy(problems), prepared)
+    return CheckedManifest(doc.file, source, _tidy(problems), prepared, place)
 
 
 def _tidy(problems: list[Diagnostic]) -> tuple[Diagnostic, ...]:

@@ -45,10 +45,22 @@ def manifest_schema() -> dict[str, Any]:
     }
 
 
+_TYPE_ORDER = ("integer", "number", "string", "boolean", "object", "array", "null")
+
+
 def _any_of(node: Any) -> Any:
-    """``oneOf`` -> ``anyOf``: a bare ``{$ref: ...}`` fits every option, which ``oneOf`` forbids."""
+    """``oneOf`` -> ``anyOf``: a bare ``{$ref: ...}`` fits every option, which ``oneOf`` forbids.
+
+    Options that are plain types are put in one fixed order: Python caches unions by
+    equality, so ``Union[int, str]`` may come back as ``Union[str, int]`` depending on
+    what was imported first, and the committed schema must not depend on that.
+    """
     if isinstance(node, dict):
-        return {("anyOf" if key == "oneOf" else key): _any_of(value) for key, value in node.items()}
+        out = {("anyOf" if key == "oneOf" else key): _any_of(value) for key, value in node.items()}
+        options = out.get("anyOf")
+        if isinstance(options, list) and all(isinstance(o, dict) and o.get("type") in _TYPE_ORDER for o in options):
+            out["anyOf"] = sorted(options, key=lambda o: _TYPE_ORDER.index(o["type"]))
+        return out
     if isinstance(node, list):
         return [_any_of(item) for item in node]
     return node

@@ -1,0 +1,143 @@
+"""A request as a value, and how one is assembled from its parts.
+
+:class:`RequestParts` collects what the requester, the authenticator, the
+paginator, the cursor and the partition router each add to a request;
+:meth:`RequestParts.to_request` freezes it into an :class:`HttpRequest` that
+the transport sends. :class:`Injection` is the runtime form of a manifest
+RequestOption: *where* a value goes, kept apart from *what* the value is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+from urllib.parse import urlencode, urljoin
+
+Mask = Callable[[str], str]
+
+
+def _no_mask(text: str) -> str:
+    return text
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    """One HTTP request, ready to send. ``params`` are query parameters in order."""
+
+    method: str
+    url: str
+    params: tuple[tuple[str, str], ...] = ()
+    headers: Mapping[str, str] = field(default_factory=dict)
+    json: Any = None
+    data: Any = None  # a mapping (form-encoded) or text
+
+    def full_url(self) -> str:
+        if not self.params:
+            return self.url
+        sep = "&" if "?" in self.url else "?"
+        return self.url + sep + urlencode(self.params)
+
+    def describe(self, mask: Mask = _no_mask) -> str:
+        """``GET https://host/path?query`` with secrets masked: safe for messages and logs."""
+        return mask(f"{self.method} {self.full_url()}")
+
+
+@dataclass
+class RequestParts:
+    """A request being assembled; components add their parts, then it is frozen.
+
+    ``path`` is the path below the base URL; ``url`` when set (a next-page URL
+    from :class:`~framework.models.RequestPath`) replaces base and path.
+    """
+
+    method: str = "GET"
+    url_base: str = ""
+    path: str = ""
+    url: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    headers: dict[str, Any] = field(default_factory=dict)
+    json: dict[str, Any] | None = None
+    data: dict[str, Any] | str | None = None
+
+    def body_json(self) -> dict[str, Any]:
+        if self.json is None:
+            self.json = {}
+        return self.json
+
+    def body_data(self) -> dict[str, Any]:
+        if self.data is None:
+            self.data = {}
+        if isinstance(self.data, str):
+            raise ValueError("the request body is text already; a body_data option cannot add a field to it")
+        return self.data
+
+    def to_request(self) -> HttpRequest:
+        url = self.url if self.url is not None else join_url(self.url_base, self.path)
+        params = tuple((str(k), _text(v)) for k, v in self.params.items() if v is not None)
+        headers = {str(k): _text(v) for k, v in self.headers.items() if v is not None}
+        return HttpRequest(self.method, url, params, headers, self.json, self.data)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def join_url(base: str, path: str) -> str:
+    """``base`` and ``path`` joined with exactly one slash; a full URL in ``path`` wins."""
+    if not path:
+        return base
+    if "://" in path:
+        return path
+    if not base:
+        return path
+    return base.rstrip("/") + "/" + path.lstrip("/")
+
+
+@dataclass(frozen=True)
+class Injection:
+    """Where a value goes: the runtime form of a manifest RequestOption.
+
+    ``inject_into`` is ``request_parameter``, ``header``, ``body_data`` or
+    ``body_json``; ``path`` is the field name, or the key path into a JSON
+    body. Names are rendered when the connector is built (they may only use
+    ``config`` and ``parameters``).
+    """
+
+    inject_into: str
+    path: tuple[str, ...]
+
+    def apply(self, parts: RequestParts, value: Any) -> None:
+        """Put ``value`` into ``parts``; ``None`` means "send nothing"."""
+        if value is None:
+            return
+        where = self.inject_into
+        if where == "request_parameter":
+            parts.params[self.path[0]] = value
+        elif where == "header":
+            parts.headers[self.path[0]] = value
+        elif where == "body_data":
+            parts.body_data()[self.path[0]] = value
+        elif where == "body_json":
+            node = parts.body_json()
+            for key in self.path[:-1]:
+                child = node.get(key)
+                if not isinstance(child, dict):
+                    child = node[key] = {}
+                node = child
+            node[self.path[-1]] = value
+        else:  # pragma: no cover - the model allows only the four places
+            raise ValueError(f"unknown inject_into {where!r}")
+
+
+__all__ = ["HttpRequest", "Injection", "Mask", "RequestParts", "injection_of", "join_url"]
+
+
+def injection_of(option: Any, ctx: Any) -> Injection:
+    """The :class:`Injection` of a RequestOption model, with its names rendered (``config``, ``parameters``)."""
+    if option.field_path is not None:
+        path = tuple(str(ctx.render(part, option.parameters)) for part in option.field_path)
+    else:
+        path = (str(ctx.render(option.field_name, option.parameters)),)
+    return Injection(option.inject_into, path)

@@ -1,0 +1,107 @@
+"""Configured catalogs and input state in Airbyte's shapes.
+
+A configured catalog selects streams and their sync modes::
+
+    {"streams": [{"stream": {"name": "orders", ...}, "sync_mode": "incremental",
+                  "destination_sync_mode": "append"}]}
+
+Input state is a list of state messages (``[{"type": "STREAM", "stream":
+{"stream_descriptor": {"name": "orders"}, "stream_state": {...}}}]``, each
+optionally wrapped as ``{"type": "STATE", "state": {...}}``) or the legacy
+mapping ``{"orders": {...}}``. Both come back as ``{stream name: state}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from framework.errors import ConfigError, StateError
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One stream to read, and whether incrementally."""
+
+    name: str
+    incremental: bool
+
+
+def select_streams(available: Mapping[str, Any], catalog: Mapping[str, Any] | None,
+                   names: Iterable[str] | None = None) -> list[Selection]:
+    """The streams to read, in catalog order (or manifest order without a catalog).
+
+    Without a catalog every stream is read, incrementally where it has an
+    incremental_sync. ``names`` (``--streams``) narrows either list.
+    """
+    if catalog is None:
+        chosen = [Selection(name, getattr(stream, "cursor", None) is not None) for name, stream in available.items()]
+    else:
+        entries = catalog.get("streams")
+        if not isinstance(entries, list):
+            raise ConfigError("the configured catalog needs a `streams` list")
+        chosen = []
+        for i, entry in enumerate(entries):
+            try:
+                name = entry["stream"]["name"]
+            except (KeyError, TypeError):
+                raise ConfigError(f"catalog streams[{i}] has no `stream.name`") from None
+            if name not in available:
+                raise ConfigError(f"catalog stream `{name}` is not in the manifest; its streams are: "
+                                  f"{', '.join(available)}")
+            mode = entry.get("sync_mode", "full_refresh")
+            if mode not in ("full_refresh", "incremental"):
+                raise ConfigError(f"catalog stream `{name}`: sync_mode must be full_refresh or incremental, not {mode!r}")
+            incremental = mode == "incremental"
+            if incremental and getattr(available[name], "cursor", None) is None:
+                raise ConfigError(f"catalog stream `{name}` asks for incremental, but the stream has no "
+                                  "incremental_sync; use sync_mode: full_refresh")
+            chosen.append(Selection(name, incremental))
+    if names is not None:
+        wanted = list(names)
+        missing = [n for n in wanted if n not in available]
+        if missing:
+            raise ConfigError(f"--streams names unknown streams: {', '.join(missing)}; the manifest has: "
+                              f"{', '.join(available)}")
+        chosen = [s for s in chosen if s.name in wanted]
+    return chosen
+
+
+def parse_state(data: Any) -> dict[str, dict]:
+    """Input state as ``{stream name: stream state}``."""
+    if data is None:
+        return {}
+    if isinstance(data, Mapping):
+        if data.get("type") in ("STREAM", "GLOBAL", "LEGACY", "STATE"):
+            data = [data]
+        else:
+            return {str(k): dict(v) for k, v in data.items() if isinstance(v, Mapping)}
+    if not isinstance(data, list):
+        raise StateError("state must be a list of state messages or a mapping of stream names to states")
+    out: dict[str, dict] = {}
+    for i, item in enumerate(data):
+        if not isinstance(item, Mapping):
+            raise StateError(f"state[{i}] is not an object")
+        if item.get("type") == "STATE" and "state" in item:
+            item = item["state"]
+        kind = item.get("type", "STREAM")
+        if kind == "STREAM":
+            stream = item.get("stream") or {}
+            name = (stream.get("stream_descriptor") or {}).get("name")
+            if not name:
+                raise StateError(f"state[{i}] has no stream_descriptor.name")
+            out[name] = dict(stream.get("stream_state") or {})
+        elif kind == "GLOBAL":
+            glob = item.get("global") or {}
+            for stream in glob.get("stream_states") or []:
+                name = (stream.get("stream_descriptor") or {}).get("name")
+                if name:
+                    out[name] = dict(stream.get("stream_state") or {})
+        elif kind == "LEGACY":
+            out.update({str(k): dict(v) for k, v in (item.get("data") or {}).items() if isinstance(v, Mapping)})
+        else:
+            raise StateError(f"state[{i}] has the unknown type {kind!r}; expected STREAM, GLOBAL or LEGACY")
+    return out
+
+
+__all__ = ["Selection", "parse_state", "select_streams"]

@@ -1,0 +1,27 @@
+"""The connection check: read the first page of each check stream."""
+
+from __future__ import annotations
+
+from framework.errors import FrameworkError
+from framework.streams.connector import Connector
+from framework.streams.sync import StreamSync
+
+
+def check_connection(connector: Connector) -> tuple[bool, str | None]:
+    """(True, None) when every check stream returns a first page (even an empty one), else (False, reason)."""
+    for name in connector.check_streams:
+        try:
+            stream = connector.stream(name)
+            sync = StreamSync(stream, connector.config, None, incremental=False, clock=connector.context.clock)
+            units = sync.plan()
+            if units:
+                for _records in sync.read(units[0]):
+                    break
+        except FrameworkError as exc:
+            return False, connector.mask(str(exc))
+        except Exception as exc:  # a check reports, it does not crash
+            return False, connector.mask(f"stream `{name}`: unexpected {type(exc).__name__}: {exc}")
+    return True, None
+
+
+__all__ = ["check_connection"]

@@ -1,0 +1,122 @@
+"""The read loop of protocol mode: streams in, Airbyte messages out.
+
+For each selected stream: a STARTED status, the records (RUNNING once the
+first arrives), STATE checkpoints as units finish (at most one per
+``checkpoint_seconds``, and always at the end), then COMPLETE; or, when the
+stream fails, the state that is safe, an ERROR trace and INCOMPLETE, and the
+other streams carry on. The exit code is 1 when any stream failed.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import IO, Any, Mapping, Sequence
+
+from framework.errors import FrameworkError, ReadError
+from framework.protocol import messages
+from framework.protocol.catalog import Selection
+from framework.streams.connector import Connector
+from framework.streams.scheduler import read_units
+from framework.streams.sync import StreamSync
+
+
+@dataclass
+class StreamReport:
+    name: str
+    records: int = 0
+    pages: int = 0
+    units: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+
+
+@dataclass
+class ReadReport:
+    streams: list[StreamReport] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return any(s.error for s in self.streams)
+
+
+def _now_ms(connector: Connector) -> int:
+    return int(connector.context.clock.now().timestamp() * 1000)
+
+
+def read(connector: Connector, selections: Sequence[Selection], states: Mapping[str, Mapping[str, Any]],
+         out: IO[bytes], err: IO[str] = sys.stderr, *, concurrency: int | None = None,
+         checkpoint_seconds: float = 1.0) -> ReadReport:
+    report = ReadReport()
+    write = out.write
+    level = connector.concurrency(concurrency)
+    for selection in selections:
+        stream = connector.stream(selection.name)
+        result = StreamReport(stream.name)
+        report.streams.append(result)
+        started = time.perf_counter()
+        write(messages.encode(messages.stream_status(stream.name, "STARTED", float(_now_ms(connector)))))
+        encoder = messages.RecordEncoder(stream.name)
+        sync: StreamSync | None = None
+        last_state: Any = None
+        last_checkpoint = time.monotonic()
+
+        def checkpoint(final: bool = False) -> None:
+            nonlocal last_state, last_checkpoint
+            value = sync.state(final=final) if sync is not None else None
+            if value is not None and value != last_state:
+                write(messages.encode(messages.state(stream.name, value, result.records)))
+                last_state = value
+            last_checkpoint = time.monotonic()
+
+        try:
+            sync = StreamSync(stream, connector.config, states.get(stream.name),
+                              incremental=selection.incremental, clock=connector.context.clock)
+            units = sync.plan()
+            for kind, unit, records in read_units(sync, units, level):
+                if kind == "records":
+                    if result.records == 0:
+                        write(messages.encode(messages.stream_status(stream.name, "RUNNING", float(_now_ms(connector)))))
+                    write(encoder.encode_page(records, _now_ms(connector)))
+                    result.records += len(records)
+                    result.pages += 1
+                else:
+                    sync.done(unit)
+                    result.units += 1
+                    if time.monotonic() - last_checkpoint >= checkpoint_seconds:
+                        checkpoint()
+            checkpoint(final=True)
+            result.seconds = time.perf_counter() - started
+            write(messages.encode(messages.log(
+                f"Read {result.records} records from stream {stream.name} in {result.seconds:.2f} s")))
+            write(messages.encode(messages.stream_status(stream.name, "COMPLETE", float(_now_ms(connector)))))
+        except (FrameworkError, Exception) as exc:  # one stream's failure does not stop the others
+            result.seconds = time.perf_counter() - started
+            text = connector.mask(_describe(exc, stream.name))
+            result.error = text
+            internal = None if isinstance(exc, FrameworkError) else connector.mask(traceback.format_exc())
+            failure = exc.failure_type if isinstance(exc, ReadError) else (
+                "config_error" if isinstance(exc, FrameworkError) else "system_error")
+            try:
+                checkpoint()
+            except Exception:  # state of a broken sync is not worth a second failure
+                pass
+            write(messages.encode(messages.error_trace(text, float(_now_ms(connector)), failure_type=failure,
+                                                       internal_message=internal, stream=stream.name)))
+            write(messages.encode(messages.stream_status(stream.name, "INCOMPLETE", float(_now_ms(connector)))))
+            print(f"run-manifest: {text}", file=err)
+        out.flush()
+    return report
+
+
+def _describe(exc: BaseException, stream: str) -> str:
+    if isinstance(exc, ReadError):
+        return str(exc.with_context(stream=stream))
+    if isinstance(exc, FrameworkError):
+        return f"stream `{stream}`: {exc}"
+    return f"stream `{stream}`: unexpected {type(exc).__name__}: {exc}"
+
+
+__all__ = ["ReadReport", "StreamReport", "read"]

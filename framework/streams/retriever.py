@@ -1,0 +1,83 @@
+"""Reading one stream slice: requests, pages and records.
+
+The loop fits on one screen on purpose: build the request, let the slice
+(cursor window, partition) and the pager add their values, send, select the
+records, ask the pager for the next page. Records come out one page at a time
+(a list per page), so callers move them in batches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping
+
+from framework.errors import InterpolationError, ReadError
+from framework.http.request import RequestParts
+from framework.models import SimpleRetriever
+from framework.registry import BuildContext, builds
+from framework.slices import StreamSlice
+from framework.streams.requester import Requester
+
+SliceOptions = Callable[[RequestParts, StreamSlice], None]
+
+
+def _no_options(parts: RequestParts, stream_slice: StreamSlice) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Retriever:
+    requester: Requester
+    selector: Any  # framework.records.RecordSelector
+    paginator: Any  # framework.pagination.Paginator
+    parameters: Mapping[str, Any]
+    slice_options_on_every_page: bool = True
+
+    def read(self, stream_slice: StreamSlice, config: Mapping[str, Any], *,
+             slice_options: SliceOptions = _no_options,
+             stream_state: Mapping[str, Any] | None = None) -> Iterator[list[dict]]:
+        """The records of one slice, one list per page."""
+        variables = {"config": config, "parameters": self.parameters,
+                     "stream_state": stream_state or {}, **stream_slice.template_variables()}
+        pager = self.paginator.start()
+        first = True
+        while True:
+            page_variables = {**variables, **pager.token_variables()}
+            parts = self.requester.parts(page_variables)
+            if first or self.slice_options_on_every_page:
+                slice_options(parts, stream_slice)
+            pager.apply(parts)
+            response = self.requester.send(parts)
+            if response is None:  # the error handler said to ignore this response
+                return
+            try:
+                records = self.selector.select(response, page_variables)
+                more = pager.advance(response, records, variables)
+            except ReadError as exc:
+                raise exc.with_context(request=self.requester.describe(response.request))
+            except InterpolationError as exc:  # a template that fails on this response
+                raise ReadError(str(exc), request=self.requester.describe(response.request)) from None
+            if records:
+                yield records
+            if not more:
+                return
+            first = False
+
+
+@builds("SimpleRetriever")
+def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> Retriever:
+    paginator_model = model.paginator
+    if paginator_model is None:
+        from framework.models import NoPagination
+
+        paginator_model = NoPagination()
+    return Retriever(
+        requester=ctx.build(model.requester, path + ("requester",)),
+        selector=ctx.build(model.record_selector, path + ("record_selector",)),
+        paginator=ctx.build(paginator_model, path + ("paginator",)),
+        parameters=model.parameters,
+        slice_options_on_every_page=not model.ignore_stream_slicer_parameters_on_paginated_requests,
+    )
+
+
+__all__ = ["Retriever", "build_retriever"]

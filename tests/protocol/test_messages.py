@@ -1,0 +1,30 @@
+import orjson
+
+from framework.protocol import messages
+
+
+def test_record_lines_are_airbyte_record_messages():
+    encoder = messages.RecordEncoder("orders")
+    data = encoder.encode_page([{"id": 1, "n": {"a": [1, 2]}}, {"id": 2}], 1700000000000)
+    lines = data.splitlines()
+    assert len(lines) == 2
+    first = orjson.loads(lines[0])
+    assert first == {"type": "RECORD",
+                     "record": {"stream": "orders", "data": {"id": 1, "n": {"a": [1, 2]}}, "emitted_at": 1700000000000}}
+
+
+def test_stream_names_are_escaped():
+    encoder = messages.RecordEncoder('we"ird')
+    line = orjson.loads(encoder.encode_page([{}], 1))
+    assert line["record"]["stream"] == 'we"ird'
+
+
+def test_state_and_traces():
+    state = orjson.loads(messages.encode(messages.state("orders", {"updated_at": "x"}, 3)))
+    assert state["state"]["stream"] == {"stream_descriptor": {"name": "orders"}, "stream_state": {"updated_at": "x"}}
+    assert state["state"]["sourceStats"] == {"recordCount": 3.0}
+    trace = messages.error_trace("boom", 1.0, failure_type="config_error", stream="orders")
+    assert trace["trace"]["error"] == {"message": "boom", "failure_type": "config_error",
+                                       "stream_descriptor": {"name": "orders"}}
+    status = messages.stream_status("orders", "COMPLETE", 2.0)
+    assert status["trace"]["stream_status"]["status"] == "COMPLETE"
