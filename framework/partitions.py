@@ -6,13 +6,20 @@ request. :class:`ListRouter` takes them from a list; :class:`SubstreamRouter`
 from the records of parent streams, which the caller reads and hands in (so
 that parent state and progress stay with the sync, not with the router).
 Several routers in a list form the cartesian product of their partitions.
+
+Partitions are Airbyte's: ``{cursor_field: value}`` for a list,
+``{partition_field: key, "parent_slice": <the parent's own partition>}`` for a
+parent record (a record whose key is missing or null makes none), merged dicts
+for a product. A parent's ``extra_fields`` go to the slice's ``extra_fields``
+under their dotted path (``owner.name``), not into the partition.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from framework.errors import ConfigError
 from framework.http.request import Injection, RequestParts, injection_of
@@ -37,6 +44,8 @@ class RoutedPartition:
 
 @dataclass(frozen=True)
 class ListRouter:
+    """ListPartitionRouter: one partition per value."""
+
     values: tuple[Any, ...]
     cursor_field: str
     option: Injection | None
@@ -52,6 +61,8 @@ class ListRouter:
 
 @dataclass(frozen=True)
 class ParentConfig:
+    """ParentStreamConfig at run time; ``parent_key`` and each extra field are paths (``a/b`` split)."""
+
     stream: Any  # framework.streams.stream.Stream
     parent_key: tuple[str, ...]
     partition_field: str
@@ -71,14 +82,14 @@ def _dig(record: Any, path: Sequence[str]) -> Any:
     return record
 
 
-_MISSING = object()
-
-
 @dataclass(frozen=True)
 class SubstreamRouter:
+    """SubstreamPartitionRouter: one partition per parent record (per parent, in order)."""
+
     parents: tuple[ParentConfig, ...]
 
     def partitions(self, read_parent: ReadParent) -> Iterator[RoutedPartition]:
+        """The partitions of the parent records ``read_parent`` yields, tagged with their parent unit."""
         for parent in self.parents:
             for tag, records in read_parent(parent):
                 for record in records:
@@ -102,6 +113,8 @@ def tag_partition(tag: Any) -> Mapping[str, Any]:
 
 @dataclass(frozen=True)
 class ProductRouter:
+    """A list of routers: every combination of their partitions, the first router's varying slowest."""
+
     routers: tuple[Any, ...]
 
     def partitions(self, read_parent: ReadParent) -> Iterator[RoutedPartition]:
@@ -168,4 +181,5 @@ def parents_of(router: Any) -> Iterable[ParentConfig]:
     return ()
 
 
-__all__ = ["ListRouter", "ParentConfig", "ProductRouter", "RoutedPartition", "SubstreamRouter", "build_router"]
+__all__ = ["ListRouter", "ParentConfig", "ProductRouter", "RoutedPartition", "SubstreamRouter", "build_router",
+           "parents_of", "tag_partition"]

@@ -76,7 +76,8 @@ class BuildContext:
     """What builders and the components they build may use from outside.
 
     ``locate(path)`` gives ``file:line:col`` for a manifest path (or None);
-    ``mask(text)`` hides secret config values in a message.
+    ``mask(text)`` hides secret config values in a message. ``schemas`` holds stream
+    schemas loaded already (by the driver, for executors without the schema files).
     """
 
     config: Mapping[str, Any]
@@ -87,6 +88,7 @@ class BuildContext:
     base_dir: str | None = None
     locate: Callable[[tuple], str | None] = _nowhere
     mask: Callable[[str], str] = _identity
+    schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # stream schemas loaded already
 
     def __post_init__(self) -> None:
         if self.engine is None:

@@ -10,8 +10,10 @@ Modes:
 * ``--discover``: print a CATALOG message with each stream's schema.
 * ``--spec``: print the SPEC message (no config needed).
 
-Exit codes: 0 success; 1 a stream failed (the failure is in a TRACE message
-and on stderr); 2 bad command line, manifest, config, catalog or state.
+Exit codes: 0 success (a check that ran is a success, whether the connection
+SUCCEEDED or FAILED); 1 a stream failed (the failure is in a TRACE message and
+on stderr); 2 bad command line, manifest, config, catalog or state (with
+``--check``, a bad config is also reported as a FAILED CONNECTION_STATUS).
 """
 
 from __future__ import annotations
@@ -91,10 +93,16 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
     if not args.config:
         print("run-manifest: --config CONFIG.json is required (only --spec works without one)", file=sys.stderr)
         return 2
+    from framework.errors import ConfigError
     from framework.streams.connector import open_connector, read_config
 
-    config = read_config(args.config)
-    connector = open_connector(args.manifest, config, config_path=args.config)
+    try:
+        config = read_config(args.config)
+        connector = open_connector(args.manifest, config, config_path=args.config)
+    except ConfigError as exc:
+        if args.check:  # Airbyte reads a failed check from CONNECTION_STATUS, whatever the exit code
+            out.write(messages.encode(messages.connection_status(False, str(exc))))
+        raise
     if args.discover:
         out.write(messages.encode(messages.catalog([s.catalog_entry() for s in connector.streams.values()])))
         return 0
@@ -108,12 +116,13 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
         print(SPARK_NOT_YET, file=sys.stderr)
         return 3
     from framework.protocol.catalog import parse_state, select_streams
-    from framework.protocol.read import read
+    from framework.protocol.read import check_states, read
 
     catalog = _load_json(args.catalog, "catalog") if args.catalog else None
     states = parse_state(_load_json(args.state, "state")) if args.state else {}
     names = [n.strip() for n in args.streams.split(",") if n.strip()] if args.streams else None
     selections = select_streams(connector.streams, catalog, names)
+    check_states(connector, selections, states)
     report = read(connector, selections, states, out, concurrency=args.concurrency)
     return 1 if report.failed else 0
 

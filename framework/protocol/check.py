@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from framework.errors import FrameworkError
+from framework.protocol.read import describe_failure
 from framework.streams.connector import Connector
 from framework.streams.sync import StreamSync
 
@@ -17,10 +17,8 @@ def check_connection(connector: Connector) -> tuple[bool, str | None]:
             if units:
                 for _records in sync.read(units[0]):
                     break
-        except FrameworkError as exc:
-            return False, connector.mask(str(exc))
         except Exception as exc:  # a check reports, it does not crash
-            return False, connector.mask(f"stream `{name}`: unexpected {type(exc).__name__}: {exc}")
+            return False, connector.mask(describe_failure(exc, name))
     return True, None
 
 

@@ -47,8 +47,10 @@ def _now_ms(connector: Connector) -> int:
 
 
 def read(connector: Connector, selections: Sequence[Selection], states: Mapping[str, Mapping[str, Any]],
-         out: IO[bytes], err: IO[str] = sys.stderr, *, concurrency: int | None = None,
+         out: IO[bytes], err: IO[str] | None = None, *, concurrency: int | None = None,
          checkpoint_seconds: float = 1.0) -> ReadReport:
+    """Read ``selections`` and write their messages to ``out``; failures also go to ``err`` (stderr)."""
+    err = err if err is not None else sys.stderr  # looked up now, so a redirected stderr is used
     report = ReadReport()
     write = out.write
     level = connector.concurrency(concurrency)
@@ -66,7 +68,8 @@ def read(connector: Connector, selections: Sequence[Selection], states: Mapping[
         def checkpoint(final: bool = False) -> None:
             nonlocal last_state, last_checkpoint
             value = sync.state(final=final) if sync is not None else None
-            if value is not None and value != last_state:
+            # an empty state says nothing until the end (a stream that failed before any progress has none)
+            if value is not None and value != last_state and (value or final):
                 write(messages.encode(messages.state(stream.name, value, result.records)))
                 last_state = value
             last_checkpoint = time.monotonic()
@@ -94,7 +97,7 @@ def read(connector: Connector, selections: Sequence[Selection], states: Mapping[
             write(messages.encode(messages.stream_status(stream.name, "COMPLETE", float(_now_ms(connector)))))
         except (FrameworkError, Exception) as exc:  # one stream's failure does not stop the others
             result.seconds = time.perf_counter() - started
-            text = connector.mask(_describe(exc, stream.name))
+            text = connector.mask(describe_failure(exc, stream.name))
             result.error = text
             internal = None if isinstance(exc, FrameworkError) else connector.mask(traceback.format_exc())
             failure = exc.failure_type if isinstance(exc, ReadError) else (
@@ -111,12 +114,29 @@ def read(connector: Connector, selections: Sequence[Selection], states: Mapping[
     return report
 
 
-def _describe(exc: BaseException, stream: str) -> str:
+def check_states(connector: Connector, selections: Sequence[Selection],
+                 states: Mapping[str, Mapping[str, Any]]) -> None:
+    """Raise :class:`~framework.errors.StateError` when a selected stream's saved state is unreadable.
+
+    Called before anything is read, so a bad state file stops the run with
+    one message (exit 2) instead of failing its stream halfway through.
+    """
+    for selection in selections:
+        saved = states.get(selection.name)
+        if saved and selection.incremental:
+            StreamSync(connector.stream(selection.name), connector.config, saved, incremental=True,
+                       clock=connector.context.clock)
+
+
+def describe_failure(exc: BaseException, stream: str) -> str:
+    """One line saying why ``stream`` failed: the stream first, then the reason, request and place."""
     if isinstance(exc, ReadError):
+        if exc.stream and exc.stream != stream:  # a parent stream (partition router) failed
+            return f"stream `{stream}`: reading its parent {exc}"
         return str(exc.with_context(stream=stream))
     if isinstance(exc, FrameworkError):
         return f"stream `{stream}`: {exc}"
     return f"stream `{stream}`: unexpected {type(exc).__name__}: {exc}"
 
 
-__all__ = ["ReadReport", "StreamReport", "read"]
+__all__ = ["ReadReport", "StreamReport", "check_states", "describe_failure", "read"]

@@ -90,9 +90,33 @@ def open_connector(manifest_path: str, config: Mapping[str, Any], *, config_path
                    sleep: Callable[[float], None] = time.sleep) -> Connector:
     """Load ``manifest_path`` and build its streams for ``config``."""
     from framework.manifest import check_manifest
-    from framework.manifest.config_check import mask, secret_values
 
     checked = check_manifest(manifest_path)
+    return _build(checked, config, os.path.dirname(os.path.abspath(manifest_path)), config_path=config_path,
+                  transport=transport, clock=clock, sleep=sleep)
+
+
+def open_connector_text(text: str, config: Mapping[str, Any], *, file: str = "<manifest>",
+                        base_dir: str | None = None, schemas: Mapping[str, Mapping[str, Any]] | None = None,
+                        transport: Any = None, clock: Clock | None = None,
+                        sleep: Callable[[float], None] = time.sleep) -> Connector:
+    """Like :func:`open_connector` for manifest text in memory (what a Spark executor gets).
+
+    ``schemas`` are stream schemas already loaded (by the driver), used instead of reading
+    schema files, which an executor on another machine may not have.
+    """
+    from framework.manifest import check_manifest_text
+
+    checked = check_manifest_text(text, file, base_dir)
+    return _build(checked, config, base_dir, transport=transport, clock=clock, sleep=sleep,
+                  schemas=schemas or {})
+
+
+def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *, config_path: str | None = None,
+           transport: Any = None, clock: Clock | None = None, sleep: Callable[[float], None] = time.sleep,
+           schemas: Mapping[str, Mapping[str, Any]] | None = None) -> Connector:
+    from framework.manifest.config_check import mask, secret_values
+
     if not checked.ok or checked.source is None:
         raise ManifestError(checked.diagnostics)
     source = checked.source
@@ -113,9 +137,10 @@ def open_connector(manifest_path: str, config: Mapping[str, Any], *, config_path
         transport=transport,
         clock=clock,
         sleep=sleep,
-        base_dir=os.path.dirname(os.path.abspath(manifest_path)),
+        base_dir=base_dir,
         locate=checked.locate,
         mask=lambda text: mask(text, secrets),
+        schemas=schemas or {},
     )
     streams = {}
     for index, model in enumerate(source.streams):
@@ -135,4 +160,4 @@ def _check_config_value(spec: Mapping[str, Any], config: Mapping[str, Any], secr
         raise ConfigError("the config does not fit the manifest's spec:\n" + "\n".join(lines))
 
 
-__all__ = ["Connector", "open_connector", "read_config"]
+__all__ = ["Connector", "open_connector", "open_connector_text", "read_config"]

@@ -6,12 +6,17 @@ a crash then never skips a window that was not read. Within that run the
 state is the latest cursor value seen, capped at the end of the run while
 later windows are unfinished (a record newer than an unread window must not
 carry the state past it). State never moves backwards.
+
+The finished run is tracked as windows finish, so :meth:`WindowProgress.value`
+costs the same for ten windows or ten thousand.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+
+__all__ = ["WindowProgress"]
 
 
 @dataclass
@@ -22,39 +27,45 @@ class WindowProgress:
     prior: datetime | None = None
     done: list[bool] = field(init=False)
     seen: list[datetime | None] = field(init=False)
+    _prefix: int = field(init=False, default=0, repr=False)
+    _best: datetime | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.done = [False] * len(self.windows)
         self.seen = [None] * len(self.windows)
+        self._best = self.prior
 
     def observe(self, window: int, value: datetime) -> None:
+        """A record of ``window`` has cursor value ``value``."""
         current = self.seen[window]
         if current is None or value > current:
             self.seen[window] = value
+            if window < self._prefix and (self._best is None or value > self._best):
+                self._best = value  # a late observation in the finished run still counts
 
     def finish(self, window: int) -> None:
+        """Every record of ``window`` has been handed over."""
         self.done[window] = True
+        done, seen, count = self.done, self.seen, len(self.windows)
+        while self._prefix < count and done[self._prefix]:
+            value = seen[self._prefix]
+            if value is not None and (self._best is None or value > self._best):
+                self._best = value
+            self._prefix += 1
 
     @property
     def complete(self) -> bool:
-        return all(self.done)
+        return self._prefix == len(self.windows)
 
     def finished_prefix(self) -> int:
-        count = 0
-        for flag in self.done:
-            if not flag:
-                break
-            count += 1
-        return count
+        """How many windows, from the first, are finished."""
+        return self._prefix
 
     def value(self) -> datetime | None:
         """The cursor value state may hold now (None: nothing to record yet)."""
-        prefix = self.finished_prefix()
-        best = self.prior
-        for value in self.seen[:prefix]:
-            if value is not None and (best is None or value > best):
-                best = value
-        if prefix < len(self.windows) and best is not None:
+        best = self._best
+        prefix = self._prefix
+        if best is not None and prefix < len(self.windows):
             cap = self.windows[prefix - 1][1] if prefix > 0 else None
             if cap is not None and best > cap:
                 best = cap
@@ -63,8 +74,6 @@ class WindowProgress:
         return best
 
     def latest_seen(self) -> datetime | None:
+        """The latest value seen in any window, finished or not."""
         values = [v for v in self.seen if v is not None]
         return max(values) if values else None
-
-
-__all__ = ["WindowProgress"]

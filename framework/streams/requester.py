@@ -11,11 +11,13 @@ interprets errors.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
+from urllib.parse import quote, quote_plus
 
 from framework.errors import InterpolationError, ReadError
-from framework.http.client import HttpClient
+from framework.http.client import MASKED, HttpClient
 from framework.http.error_handler import default_error_handler
 from framework.http.request import HttpRequest, RequestParts
 from framework.http.transport import HttpResponse
@@ -51,7 +53,9 @@ class Requester:
             )
             if self.body_json is not None:
                 body = self.body_json.render(variables)
-                parts.json = dict(body) if body else None
+                # a constant body is shared by every request: options are put into a copy of it
+                constant = self.body_json.constant  # type: ignore[attr-defined]
+                parts.json = (copy.deepcopy(dict(body)) if constant else dict(body)) if body else None
             if self.body_data is not None:
                 data = self.body_data.render(variables)
                 parts.data = (dict(data) if isinstance(data, Mapping) else str(data)) if data else None
@@ -62,6 +66,14 @@ class Requester:
     def describe(self, request: HttpRequest) -> str:
         """Method and URL of ``request`` with secrets masked."""
         return request.describe(self.mask)
+
+    def hide_secrets(self, exc: ReadError) -> ReadError:
+        """``exc`` with secrets masked in its message (a response body may echo a token); returns ``exc``."""
+        exc.reason = self.mask(exc.reason)
+        exc.args = (exc.reason,)
+        if exc.request:
+            exc.request = self.mask(exc.request)
+        return exc
 
     def send(self, parts: RequestParts) -> HttpResponse | None:
         """Send; None when the error handler says to ignore the response."""
@@ -89,6 +101,7 @@ def build_requester(model: HttpRequester, ctx: BuildContext, path: tuple) -> Req
     else:
         handler = default_error_handler(ctx)
     client = HttpClient(ctx.transport, handler, authenticator, sleep=ctx.sleep, mask=ctx.mask)
+    mask = ctx.mask if authenticator is None else _mask_with(authenticator, ctx.mask)
 
     def value(raw: Any, result: str = "string", inner: str = "string") -> TemplateValue:
         return TemplateValue(raw, engine, result, inner)
@@ -103,9 +116,23 @@ def build_requester(model: HttpRequester, ctx: BuildContext, path: tuple) -> Req
         body_data=value(model.request_body_data, "any") if model.request_body_data else None,
         client=client,
         parameters=model.parameters,
-        mask=ctx.mask,
+        mask=mask,
         place=ctx.place(path),
     )
+
+
+def _mask_with(authenticator: Any, mask: Callable[[str], str]) -> Callable[[str], str]:
+    """A mask that also hides the authenticator's credentials as they are when a message is made
+    (tokens obtained at run time are not in the config)."""
+
+    def masked(text: str) -> str:
+        secrets = {variant for secret in authenticator.secrets() if secret
+                   for variant in (secret, quote(secret, safe=""), quote_plus(secret))}
+        for secret in sorted(secrets, key=len, reverse=True):
+            text = text.replace(secret, MASKED)
+        return mask(text)
+
+    return masked
 
 
 __all__ = ["Requester", "build_requester"]

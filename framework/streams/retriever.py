@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
+from urllib.parse import parse_qs, urlsplit
 
 from framework.errors import InterpolationError, ReadError
 from framework.http.request import RequestParts
@@ -47,21 +48,39 @@ class Retriever:
             if first or self.slice_options_on_every_page:
                 slice_options(parts, stream_slice)
             pager.apply(parts)
+            _drop_params_in_url(parts)
             response = self.requester.send(parts)
             if response is None:  # the error handler said to ignore this response
                 return
             try:
                 records = self.selector.select(response, page_variables)
                 more = pager.advance(response, records, variables)
-            except ReadError as exc:
-                raise exc.with_context(request=self.requester.describe(response.request))
+            except ReadError as exc:  # the body may echo a token: mask it again, with the credentials too
+                raise self.requester.hide_secrets(exc).with_context(
+                    request=self.requester.describe(response.request))
             except InterpolationError as exc:  # a template that fails on this response
-                raise ReadError(str(exc), request=self.requester.describe(response.request)) from None
+                raise ReadError(self.requester.mask(str(exc)),
+                                request=self.requester.describe(response.request)) from None
             if records:
                 yield records
             if not more:
                 return
             first = False
+
+
+def _drop_params_in_url(parts: RequestParts) -> None:
+    """Leave out query parameters the URL already carries with the same value (a next-page URL
+    usually repeats the page size, say): sending them twice confuses some APIs."""
+    url = parts.url if parts.url is not None else parts.path
+    if not parts.params or "?" not in url:
+        return
+    in_url = parse_qs(urlsplit(url).query, keep_blank_values=True)
+    for name, values in in_url.items():
+        if name in parts.params:
+            value = parts.params[name]
+            text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+            if text == values[0]:
+                del parts.params[name]
 
 
 @builds("SimpleRetriever")

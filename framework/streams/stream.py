@@ -82,7 +82,9 @@ def build_stream(model: DeclarativeStream, ctx: BuildContext, path: tuple) -> St
 
     retriever: Retriever = ctx.build(model.retriever, path + ("retriever",))
     transformations = [ctx.build(t, path + ("transformations", i)) for i, t in enumerate(model.transformations)]
-    schema = load_schema(model.schema_loader, ctx, model.name, path + ("schema_loader",))
+    preloaded = ctx.schemas.get(model.name)
+    schema = dict(preloaded) if preloaded is not None else load_schema(model.schema_loader, ctx, model.name,
+                                                                       path + ("schema_loader",))
     selector = retriever.selector
     if transformations:
         selector = selector.with_transformations(transformations)

@@ -1,53 +1,146 @@
 """One sync of one stream: the plan of units, reading them, and the state they allow.
 
 A *unit* is one partition (from the partition router) times one datetime
-window (from the cursor): a small picklable :class:`Unit` that can be read
-anywhere the manifest and config are. The sync keeps what changes while the
-stream is read: which units are finished, the latest cursor value seen in
-each, and the state that this allows. State modes, in Airbyte's shapes:
+window (from the cursor): a small picklable :class:`Unit` that
+:func:`read_unit` reads with nothing but the stream (built from the manifest)
+and the config, so units can be read anywhere. :class:`StreamSync` keeps what
+changes while the stream is read: which units are finished, the latest cursor
+value seen in each, and the state that allows. State shapes, as Airbyte's:
 
-* **no cursor** (full refresh): no state.
+* **no cursor** or a full refresh: no state.
 * **one partition**: ``{"<cursor_field>": value}``.
-* **per partition** (a cursor and a router, the default):
-  ``{"states": [{"partition": {...}, "cursor": {...}}], "state": {...},
-  "use_global_cursor": false, "lookback_window": N}``; at most
-  :data:`MAX_PARTITION_STATES` partitions are kept, the oldest dropped first.
-* **global cursor** (``global_substream_cursor``): ``{"state": {...},
-  "lookback_window": N}``, moved only when the whole sync succeeds, with a
-  lookback of at least the previous sync's duration.
-* **incremental dependency**: ``"parent_state": {"<parent>": {...}}`` is added,
-  and the parent's state moves only past parent units whose child partitions
-  are all read.
+* **per partition** (a cursor and a router, the default)::
+
+      {"states": [{"partition": {...}, "cursor": {"<cursor_field>": value}}, ...],
+       "state": {...}, "use_global_cursor": false, "lookback_window": N}
+
+  ``states`` holds at most :data:`MAX_PARTITION_STATES` partitions, the ones
+  finished last; older ones are compacted (see
+  :mod:`framework.streams.partition_states`) rather than forgotten.
+  ``state`` is the latest value seen in the last successful sync.
+* **global cursor** (``global_substream_cursor``, or ``use_global_cursor`` in
+  the saved state): ``{"use_global_cursor": true, "state": {...},
+  "lookback_window": N}``. ``state`` moves only at the end of a successful
+  sync; ``lookback_window`` is that sync's duration in seconds, and the next
+  sync looks back at least that far.
+* **incremental dependency**: ``"parent_state": {"<parent>": <its state>}`` is
+  added; the parent's state moves only over parent units (windows) whose child
+  units are all finished.
+
+Saved states in any of these shapes are read back; a state without
+``states`` (a flat ``{"<cursor_field>": value}`` or a global one) is applied to
+every partition, as Airbyte does. A partition that is in no saved state is new
+and starts at ``start_datetime``.
+
+Parent streams are read while planning (the child's partitions are their
+records); each parent record is tagged with the parent unit it came from, and
+that unit is finished only when every child unit made from it is.
 """
 
 from __future__ import annotations
 
+import math
 import threading
-import time
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from framework.clock import Clock, SystemClock
 from framework.errors import StateError
-from framework.partitions import ParentConfig, RoutedPartition, parents_of
+from framework.partitions import ParentConfig, RoutedPartition
 from framework.slices import StreamSlice
+from framework.streams.partition_states import COMPACT_KEY, PartitionStates
 from framework.streams.progress import WindowProgress
 from framework.streams.stream import Stream
 
+__all__ = ["MAX_PARTITION_STATES", "StreamSync", "Unit", "read_unit"]
+
+#: Partitions kept in full in a per-partition state (Airbyte's limit); older ones are compacted.
 MAX_PARTITION_STATES = 10_000
+
+_NO_WINDOW: list[tuple[tuple[None, None], dict]] = [((None, None), {})]
 
 
 @dataclass(frozen=True)
 class Unit:
-    """One partition times one window: the unit of work, of checkpointing, and of Spark tasks."""
+    """One partition times one window: the unit of work, of checkpointing, and of Spark tasks.
+
+    ``prior`` is the partition's saved cursor value (None on a first read) and
+    ``floor`` the instant before which records are already synced (``prior``
+    minus the lookback): what client-side filtering and data feeds compare with.
+    ``tags`` name the parent units the partition came from.
+    """
 
     index: int
     slice: StreamSlice
     partition: int  # index of the partition in this sync's plan
     window: int  # index of the window within the partition (0 without a cursor)
-    tags: tuple = ()  # parent units the partition came from (incremental dependency)
+    tags: tuple = ()
+    prior: datetime | None = None
+    floor: datetime | None = None
+
+
+def read_unit(stream: Stream, config: Mapping[str, Any], unit: Unit,
+              prior: datetime | None = None) -> Iterator[tuple[list[dict], datetime | None]]:
+    """The records of one unit, page by page, each page with its latest cursor value.
+
+    Needs only the stream (built from the manifest), the config and the unit, so
+    it runs anywhere (a Spark task, say). ``prior`` may repeat the unit's saved
+    cursor value (:meth:`StreamSync.prior_of`); a different one replaces it.
+
+    Applies the cursor's client-side rules: with ``is_client_side_incremental``
+    records outside the unit's window are dropped; with ``is_data_feed`` (newest
+    first) paging stops at the first record older than the unit's floor (its
+    prior minus the lookback). Records without a readable cursor value are
+    kept. A page is passed on as it came when no rule applies.
+    """
+    cursor = stream.cursor
+    floor = unit.floor
+    if prior is None or prior == unit.prior:
+        prior = unit.prior
+    elif cursor is not None:
+        floor = cursor.floor(prior)
+    stream_state = cursor.state_of(prior) if cursor is not None and prior is not None else {}
+    pages = stream.read_slice(unit.slice, config, stream_state)
+    if cursor is None:
+        for records in pages:
+            yield records, None
+        return
+    record_value = cursor.record_value
+    feed = cursor.is_data_feed and floor is not None
+    client_side = cursor.is_client_side_incremental
+    cursor_slice = unit.slice.cursor_slice
+    in_window = cursor.in_window
+    try:
+        for records in pages:
+            latest = None
+            if not (feed or client_side):
+                for record in records:
+                    value = record_value(record)
+                    if value is not None and (latest is None or value > latest):
+                        latest = value
+                yield records, latest
+                continue
+            kept = []
+            stop = False
+            for record in records:
+                value = record_value(record)
+                if value is not None:
+                    if feed and value < floor:  # type: ignore[operator]
+                        stop = True
+                        continue
+                    if client_side and (not in_window(value, cursor_slice) if cursor_slice
+                                        else floor is not None and value < floor):
+                        continue
+                    if latest is None or value > latest:
+                        latest = value
+                kept.append(record)
+            yield kept, latest
+            if stop:
+                return
+    finally:
+        pages.close()
 
 
 @dataclass
@@ -55,10 +148,27 @@ class _Partition:
     routed: RoutedPartition
     progress: WindowProgress
     units_left: int
+    recorded: datetime | None  # the value last put in the per-partition states
 
 
-def _freeze(value: Any) -> Any:
-    return StreamSlice(value).key() if isinstance(value, Mapping) else value
+def _tag_key(tag: tuple) -> tuple:
+    return (tag[0], tag[1])
+
+
+def _unique(routed: Iterable[RoutedPartition]) -> list[RoutedPartition]:
+    """Partitions in order, each once; a repeated one adds its parent tags to the first."""
+    index: dict[Any, int] = {}
+    out: list[RoutedPartition] = []
+    for part in routed:
+        key = StreamSlice(part.partition).key()
+        found = index.get(key)
+        if found is None:
+            index[key] = len(out)
+            out.append(part)
+        elif part.tags:
+            first = out[found]
+            out[found] = RoutedPartition(first.partition, first.extra_fields, first.tags + part.tags)
+    return out
 
 
 class StreamSync:
@@ -76,211 +186,206 @@ class StreamSync:
         self.clock = clock or SystemClock()
         self.cursor = stream.cursor  # windows apply to full refreshes too; state only when incremental
         self.incremental = incremental and stream.cursor is not None
-        self.saved = dict(state or {})
+        if state is not None and not isinstance(state, Mapping):
+            raise StateError(f"stream `{stream.name}`: the saved state should be an object, not a "
+                             f"{type(state).__name__}; fix it or clear the state")
+        self.saved: dict[str, Any] = dict(state or {}) if self.incremental else {}
         self.started = self.clock.now()
+        self.partitioned = stream.router is not None
+        self.global_cursor = bool(self.incremental and self.partitioned and (
+            self.cursor.global_substream_cursor or self.saved.get("use_global_cursor") is True))
+        self.records_read = 0
         self._lock = threading.Lock()
+        self._planned = False
         self._partitions: list[_Partition] = []
         self._units: list[Unit] = []
+        self._units_left = 0
         self._parents: dict[str, StreamSync] = {}
         self._parent_units_left: dict[tuple, int] = {}
-        self._kept_states: OrderedDict = OrderedDict()  # partition key -> cursor state, oldest first
-        self._global_seen: datetime | None = None
-        self.records_read = 0
-        self.global_cursor = bool(self.cursor is not None and self.stream.router is not None
-                                  and (self.cursor.global_substream_cursor or self.saved.get("use_global_cursor")))
-        self._read_saved_state()
+        self._windows_cache: dict[tuple, tuple[list, list]] = {}
+        self._seen: datetime | None = None  # latest cursor value seen in this sync
+        self._prior_global: datetime | None = None  # one-partition state, or the saved "state" value
+        self._all_from_global = False  # no per-partition list was saved: every partition starts at the global value
+        self._saved_lookback = 0
+        self._states: PartitionStates | None = None
+        if self.incremental and self.partitioned and not self.global_cursor:
+            self._states = PartitionStates(MAX_PARTITION_STATES, self.cursor.state_of)
+        try:
+            self._read_saved_state()
+        except StateError as exc:
+            raise StateError(f"stream `{stream.name}`: {exc}") from None
 
     # -- saved state -----------------------------------------------------------------
 
     def _read_saved_state(self) -> None:
-        self._prior_global: datetime | None = None
-        if not self.incremental:
+        saved = self.saved
+        if not saved:
             return
         cursor = self.cursor
-        saved = self.saved
-        try:
-            if self.stream.router is None:
-                self._prior_global = cursor.state_value(saved) if cursor.cursor_field in saved else None
-                return
-            for item in saved.get("states") or []:
-                partition = item.get("partition")
-                if isinstance(partition, Mapping):
-                    self._kept_states[_freeze(partition)] = (dict(partition), dict(item.get("cursor") or {}))
-            if isinstance(saved.get("state"), Mapping) and cursor.cursor_field in saved["state"]:
-                self._prior_global = cursor.state_value(saved["state"])
-            elif cursor.cursor_field in saved:  # a flat state given for a partitioned stream
-                self._prior_global = cursor.state_value(saved)
-        except StateError as exc:
-            raise StateError(f"stream `{self.stream.name}`: {exc}") from None
-        except (TypeError, AttributeError):
-            raise StateError(f"stream `{self.stream.name}`: the saved state has an unexpected shape; expected "
-                             f"{{'{cursor.cursor_field}': value}} or Airbyte's per-partition state") from None
+        field = cursor.cursor_field
+        if not self.partitioned:
+            flat = saved if field in saved or not isinstance(saved.get("state"), Mapping) else saved["state"]
+            self._prior_global = cursor.state_value(flat)
+            return
+        lookback = saved.get("lookback_window")
+        if isinstance(lookback, (int, float)) and not isinstance(lookback, bool) and lookback > 0:
+            self._saved_lookback = math.ceil(lookback)
+        glob = saved.get("state")
+        if isinstance(glob, Mapping):
+            self._prior_global = cursor.state_value(glob)
+        elif field in saved:  # a flat state given for a partitioned stream
+            self._prior_global = cursor.state_value(saved)
+        elif glob is not None:
+            raise StateError(f"`state` should be an object like {{'{field}': ...}}, not {glob!r}")
+        items = saved.get("states")
+        self._all_from_global = items is None and self._prior_global is not None
+        if self._states is None:
+            return
+        if items is not None and not isinstance(items, list):
+            raise StateError("`states` should be a list of {'partition': {...}, 'cursor': {...}} objects")
+        for item in items or ():
+            if not isinstance(item, Mapping) or not isinstance(item.get("partition"), Mapping) \
+                    or not isinstance(item.get("cursor", {}), Mapping):
+                raise StateError(f"an item of `states` should look like {{'partition': {{...}}, 'cursor': "
+                                 f"{{'{field}': ...}}}}, not {item!r}; fix it or clear the state")
+            cursor_state = item.get("cursor") or {}
+            self._states.load(item["partition"], cursor.state_value(cursor_state), cursor_state)
+        if saved.get(COMPACT_KEY) is not None:
+            self._states.load_compacted(saved[COMPACT_KEY], cursor.state_value)
 
-    def _prior_for(self, partition: Mapping[str, Any]) -> datetime | None:
+    def _prior_for(self, partition: Mapping[str, Any]) -> tuple[datetime | None, timedelta | None, bool]:
+        """Where a partition starts: (saved value, extra lookback, whether the value is the partition's own)."""
         if not self.incremental:
-            return None
-        if self.global_cursor or self.stream.router is None:
-            return self._prior_global
-        kept = self._kept_states.get(_freeze(partition))
-        if kept is None:
-            return None
-        cursor_state = kept[1]
-        return self.cursor.state_value(cursor_state) if self.cursor.cursor_field in cursor_state else None
-
-    def _lookback_extra(self) -> timedelta:
-        """Global cursor: look back at least as long as the previous sync took."""
-        seconds = self.saved.get("lookback_window") if self.global_cursor else None
-        return timedelta(seconds=float(seconds)) if isinstance(seconds, (int, float)) else timedelta(0)
+            return None, None, False
+        extra = timedelta(seconds=self._saved_lookback) if self._saved_lookback else None
+        if not self.partitioned:
+            return self._prior_global, None, True
+        if self.global_cursor:
+            return self._prior_global, extra, True
+        assert self._states is not None
+        own = self._states.value(partition)
+        if own is not None:
+            return own, None, True
+        if self._all_from_global:
+            return self._prior_global, extra, False
+        return None, None, False
 
     # -- planning --------------------------------------------------------------------
 
     def plan(self) -> list[Unit]:
         """Every unit of this sync, in order. Reads parent streams where the router needs them."""
-        if self._units:
+        if self._planned:
             return self._units
-        routed: list[RoutedPartition]
-        if self.stream.router is None:
-            routed = [RoutedPartition({}, {})]
+        self._planned = True
+        if self.partitioned:
+            routed = _unique(self.stream.router.partitions(self._read_parent))
         else:
-            routed = list(self.stream.router.partitions(self._read_parent))
-        global_windows = None
-        if self.global_cursor and self.incremental:
-            global_windows = self._windows(self._prior_global, extra_lookback=self._lookback_extra())
+            routed = [RoutedPartition({}, {})]
+        units = self._units
         for p_index, part in enumerate(routed):
-            if self.cursor is None:
-                windows: list[tuple[Any, dict]] = [((None, None), {})]
-                prior = None
-            elif global_windows is not None:
-                windows, prior = global_windows, self._prior_global
-            else:
-                prior = self._prior_for(part.partition)
-                windows = self._windows(prior)
-            progress = WindowProgress([bounds for bounds, _ in windows], prior)
-            self._partitions.append(_Partition(part, progress, len(windows)))
-            for w_index, (_, cursor_slice) in enumerate(windows):
-                unit = Unit(len(self._units), StreamSlice(part.partition, cursor_slice, part.extra_fields),
-                            p_index, w_index, part.tags)
-                self._units.append(unit)
+            prior, extra, own = self._prior_for(part.partition)
+            bounds, windows = self._windows(prior, extra)
+            floor = self.cursor.floor(prior, extra) if prior is not None else None
+            self._partitions.append(_Partition(part, WindowProgress(bounds, prior), len(windows),
+                                               prior if own else None))
+            for w_index, cursor_slice in enumerate(windows):
+                units.append(Unit(len(units), StreamSlice(part.partition, cursor_slice, part.extra_fields),
+                                  p_index, w_index, part.tags, prior, floor))
             for tag in part.tags:
                 key = _tag_key(tag)
                 self._parent_units_left[key] = self._parent_units_left.get(key, 0) + len(windows)
+        self._units_left = len(units)
         for parent in self._parents.values():
-            parent._release_childless(self._parent_units_left, self.stream.name)
-        return self._units
+            parent._release_childless(self._parent_units_left)
+        return units
 
-    def _windows(self, prior: datetime | None, extra_lookback: timedelta = timedelta(0)) -> list[tuple[Any, dict]]:
-        cursor = self.cursor
-        slices = cursor.windows(prior, min_lookback=extra_lookback or None)
-        return [(cursor.window_bounds(s), s) for s in slices]
+    def _windows(self, prior: datetime | None, extra: timedelta | None) -> tuple[list, list]:
+        """(window bounds, cursor slices) from ``prior``; shared by every partition with the same start."""
+        key = (prior, extra)
+        found = self._windows_cache.get(key)
+        if found is None:
+            cursor = self.cursor
+            if cursor is None:
+                found = ([(None, None)], [{}])
+            else:
+                slices = cursor.windows(prior, min_lookback=extra)
+                found = ([cursor.window_bounds(s) for s in slices], slices)
+            self._windows_cache[key] = found
+        return found
 
     def _read_parent(self, parent: ParentConfig) -> Iterator[tuple[Any, list[dict]]]:
-        """The parent's records, page by page, tagged with the parent unit they came from."""
+        """The parent's records, page by page, tagged ``(parent name, unit index, parent partition)``."""
         name = parent.stream.name
-        parent_state = None
-        if parent.incremental_dependency:
-            parent_state = (self.saved.get("parent_state") or {}).get(name)
-        sync = StreamSync(parent.stream, self.config, parent_state,
-                          incremental=parent.incremental_dependency and parent.stream.cursor is not None,
-                          clock=self.clock)
-        if parent.incremental_dependency:
+        dependent = parent.incremental_dependency and parent.stream.cursor is not None
+        saved = (self.saved.get("parent_state") or {}).get(name) if dependent else None
+        sync = StreamSync(parent.stream, self.config, saved, incremental=dependent, clock=self.clock)
+        if dependent:
             self._parents[name] = sync
         for unit in sync.plan():
             tag = (name, unit.index, dict(unit.slice.partition))
             for records in sync.read(unit):
                 yield tag, records
-            if not parent.incremental_dependency:
-                sync.done(unit)
-            else:
+            if dependent:  # finished when its children are (done() of the child units)
                 self._parent_units_left.setdefault(_tag_key(tag), 0)
+            else:
+                sync.done(unit)
 
-    def _release_childless(self, left: dict, child: str) -> None:
+    def _release_childless(self, left: Mapping[tuple, int]) -> None:
+        """Finish the units whose records made no child unit."""
+        name = self.stream.name
         for unit in self._units:
-            key = (self.stream.name, unit.index)
-            if left.get(key, 0) == 0:
+            if left.get((name, unit.index), 0) == 0:
                 self.done(unit)
 
     # -- reading ---------------------------------------------------------------------
 
-    def read(self, unit: Unit) -> Iterator[list[dict]]:
-        """The records of one unit, page by page; observed for state, filtered client-side if asked."""
-        cursor = self.cursor
-        part = self._partitions[unit.partition]
-        stream_state = self._template_state(part)
-        pages = self.stream.read_slice(unit.slice, self.config, stream_state)
-        if cursor is None:
-            for records in pages:
-                with self._lock:
-                    self.records_read += len(records)
-                yield records
-            return
-        window = cursor.window_bounds(unit.slice.cursor_slice) if unit.slice.cursor_slice else None
-        prior = part.progress.prior
-        client_side = cursor.is_client_side_incremental
-        feed_stop = cursor.is_data_feed and prior is not None
-        for records in pages:
-            kept = []
-            latest = None
-            stop = False
-            for record in records:
-                value = cursor.record_value(record)
-                if value is not None:
-                    if feed_stop and value < prior:
-                        stop = True
-                        continue
-                    if client_side:
-                        if window is not None and not cursor.in_window(value, unit.slice.cursor_slice):
-                            continue
-                        if window is None and prior is not None and not cursor.after_state(value, prior):
-                            continue
-                    if latest is None or value > latest:
-                        latest = value
-                kept.append(record)
-            with self._lock:
-                if latest is not None:
-                    part.progress.observe(unit.window, latest)
-                    if self._global_seen is None or latest > self._global_seen:
-                        self._global_seen = latest
-                self.records_read += len(kept)
-            if kept:
-                yield kept
-            if stop:
-                pages.close()
-                return
+    def prior_of(self, unit: Unit) -> datetime | None:
+        """The saved cursor value ``unit``'s partition starts from (None on a first read)."""
+        return unit.prior
 
-    def _template_state(self, part: _Partition) -> dict:
-        value = part.progress.prior
-        return self.cursor.state_of(value) if value is not None and self.cursor is not None else {}
+    def read(self, unit: Unit) -> Iterator[list[dict]]:
+        """The records of one unit, page by page, observed for state (see :func:`read_unit`)."""
+        observe = self.observe
+        for records, latest in read_unit(self.stream, self.config, unit):
+            observe(unit, latest, len(records))
+            if records:
+                yield records
+
+    def observe(self, unit: Unit, latest: datetime | None, records: int = 0) -> None:
+        """``records`` records of ``unit`` were read, the latest with cursor value ``latest``
+        (for units read elsewhere, e.g. by Spark tasks; :meth:`read` calls it for each page)."""
+        with self._lock:
+            if latest is not None:
+                self._partitions[unit.partition].progress.observe(unit.window, latest)
+                if self._seen is None or latest > self._seen:
+                    self._seen = latest
+            self.records_read += records
 
     def done(self, unit: Unit) -> None:
-        """Mark ``unit`` finished: its records are durably handed over."""
-        parents_to_release = []
+        """Mark ``unit`` finished: its records are handed over for good."""
+        released = []
         with self._lock:
             part = self._partitions[unit.partition]
-            if part.progress.done[unit.window]:
+            progress = part.progress
+            if progress.done[unit.window]:
                 return
-            part.progress.finish(unit.window)
+            progress.finish(unit.window)
             part.units_left -= 1
+            self._units_left -= 1
             for tag in unit.tags:
                 key = _tag_key(tag)
                 self._parent_units_left[key] -= 1
                 if self._parent_units_left[key] == 0:
-                    parents_to_release.append(key)
-            if self.incremental and not self.global_cursor and part.units_left == 0 and self.stream.router is not None:
-                self._remember(part)
-        for name, index in parents_to_release:
+                    released.append(key)
+            if self._states is not None:
+                value = progress.value()
+                if value is not None and value != part.recorded:
+                    part.recorded = value
+                    self._states.put(part.routed.partition, value)
+        for name, index in released:
             parent = self._parents.get(name)
             if parent is not None:
                 parent.done(parent._units[index])
-
-    def _remember(self, part: _Partition) -> None:
-        value = part.progress.value()
-        if value is None:
-            return
-        key = _freeze(part.routed.partition)
-        self._kept_states.pop(key, None)
-        self._kept_states[key] = (dict(part.routed.partition), self.cursor.state_of(value))
-        while len(self._kept_states) > MAX_PARTITION_STATES:
-            self._kept_states.popitem(last=False)
 
     # -- state -----------------------------------------------------------------------
 
@@ -290,51 +395,34 @@ class StreamSync:
             return None
         with self._lock:
             cursor = self.cursor
-            if self.stream.router is None:
+            final = final and self._planned and self._units_left == 0
+            if not self.partitioned:
                 value = self._partitions[0].progress.value() if self._partitions else self._prior_global
                 return cursor.state_of(value) if value is not None else {}
             out: dict[str, Any] = {}
-            duration = max(0, int((self.clock.now() - self.started).total_seconds()))
-            if self.global_cursor:
-                value = self._prior_global
-                if final and self._partitions and all(p.progress.complete for p in self._partitions):
-                    seen = self._global_seen
-                    if seen is not None and (value is None or seen > value):
-                        value = seen
-                if value is not None:
-                    out["state"] = cursor.state_of(value)
-                out["use_global_cursor"] = True
-                out["lookback_window"] = duration if final else int(self.saved.get("lookback_window") or 0)
-            else:
-                for part in self._partitions:  # partitions still being read: their contiguous progress
-                    if part.units_left and part.progress.value() is not None and part.progress.finished_prefix():
-                        key = _freeze(part.routed.partition)
-                        if key not in self._kept_states:
-                            self._kept_states[key] = (dict(part.routed.partition),
-                                                      cursor.state_of(part.progress.value()))
-                out["states"] = [{"partition": partition, "cursor": cursor_state}
-                                 for partition, cursor_state in self._kept_states.values()]
-                overall = self._prior_global
-                if final and self._global_seen is not None and (overall is None or self._global_seen > overall):
-                    overall = self._global_seen
-                if overall is not None:
-                    out["state"] = cursor.state_of(overall)
-                out["use_global_cursor"] = False
-                out["lookback_window"] = duration if final else int(self.saved.get("lookback_window") or 0)
+            if self._states is not None:
+                out["states"] = self._states.entries()
+                compacted = self._states.compacted()
+                if compacted:
+                    out[COMPACT_KEY] = compacted
+            value = self._prior_global
+            if final and self._seen is not None and (value is None or self._seen > value):
+                value = self._seen
+            if value is not None:
+                out["state"] = cursor.state_of(value)
+            out["use_global_cursor"] = self.global_cursor
+            out["lookback_window"] = self._duration() if final else self._saved_lookback
             parent_state = {}
             for name, parent in self._parents.items():
-                value = parent.state()
-                if value is not None:
-                    parent_state[name] = value
-            if not parent_state and self.saved.get("parent_state"):
+                found = parent.state(final=final)
+                if found:
+                    parent_state[name] = found
+            if not parent_state and isinstance(self.saved.get("parent_state"), Mapping):
                 parent_state = dict(self.saved["parent_state"])
             if parent_state:
                 out["parent_state"] = parent_state
             return out
 
-
-def _tag_key(tag: tuple) -> tuple:
-    return (tag[0], tag[1])
-
-
-__all__ = ["MAX_PARTITION_STATES", "StreamSync", "Unit"]
+    def _duration(self) -> int:
+        """This sync's duration so far in whole seconds, rounded up."""
+        return max(0, math.ceil((self.clock.now() - self.started).total_seconds()))

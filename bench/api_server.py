@@ -1,0 +1,148 @@
+"""A fast local JSON API for benchmarks: N synthetic records in numbered pages.
+
+    python bench/api_server.py --records 200000 [--port 0] [--page-size 1000]
+
+``GET /records?page=N&per_page=M`` answers ``{"data": [...], "page": N}``
+with records ``(N - 1) * M + 1`` to ``N * M`` (pages start at 1; a page past
+the end has an empty ``data``). Every record is made from its number alone,
+so two servers with the same ``--records`` serve the same bytes. Each page's
+body is encoded once with orjson and kept, and the default page size is
+encoded before the server says it is ready, so the server answers a request
+with one socket write and is never what a benchmark measures.
+
+It runs in its own process (so it does not share the client's GIL), speaks
+HTTP/1.1 with keep-alive and Content-Length, and prints ``ready <url>`` on
+stdout once it listens, where ``<url>`` is the base URL (``http://127.0.0.1:PORT``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from datetime import datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import orjson
+
+PATH = "/records"
+EPOCH = datetime(2024, 1, 1)  # naive, read as UTC: isoformat() + "Z" is the fastest ISO string
+STATUSES = ("pending", "paid", "shipped", "refunded", "cancelled")
+CURRENCIES = ("EUR", "USD", "GBP", "CHF", "JPY")
+TIERS = ("free", "pro", "enterprise")
+TAGS = ("priority", "gift", "wholesale", "repeat", "promo", "export", "fragile")
+
+
+def make_record(number: int) -> dict[str, Any]:
+    """Record ``number`` (1-based): the same dict for the same number, always."""
+    created = EPOCH + timedelta(seconds=number * 37)
+    updated = created + timedelta(minutes=number % 600)
+    account = number % 997 + 1
+    return {
+        "id": number,
+        "account_id": account,
+        "status": STATUSES[number % len(STATUSES)],
+        "amount": round((number * 7919 % 1_000_000) / 100, 2),
+        "currency": CURRENCIES[number % len(CURRENCIES)],
+        "created_at": created.isoformat() + "Z",
+        "updated_at": updated.isoformat() + "Z",
+        "customer": {
+            "name": f"Customer {account}",
+            "email": f"customer{account}@example.com",
+            "tier": TIERS[account % len(TIERS)],
+            "address": {"city": f"City {account % 50}", "country": ("DE", "FR", "US", "GB")[account % 4]},
+        },
+        "tags": [TAGS[(number + k) % len(TAGS)] for k in range(number % 3 + 1)],
+    }
+
+
+class Pages:
+    """Encoded page bodies, made on first use and kept (thread-safe)."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self._cache: dict[tuple[int, int], bytes] = {}
+        self._lock = threading.Lock()
+
+    def body(self, page: int, per_page: int) -> bytes:
+        key = (page, per_page)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        first = (page - 1) * per_page + 1
+        last = min(page * per_page, self.total)
+        records = [make_record(n) for n in range(first, last + 1)] if page >= 1 else []
+        body = orjson.dumps({"data": records, "page": page})
+        with self._lock:
+            return self._cache.setdefault(key, body)
+
+    def warm(self, per_page: int) -> None:
+        for page in range(1, self.total // per_page + 2):
+            self.body(page, per_page)
+
+
+def _int_param(query: dict[str, list[str]], name: str, default: int) -> int:
+    values = query.get(name)
+    if not values:
+        return default
+    return int(values[0])
+
+
+def handler_for(pages: Pages, default_per_page: int) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive
+        disable_nagle_algorithm = True  # headers and body go out without waiting for an ACK
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            parts = urlsplit(self.path)
+            if parts.path != PATH:
+                self._send(404, b'{"error":"not found; the records are at /records"}')
+                return
+            query = parse_qs(parts.query)
+            try:
+                page = _int_param(query, "page", 1)
+                per_page = _int_param(query, "per_page", default_per_page)
+            except ValueError:
+                self._send(400, b'{"error":"page and per_page must be integers"}')
+                return
+            if per_page < 1 or per_page > 100_000:
+                self._send(400, b'{"error":"per_page must be between 1 and 100000"}')
+                return
+            self._send(200, pages.body(page, per_page))
+
+        def _send(self, status: int, body: bytes) -> None:
+            head = (f"HTTP/1.1 {status} {self.responses[status][0]}\r\n"
+                    f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode("ascii")
+            self.wfile.write(head + body)  # one write: no small header packet ahead of the body
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            return
+
+    return Handler
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--records", type=int, default=200_000, help="how many records the API holds")
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (0: any free port)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--page-size", type=int, default=1000, help="per_page when the request has none")
+    args = parser.parse_args(argv)
+    pages = Pages(args.records)
+    pages.warm(args.page_size)
+    server = ThreadingHTTPServer((args.host, args.port), handler_for(pages, args.page_size))
+    server.daemon_threads = True
+    host, port = server.server_address[:2]
+    print(f"ready http://{host}:{port}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
