@@ -22,11 +22,6 @@ import argparse
 import sys
 from typing import IO, Any, Sequence
 
-SPARK_NOT_YET = (
-    "run-manifest: the Spark pipeline is not available yet in this version; "
-    "use --protocol to print the records as Airbyte protocol messages."
-)
-
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="run-manifest", description="Run a connector described by a manifest.")
@@ -41,6 +36,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--state", metavar="STATE.json", help="state from a previous sync (Airbyte's shapes)")
     parser.add_argument("--streams", metavar="a,b", help="read only these streams")
     parser.add_argument("--concurrency", type=int, metavar="N", help="partitions read at once (default: manifest's)")
+    spark = parser.add_argument_group("Spark mode (the default: land typed files)")
+    spark.add_argument("--output", metavar="DIR|s3://bucket/prefix", help="where files go (default ./output)")
+    spark.add_argument("--format", choices=["parquet", "avro", "csv", "jsonl"], help="file format (default parquet)")
+    spark.add_argument("--destination", metavar="DEST.json", help="Airbyte S3 destination settings")
+    spark.add_argument("--master", metavar="URL", help="Spark master (default local[*], or spark-submit's)")
+    spark.add_argument("--sync-mode", choices=["append", "overwrite"], default="append",
+                       help="append to earlier files, or replace them once the sync succeeds")
+    spark.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     return parser
 
 
@@ -112,9 +115,6 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
         ok, message = check_connection(connector)
         out.write(messages.encode(messages.connection_status(ok, message)))
         return 0
-    if not args.protocol:
-        print(SPARK_NOT_YET, file=sys.stderr)
-        return 3
     from framework.protocol.catalog import parse_state, select_streams
     from framework.protocol.read import check_states, read
 
@@ -123,6 +123,10 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
     names = [n.strip() for n in args.streams.split(",") if n.strip()] if args.streams else None
     selections = select_streams(connector.streams, catalog, names)
     check_states(connector, selections, states)
+    if not args.protocol:
+        from framework.cli.sync_command import run_sync
+
+        return run_sync(args, connector, selections, states)
     report = read(connector, selections, states, out, concurrency=args.concurrency)
     return 1 if report.failed else 0
 

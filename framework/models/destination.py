@@ -287,7 +287,8 @@ Region = Literal[
     "sa-east-1", "us-east-1", "us-east-2", "us-gov-east-1", "us-gov-west-1", "us-west-1", "us-west-2",
 ]
 
-_S3_URI = re.compile(r"^s3://(?P<bucket>[^/]+)(?:/(?P<prefix>.*))?$")
+# `s3a://` is the Hadoop connector's name for the same thing; both address a bucket and a prefix.
+_S3_URI = re.compile(r"^s3a?://(?P<bucket>[^/]+)(?:/(?P<prefix>.*))?$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -358,7 +359,7 @@ class DestinationSettings(Model):
         if not self.s3_bucket_name:
             if not self.output:
                 raise ValueError("give `s3_bucket_name` or `output` (a local folder or `s3://bucket/prefix`)")
-            if self.output.startswith("s3://"):
+            if self.output.startswith(("s3://", "s3a://")):
                 if not _S3_URI.match(self.output):
                     raise ValueError(f"`output` {self.output!r} is not of the form `s3://bucket/prefix`")
             elif _SCHEME.match(self.output):
@@ -382,7 +383,7 @@ class DestinationSettings(Model):
     @property
     def target(self) -> Literal["local", "s3"]:
         """`s3` when files go to a bucket (`s3_bucket_name` or an `s3://` output), else `local`."""
-        if self.s3_bucket_name or (self.output or "").startswith("s3://"):
+        if self.s3_bucket_name or (self.output or "").startswith(("s3://", "s3a://")):
             return "s3"
         return "local"
 

@@ -65,7 +65,7 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
                  options: PipelineOptions = PipelineOptions(),
                  progress: Callable[[str, StreamResult], None] | None = None) -> PipelineResult:
     from framework.sink.storage import storage_for
-    from framework.sink.tasks import RESULT_SCHEMA, TaskJob, encode_units, task_function
+    from framework.sink.tasks import RESULT_DDL, TaskJob, encode_units, task_function
 
     storage = storage_for(settings)
     store = StateStore(storage)
@@ -108,7 +108,7 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
                 table = encode_units([(u, sync.prior_of(u)) for u in units])
                 frame = spark.createDataFrame(table).repartitionByRange(tasks, "unit") if tasks > 1 else \
                     spark.createDataFrame(table).coalesce(1)
-                rows = frame.mapInArrow(task_function(job), RESULT_SCHEMA).toArrow().to_pylist()
+                rows = frame.mapInArrow(task_function(job), RESULT_DDL).toArrow().to_pylist()
                 by_index = {u.index: u for u in units}
                 for row in sorted(rows, key=lambda r: r["unit"]):
                     if row["files"]:

@@ -32,6 +32,9 @@ RESULT_SCHEMA = pa.schema([
     ("pages", pa.int64()),
 ])
 
+# The same as a Spark DDL string (what ``mapInArrow`` takes).
+RESULT_DDL = ", ".join(f"{f.name} {'bigint' if f.type == pa.int64() else 'string'}" for f in RESULT_SCHEMA)
+
 UNITS_SCHEMA = pa.schema([("unit", pa.int64()), ("payload", pa.binary())])
 
 
@@ -77,11 +80,13 @@ def encode_units(units: list[tuple[Any, datetime | None]]) -> pa.Table:
 
 
 def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -> Iterator[pa.RecordBatch]:
-    from framework.models import DestinationSettings
+    from framework.models.destination import DestinationSettings
     from framework.sink.files import RollingWriter
     from framework.sink.layout import PartNumbers
     from framework.sink.storage import storage_for
-    from framework.sink.typing import RecordConverter, avro_schema, parse_schema
+    from framework.sink.formats import raw_batch
+    from framework.sink.typing import RecordConverter, parse_schema
+    from framework.sink.typing.raw_ids import random_uuids
     from framework.streams.sync import read_unit
 
     connector = _connector(job)
@@ -91,10 +96,11 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
     converter = RecordConverter(record_type, stream=job.stream)
     storage = storage_for(settings)
     writer = RollingWriter.for_stream(storage, settings, stream=job.stream, namespace=job.namespace,
-                                      arrow_schema=converter.schema, avro_schema=avro_schema(record_type, job.stream),
+                                      arrow_schema=converter.schema, avro_schema=converter.avro.schema,
                                       generation_id=job.generation_id, sync_id=job.sync_id,
-                                      started_at=job.started_at,
+                                      started_at=job.started_at, to_avro=converter.to_avro_records,
                                       part_numbers=PartNumbers(job.part_start, job.tasks, task_index))
+    typed = settings.format.format_type in ("Parquet", "Avro")
     rows: dict[str, list] = {name: [] for name in RESULT_SCHEMA.names}
     failed: str | None = None
     try:
@@ -106,12 +112,16 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
                 if failed is None:
                     try:
                         for records, page_latest in read_unit(stream, connector.config, unit, prior):
-                            typed = converter.convert(records, extracted_at_ms=int(time.time() * 1000),
-                                                      generation_id=job.generation_id, sync_id=job.sync_id)
-                            writer.write(typed)
+                            extracted_at = int(time.time() * 1000)
+                            if typed:  # Avro and Parquet: typed by the stream's schema (the seed's rules)
+                                writer.write(converter.convert(records, extracted_at_ms=extracted_at,
+                                                               generation_id=job.generation_id, sync_id=job.sync_id))
+                                nulled += converter.last_nulled
+                            else:  # JSONL and CSV carry the record as it came
+                                writer.write(raw_batch(records, random_uuids(len(records)), extracted_at,
+                                                       job.generation_id, sync_id=job.sync_id))
                             count += len(records)
                             pages += 1
-                            nulled += converter.last_nulled
                             if page_latest is not None and (latest is None or page_latest > latest):
                                 latest = page_latest
                     except Exception as exc:  # reported per unit; the task's files are aborted below
@@ -154,4 +164,4 @@ def task_function(job: TaskJob):
     return run
 
 
-__all__ = ["RESULT_SCHEMA", "TaskJob", "UNITS_SCHEMA", "encode_units", "run_task", "task_function"]
+__all__ = ["RESULT_DDL", "RESULT_SCHEMA", "TaskJob", "UNITS_SCHEMA", "encode_units", "run_task", "task_function"]

@@ -228,8 +228,14 @@ class StreamSync:
             self._prior_global = cursor.state_value(flat)
             return
         lookback = saved.get("lookback_window")
-        if isinstance(lookback, (int, float)) and not isinstance(lookback, bool) and lookback > 0:
-            self._saved_lookback = math.ceil(lookback)
+        if lookback is not None and not isinstance(lookback, bool):
+            try:
+                self._saved_lookback = max(0, math.ceil(float(lookback)))
+            except (TypeError, ValueError, OverflowError):
+                raise StateError(f"`lookback_window` should be a number of seconds, not {lookback!r}") from None
+        parents = saved.get("parent_state")
+        if parents is not None and not isinstance(parents, Mapping):
+            raise StateError(f"`parent_state` should be an object of parent stream states, not {parents!r}")
         glob = saved.get("state")
         if isinstance(glob, Mapping):
             self._prior_global = cursor.state_value(glob)

@@ -1,6 +1,6 @@
 """Parity with Airbyte: one manifest, two runners, the same output.
 
-Each scenario serves a small fake API from this process, then runs the same
+Each scenario serves a small fake API from this process (tests/fakes), then runs the same
 manifest, config, configured catalog and state through our
 ``run-manifest --protocol`` and through airbyte-cdk's
 ``source-declarative-manifest read`` (manifest injected into the config as
@@ -39,18 +39,16 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
-from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 import pytest
 import yaml
+from fakes.api_server import ApiError, FakeApi, RecordedRequest, dated, paged
 
 HERE = Path(__file__).resolve().parent
 MANIFESTS = HERE / "manifests"
@@ -82,83 +80,19 @@ pytestmark = [
 ]
 
 
-# -- a fake API served from this process --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Request:
-    method: str
-    path: str
-    query: Mapping[str, str]
-
-
-Handler = Callable[[Request], tuple[int, Any]]
-
-
-class FakeApi:
-    """A JSON API on 127.0.0.1: ``route(method, path, handler)``, ``url``, and the ``requests`` it saw."""
-
-    def __init__(self) -> None:
-        self.routes: dict[tuple[str, str], Handler] = {}
-        self.requests: list[Request] = []
-        api = self
-
-        class _Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self) -> None:  # noqa: N802
-                api._serve(self, "GET")
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def route(self, method: str, path: str, handler: Handler) -> None:
-        self.routes[(method, path)] = handler
-
-    def distinct_requests(self) -> set[tuple[str, str, tuple]]:
-        return {(r.method, r.path, tuple(sorted(r.query.items()))) for r in self.requests}
-
-    def _serve(self, http: BaseHTTPRequestHandler, method: str) -> None:
-        parts = urlsplit(http.path)
-        request = Request(method, parts.path, dict(parse_qsl(parts.query)))
-        self.requests.append(request)
-        handler = self.routes.get((method, parts.path))
-        if handler is None:
-            status, payload = 404, {"error": f"no route for {method} {parts.path}"}
-        else:
-            try:
-                status, payload = handler(request)
-            except (KeyError, ValueError) as exc:  # a request the scenario did not expect
-                status, payload = 400, {"error": f"bad request: {exc!r}"}
-        body = orjson.dumps(payload)
-        http.send_response(status)
-        http.send_header("Content-Type", "application/json")
-        http.send_header("Content-Length", str(len(body)))
-        http.end_headers()
-        http.wfile.write(body)
-
-    def __enter__(self) -> "FakeApi":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+# -- the fake API (tests/fakes/api_server.py) ---------------------------------------------------------------
 
 
 @pytest.fixture
 def api() -> Iterator[FakeApi]:
     with FakeApi() as server:
         yield server
+
+
+def distinct_requests(api: FakeApi) -> set[tuple[str, str, tuple]]:
+    """The requests the API saw, as ``(method, path, sorted (name, value) pairs)``, without repeats."""
+    return {(r.method, r.path, tuple(sorted((name, value) for name, values in r.query.items() for value in values)))
+            for r in api.received()}
 
 
 # -- running both ------------------------------------------------------------------------------------------
@@ -266,10 +200,10 @@ def run_both(api: FakeApi, folder: Path, manifest: str, config: dict, catalog: d
     path = MANIFESTS / manifest
     api.requests.clear()
     ours = run_ours(folder, path, config, catalog, ours_state)
-    ours_requests = api.distinct_requests()
+    ours_requests = distinct_requests(api)
     api.requests.clear()
     cdk = run_cdk(folder, path, config, catalog, cdk_state)
-    cdk_requests = api.distinct_requests()
+    cdk_requests = distinct_requests(api)
     cdk.check("source-declarative-manifest")
     ours.check("run-manifest --protocol")
     return Both(ours, cdk, ours_requests, cdk_requests)
@@ -365,10 +299,6 @@ def assert_same_coverage(both: Both, since: str, until: str, parse: Callable[[st
             f"{path}: the windows cover different time: ours {ours[path]}, the CDK's {cdk[path]}")
 
 
-def _page(items: Sequence[dict], page: int, per_page: int) -> list[dict]:
-    return list(items[(page - 1) * per_page: page * per_page])
-
-
 # -- (a) PageIncrement, full refresh -----------------------------------------------------------------------
 
 
@@ -378,9 +308,10 @@ ITEMS = [{"id": i, "name": f"item {i}", "price": round(i * 1.25, 2), "in_stock":
 
 
 def test_page_increment_full_refresh(api: FakeApi, tmp_path: Path) -> None:
-    def items(request: Request) -> tuple[int, Any]:
-        page, size = int(request.query["page"]), int(request.query["page_size"])
-        return 200, {"data": _page(ITEMS, page, size), "page": page}
+    def items(request: RecordedRequest) -> dict:
+        if request.param("page") is None:  # 400: the runners do not retry it
+            raise ApiError(400, "inject_on_first_request: every request must name its page")
+        return paged(ITEMS, request, page_size_param="page_size")
 
     api.route("GET", "/items", items)
     both = run_both(api, tmp_path, "page_increment.yaml", {"base_url": api.url}, catalog_for({"items": "full_refresh"}))
@@ -405,12 +336,10 @@ EVENTS = [_event(i) for i in range(15)]
 
 
 def test_cursor_pagination_filter_and_transformations(api: FakeApi, tmp_path: Path) -> None:
-    def events(request: Request) -> tuple[int, Any]:
-        token = request.query.get("cursor")
-        start = int(token.removeprefix("tok-")) if token else 0
-        limit = int(request.query["limit"])
-        end = start + limit
-        return 200, {"results": EVENTS[start:end], "next_page": f"tok-{end}" if end < len(EVENTS) else None}
+    def events(request: RecordedRequest) -> dict:
+        if request.param("limit") is None:
+            raise ApiError(400, "every request must carry the page size as limit")
+        return paged(EVENTS, request, style="cursor", page_size_param="limit", data_key="results")
 
     api.route("GET", "/events", events)
     config = {"base_url": api.url, "tenant": "acme"}
@@ -447,12 +376,12 @@ class Orders:
     def __init__(self, orders: list[dict]):
         self.orders = orders
 
-    def __call__(self, request: Request) -> tuple[int, Any]:
-        since, until = request.query["updated_since"], request.query["updated_until"]
-        page, size = int(request.query.get("page", 1)), int(request.query["per_page"])
-        chosen = sorted((o for o in self.orders if since <= o["updated_at"] <= until),
-                        key=lambda o: (o["updated_at"], o["id"]))
-        return 200, {"orders": _page(chosen, page, size)}
+    def __call__(self, request: RecordedRequest) -> dict:
+        if not (request.param("updated_since") and request.param("updated_until")):
+            raise ApiError(400, "every request must carry a window: updated_since and updated_until")
+        chosen = dated(self.orders, request, "updated_at", "updated_since", "updated_until")
+        chosen = sorted(chosen, key=lambda o: (o["updated_at"], o["id"]))
+        return paged(chosen, request, data_key="orders")
 
 
 def _day(record: dict) -> str:
@@ -512,13 +441,9 @@ ACCOUNT_ORDERS = {
 
 
 def test_substream_parent_and_child(api: FakeApi, tmp_path: Path) -> None:
-    api.route("GET", "/accounts", lambda request: (200, {"accounts": ACCOUNTS}))
-    for account, rows in ACCOUNT_ORDERS.items():
-        def orders(request: Request, rows: list[dict] = rows) -> tuple[int, Any]:
-            page, size = int(request.query.get("page", 1)), int(request.query["per_page"])
-            return 200, {"orders": _page(rows, page, size)}
-
-        api.route("GET", f"/accounts/{account}/orders", orders)
+    api.route("GET", "/accounts", {"accounts": ACCOUNTS})
+    api.route("GET", "/accounts/{id}/orders",
+              lambda request: paged(ACCOUNT_ORDERS[int(request.path_params["id"])], request, data_key="orders"))
     catalog = catalog_for({"accounts": "full_refresh", "account_orders": "full_refresh"})
     both = run_both(api, tmp_path, "substream.yaml", {"base_url": api.url}, catalog)
     assert len(both.cdk.records["account_orders"]) == sum(len(rows) for rows in ACCOUNT_ORDERS.values())
@@ -563,13 +488,10 @@ def assert_equivalent_partition_state(both: Both, stream: str, cursor_field: str
 
 def test_substream_incremental_per_partition_state(api: FakeApi, tmp_path: Path) -> None:
     rows = {account: list(orders) for account, orders in PARTITION_ORDERS.items()}
-    api.route("GET", "/accounts", lambda request: (200, {"accounts": ACCOUNTS}))
-    for account in rows:
-        def orders(request: Request, account: int = account) -> tuple[int, Any]:
-            since, until = request.query["since"], request.query["until"]
-            return 200, {"orders": [o for o in rows[account] if since <= o["updated_at"] <= until]}
-
-        api.route("GET", f"/accounts/{account}/orders", orders)
+    api.route("GET", "/accounts", {"accounts": ACCOUNTS})
+    api.route("GET", "/accounts/{id}/orders",
+              lambda request: {"orders": dated(rows[int(request.path_params["id"])], request, "updated_at",
+                                               "since", "until")})
     config = {"base_url": api.url, "start_date": "2024-01-01T00:00:00Z", "end_date": "2024-01-05T00:00:00Z"}
     catalog = catalog_for({"account_orders": "incremental"})
 
@@ -596,18 +518,12 @@ def test_substream_incremental_per_partition_state(api: FakeApi, tmp_path: Path)
 def test_epoch_cursor_state_is_written_as_airbyte_writes_it(api: FakeApi, tmp_path: Path) -> None:
     orders = [{"id": 1, "updated_at": "2024-01-01T05:00:00Z"}, {"id": 2, "updated_at": "2024-01-02T07:30:00Z"}]
 
-    def window(request: Request) -> tuple[int, Any]:
-        since, until = int(request.query["since"]), int(request.query["until"])
-        return 200, {"orders": [o for o in orders if since <= epoch_instant_of(o["updated_at"]) <= until]}
-
-    api.route("GET", "/orders", window)
+    api.route("GET", "/orders",
+              lambda request: {"orders": dated(orders, request, "updated_at", "since", "until", "epoch", item_fmt="iso")})
     config = {"base_url": api.url, "start_date": "2024-01-01T00:00:00Z", "end_date": "2024-01-03T00:00:00Z"}
     both = run_both(api, tmp_path, "epoch_cursor.yaml", config, catalog_for({"orders": "incremental"}))
-    assert_same_records(both, "orders")
+    assert_same_records(both, "orders", partition_of=_day)
     assert_same_coverage(both, "since", "until", parse=epoch_instant)
     assert both.cdk.stream_state("orders") == {"updated_at": "1704180600"}
     assert both.ours.stream_state("orders") == both.cdk.stream_state("orders")
 
-
-def epoch_instant_of(text: str) -> int:
-    return int(iso_instant(text).replace(tzinfo=timezone.utc).timestamp())

@@ -294,7 +294,16 @@ def test_incremental_dependency_reads_the_parent_from_its_state_and_only_changed
     path = write(tmp_path, source(orders(substream(parent(accounts(step="P3D"), incremental_dependency=True)),
                                          step="P3D")))
     first = sync(path, fake_api)
-    assert first.state["parent_state"] == {"accounts": {"updated_at": iso(at(3, 1))}}
+    assert first.state == {
+        "states": [
+            {"partition": {"account_id": 1, "parent_slice": {}}, "cursor": {"updated_at": iso(at(4, 5))}},
+            {"partition": {"account_id": 2, "parent_slice": {}}, "cursor": {"updated_at": iso(at(2, 2))}},
+        ],
+        "state": {"updated_at": iso(at(4, 5))},
+        "use_global_cursor": False,
+        "lookback_window": 0,
+        "parent_state": {"accounts": {"updated_at": iso(at(3, 1))}},
+    }
     assert_states_safe(first, shop)
 
     shop.add_order(1, "a3", at(10), touch_account=True)  # the API moves the parent's cursor with its children
@@ -341,6 +350,25 @@ def test_global_cursor_moves_only_at_the_end_and_looks_back_the_previous_sync_du
     assert second.state["state"] == {"updated_at": iso(at(10))}
     hours = len([r for r in second.requests if r.path.endswith("/orders")])
     assert second.state["lookback_window"] == hours * 3600  # this sync's own duration
+
+
+def test_a_partitioned_data_feed_stops_paging_each_partition_at_its_own_state(tmp_path, fake_api):
+    shop = shop_with_accounts(newest_first=True, page_size=2)
+    shop.install(fake_api)
+    feed = stream("orders", "/accounts/{{ stream_partition.account_id }}/orders", paginate=True,
+                  router=substream(), incremental=cursor(step=None, cursor_granularity=None, is_data_feed=True,
+                                                         start_time_option=None, end_time_option=None))
+    path = write(tmp_path, source(feed))
+    first = sync(path, fake_api)
+    assert sorted(first.ids()) == ["a1", "a2", "b1"]
+
+    shop.add_order(1, "a3", at(6))
+    shop.add_order(1, "a4", at(6, 1))
+    second = sync(path, fake_api, first.state)
+    # Account 1, newest first: [a4, a3], [a2 (its state: kept), a1 (older: stop)]; no third page.
+    assert [r.param("page") for r in second.requests if r.path == "/accounts/1/orders"] == [None, "2"]
+    assert second.ids() == ["a4", "a3", "a2", "b1"]
+    assert by_partition(second.state)[1] == {"updated_at": iso(at(6, 1))}
 
 
 def test_a_saved_use_global_cursor_flag_keeps_the_stream_global(tmp_path, fake_api):

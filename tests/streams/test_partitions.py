@@ -366,3 +366,8 @@ def test_an_unreadable_per_partition_state_names_the_stream_and_the_fix(tmp_path
     with pytest.raises(StateError, match="stream `orders`"):
         StreamSync(connector.stream("orders"), {}, {"states": [{"partition": {"account_id": 1},
                                                                "cursor": {"updated_at": "yesterday"}}]})
+    with pytest.raises(StateError, match="`lookback_window` should be a number of seconds"):
+        StreamSync(connector.stream("orders"), {}, {"states": [], "lookback_window": "an hour"})
+    with pytest.raises(StateError, match="`parent_state` should be an object"):
+        StreamSync(connector.stream("orders"), {}, {"parent_state": ["accounts"]})
+    assert StreamSync(connector.stream("orders"), {}, {"states": [], "lookback_window": "3600"})._saved_lookback == 3600

@@ -46,8 +46,8 @@ from framework.cli.run import main as run_cli
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def shop() -> Shop:
-    data = Shop()
+def shop(epoch: str | None = None) -> Shop:
+    data = Shop(epoch=epoch)
     for account, day in ((1, 0), (2, 3), (3, 5)):
         data.add_account(account, at(day, 1))
         data.add_order(account, f"{account}-a", at(day, 4))
@@ -64,6 +64,8 @@ def more_data(data: Shop) -> None:
     data.touch_account(2, at(7, 5))
 
 
+EPOCH_MS = {"datetime_format": "%ms", "start_datetime": str(int(at(0).timestamp() * 1000)), "step": "P3D",
+            "cursor_granularity": "PT0.001S"}
 MODES: dict[str, tuple[dict, int]] = {  # manifest, lookback in hours
     "one partition": (source(stream("orders", "/orders", incremental=cursor(step="P2D"))), 0),
     "one partition, lookback": (source(stream("orders", "/orders",
@@ -73,6 +75,9 @@ MODES: dict[str, tuple[dict, int]] = {  # manifest, lookback in hours
                                               lookback_window="PT10H")), 10),
     "incremental dependency": (source(orders(substream(parent(accounts(step="P3D"), incremental_dependency=True)),
                                              step="P3D")), 0),
+    "incremental dependency, epoch ms": (source(orders(substream(parent(accounts(**EPOCH_MS),
+                                                                        incremental_dependency=True)),
+                                                       **EPOCH_MS)), 0),
     "global cursor": (source(orders(substream(parent(accounts(step="P3D"), incremental_dependency=True)),
                                     step="P3D", global_substream_cursor=True)), 0),
 }
@@ -132,7 +137,7 @@ def same_state(one: dict | None, other: dict | None) -> bool:
 @pytest.mark.parametrize("mode", list(MODES))
 def test_a_sync_failing_after_any_number_of_requests_resumes_without_loss(tmp_path, fake_api, mode, second_sync):
     manifest, hours = MODES[mode]
-    data = shop()
+    data = shop("ms" if "epoch ms" in mode else None)
     data.install(fake_api)
     path = write(tmp_path, manifest)
     start_state, before = None, None
