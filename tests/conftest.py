@@ -32,3 +32,16 @@ def corpus_dir() -> str | None:
 
 # The fake HTTP API (tests/fakes/api_server.py) as a fixture for every test module.
 from fakes.api_server import fake_api  # noqa: E402,F401
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession (two cores) for the whole test session, started on first use.
+
+    Tests that take it are marked ``@pytest.mark.spark``. It is stopped when the session ends.
+    """
+    from framework.sink.spark import spark_session
+
+    session = spark_session(master="local[2]", app_name="tests", **{"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()

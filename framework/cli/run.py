@@ -2,6 +2,10 @@
 
 Modes:
 
+* default (Spark): read the streams on Spark and land typed files in
+  ``--output`` (``./output`` by default) or where ``--destination`` says; state
+  is kept next to the output, so the next run is incremental
+  (:mod:`framework.cli.sync_command`).
 * ``--protocol``: read the streams and print Airbyte protocol messages (one
   JSON object per line) on stdout, as Airbyte's ``source-declarative-manifest``
   does. Takes ``--catalog``, ``--state`` and ``--streams``. Never starts Spark.
@@ -10,10 +14,9 @@ Modes:
 * ``--discover``: print a CATALOG message with each stream's schema.
 * ``--spec``: print the SPEC message (no config needed).
 
-Exit codes: 0 success (a check that ran is a success, whether the connection
-SUCCEEDED or FAILED); 1 a stream failed (the failure is in a TRACE message and
-on stderr); 2 bad command line, manifest, config, catalog or state (with
-``--check``, a bad config is also reported as a FAILED CONNECTION_STATUS).
+Exit codes: 0 success; 1 a stream failed (the failure is in a TRACE message
+or the summary, and on stderr); 2 bad command line, manifest, config, catalog
+or state.
 """
 
 from __future__ import annotations

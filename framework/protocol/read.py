@@ -63,7 +63,7 @@ def read(connector: Connector, selections: Sequence[Selection], states: Mapping[
         encoder = messages.RecordEncoder(stream.name)
         sync: StreamSync | None = None
         last_state: Any = None
-        last_checkpoint = time.monotonic()
+        last_checkpoint = float("-inf")  # the first finished unit checkpoints at once, then throttled
 
         def checkpoint(final: bool = False) -> None:
             nonlocal last_state, last_checkpoint
