@@ -199,6 +199,7 @@ class Shop:
             owners = [new_ids[i % len(new_ids)] if new_ids and i % 3 == 0 else rng.choice(sorted(accounts))
                       for i in range(amounts.new_orders)]
             for when, account_id in zip(when_new, owners):
+                when = max(when, _parse(accounts[account_id]["created_at"]))
                 order = _order(rng, self.next_order_id, accounts[account_id], when, ["pending"], [when])
                 self.next_order_id += 1
                 orders[account_id].append(order)
@@ -208,8 +209,9 @@ class Shop:
             for account_id, when in touched.items():
                 if when > _parse(accounts[account_id]["updated_at"]):
                     accounts[account_id]["updated_at"] = _text(when)
+            earlier = sorted(a["id"] for a in self.accounts)
             for _ in range(amounts.logins):
-                account_id = rng.choice(sorted(accounts))
+                account_id = rng.choice(earlier)
                 events.append((moment(), "login", _login(rng, account_id)))
             events.append((end, "heartbeat", {"service": "shop-api", "healthy": True}))
             new_events = self._number_events(events)

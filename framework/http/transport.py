@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 import orjson
 
-from framework.errors import TransportError
+from framework.errors import ReadError, TransportError
 from framework.http.request import HttpRequest
 
 DEFAULT_TIMEOUT = 60.0  # seconds, for connecting and for each read
@@ -106,6 +106,12 @@ class RequestsTransport:
                 request.method, request.url, params=list(request.params) or None,
                 headers=headers, data=body, timeout=timeout,
             )
+        except (requests.exceptions.MissingSchema, requests.exceptions.InvalidSchema,
+                requests.exceptions.InvalidURL, requests.exceptions.InvalidHeader) as exc:
+            # A malformed URL or header never gets better by retrying: say what to fix, at once.
+            raise ReadError(f"the request is invalid: {_reason(exc)}; check `url_base` and `path` in the manifest "
+                            "and the URL values in the config (a URL needs http:// or https://)",
+                            failure_type="config_error") from None
         except requests.exceptions.Timeout as exc:
             raise TransportError(f"the request timed out after {timeout:g} s ({type(exc).__name__})") from None
         except requests.exceptions.ConnectionError as exc:

@@ -186,8 +186,13 @@ class DatetimeCursor:
         return found
 
     def state_of(self, dt: datetime) -> dict[str, FormattedValue]:
-        """The state that records ``dt``: ``{"<cursor_field>": dt in datetime_format}``."""
-        return {self.cursor_field: self.format(dt)}
+        """The state that records ``dt``: ``{"<cursor_field>": dt in datetime_format}``.
+
+        Always text, as Airbyte writes it: an epoch format (``%s``, ``%ms``, ...) gives
+        ``"1704180600"``, not a number, so state moves between the two systems unchanged.
+        """
+        value = self.format(dt)
+        return {self.cursor_field: value if isinstance(value, str) else str(value)}
 
     # -- filtering records -------------------------------------------------
 

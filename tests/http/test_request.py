@@ -54,3 +54,18 @@ def test_body_data_cannot_add_to_a_text_body():
 def test_describe_masks_secrets():
     request = HttpRequest("GET", "https://h/x", (("api_key", "s3cret"),))
     assert request.describe(lambda t: t.replace("s3cret", "****")) == "GET https://h/x?api_key=****"
+
+
+def test_a_url_without_a_scheme_fails_at_once_as_a_config_error():
+    import time
+
+    from framework.errors import ReadError, TransportError
+    from framework.http.transport import RequestsTransport
+
+    started = time.perf_counter()
+    with pytest.raises(ReadError) as caught:
+        RequestsTransport().send(HttpRequest("GET", "localhost:1/items"))
+    assert not isinstance(caught.value, TransportError)  # not retried
+    assert caught.value.failure_type == "config_error"
+    assert "http://" in str(caught.value)
+    assert time.perf_counter() - started < 1

@@ -57,13 +57,6 @@ ENABLE = "bash bench/peers.sh && AIRBYTE_CDK_PYTHON=.venv-peers/bin/python pytes
 NO_CURSOR_STATE = {"__ab_no_cursor_state_message": True}
 
 
-def _register_parity_marker() -> None:
-    """`parity` is not in pyproject's marker list and the suite runs with --strict-markers: name it here."""
-    config = getattr(pytest.mark, "_config", None)
-    if config is not None and "parity" not in {line.split(":")[0].strip() for line in config.getini("markers")}:
-        config.addinivalue_line("markers", "parity: compares run-manifest with airbyte-cdk (needs AIRBYTE_CDK_PYTHON)")
-
-
 def _cdk_available() -> bool:
     if not CDK_PYTHON or not os.path.exists(CDK_PYTHON):
         return False
@@ -71,7 +64,6 @@ def _cdk_available() -> bool:
     return probe.returncode == 0
 
 
-_register_parity_marker()
 pytestmark = [
     pytest.mark.parity,
     pytest.mark.skipif(not _cdk_available(),
@@ -513,8 +505,6 @@ def test_substream_incremental_per_partition_state(api: FakeApi, tmp_path: Path)
 # -- (f) DatetimeBasedCursor with an epoch datetime_format -----------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="known difference: our state writes a %s cursor as a JSON number "
-                                        "(1704180600); Airbyte writes a string ('1704180600'). See README.")
 def test_epoch_cursor_state_is_written_as_airbyte_writes_it(api: FakeApi, tmp_path: Path) -> None:
     orders = [{"id": 1, "updated_at": "2024-01-01T05:00:00Z"}, {"id": 2, "updated_at": "2024-01-02T07:30:00Z"}]
 

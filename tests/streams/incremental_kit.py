@@ -286,8 +286,9 @@ def key(record: Mapping[str, Any]) -> tuple:
 
 def instant(value: Any) -> datetime:
     """An ``updated_at`` of the shop (ISO text, epoch seconds or milliseconds) as a datetime."""
-    if isinstance(value, str):
+    if isinstance(value, str) and not value.isdigit():
         return datetime.strptime(value, ISO).replace(tzinfo=timezone.utc)
+    value = int(value)  # epoch state is text, as Airbyte writes it
     return datetime.fromtimestamp(value / 1000 if value > 10**11 else value, timezone.utc)
 
 

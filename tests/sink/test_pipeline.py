@@ -1,0 +1,449 @@
+"""The Spark pipeline end to end on a local disk: a manifest, the fake API, one shared SparkSession.
+
+Each test runs :func:`framework.sink.pipeline.run_pipeline` (or ``run-manifest``
+in-process) against the fake HTTP API and reads the files back with readers
+that share no code with ours: pyarrow, Spark and fastavro. The shop below has
+an incremental stream with every type the seed lists (``items``), a parent and
+its substream with an incremental dependency (``accounts`` and ``orders``) and
+a full-refresh stream without a schema (``notes``).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timezone
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from fakes.api_server import FakeApi, RecordedRequest, Reply, dated, paged
+
+from framework.models.destination import DestinationSettings
+from framework.protocol.catalog import select_streams
+from framework.sink.pipeline import PipelineOptions, PipelineResult, run_pipeline
+from framework.sink.state_store import STATE_KEY
+from framework.streams.connector import open_connector
+
+pytestmark = pytest.mark.spark
+
+SECRET = "sk-test-4f9a-pipeline-secret"
+
+MANIFEST = """\
+version: 6.7.0
+type: DeclarativeSource
+definitions:
+  requester:
+    type: HttpRequester
+    url_base: "{{ config.base_url }}"
+    authenticator: {type: BearerAuthenticator, api_token: "{{ config.api_key }}"}
+    error_handler:
+      type: DefaultErrorHandler
+      max_retries: 1
+      backoff_strategies: [{type: ConstantBackoffStrategy, backoff_time_in_seconds: 0}]
+  selector:
+    type: RecordSelector
+    extractor: {type: DpathExtractor, field_path: [data]}
+  paginator:
+    type: DefaultPaginator
+    pagination_strategy: {type: PageIncrement, start_from_page: 1, page_size: 2}
+    page_token_option: {type: RequestOption, inject_into: request_parameter, field_name: page}
+    page_size_option: {type: RequestOption, inject_into: request_parameter, field_name: per_page}
+  cursor:
+    type: DatetimeBasedCursor
+    cursor_field: updated_at
+    datetime_format: "%Y-%m-%dT%H:%M:%SZ"
+    start_datetime: "{{ config.start }}"
+    end_datetime: "{{ config.end }}"
+    step: P1D
+    cursor_granularity: PT1S
+    start_time_option: {type: RequestOption, inject_into: request_parameter, field_name: since}
+    end_time_option: {type: RequestOption, inject_into: request_parameter, field_name: until}
+  accounts:
+    type: DeclarativeStream
+    name: accounts
+    primary_key: id
+    schema_loader:
+      type: InlineSchemaLoader
+      schema:
+        type: object
+        properties:
+          id: {type: integer}
+          name: {type: string}
+          updated_at: {type: string, format: date-time, airbyte_type: timestamp_with_timezone}
+    incremental_sync: {$ref: "#/definitions/cursor"}
+    retriever:
+      type: SimpleRetriever
+      requester: {$ref: "#/definitions/requester", path: /accounts}
+      record_selector: {$ref: "#/definitions/selector"}
+      paginator: {$ref: "#/definitions/paginator"}
+streams:
+  - type: DeclarativeStream
+    name: items
+    primary_key: id
+    schema_loader:
+      type: InlineSchemaLoader
+      schema:
+        type: object
+        properties:
+          id: {type: integer}
+          name: {type: string}
+          price: {type: number}
+          active: {type: boolean}
+          quantity: {type: integer}
+          updated_at: {type: string, format: date-time, airbyte_type: timestamp_with_timezone}
+          local_ts: {type: string, format: date-time, airbyte_type: timestamp_without_timezone}
+          day: {type: string, format: date}
+          at_time: {type: string, format: time, airbyte_type: time_with_timezone}
+          local_time: {type: string, format: time, airbyte_type: time_without_timezone}
+          address:
+            type: object
+            properties: {city: {type: string}, zip: {type: integer}}
+          extra: {type: object}
+          tags: {type: array}
+          scores: {type: array, items: {type: integer}}
+          code: {oneOf: [{type: integer}, {type: string}]}
+          mixed: {type: array, items: {oneOf: [{type: integer}, {type: string}]}}
+    incremental_sync: {$ref: "#/definitions/cursor"}
+    retriever:
+      type: SimpleRetriever
+      requester: {$ref: "#/definitions/requester", path: /items}
+      record_selector: {$ref: "#/definitions/selector"}
+      paginator: {$ref: "#/definitions/paginator"}
+  - {$ref: "#/definitions/accounts"}
+  - type: DeclarativeStream
+    name: orders
+    primary_key: id
+    schema_loader:
+      type: InlineSchemaLoader
+      schema:
+        type: object
+        properties:
+          id: {type: integer}
+          account_id: {type: integer}
+          total: {type: number}
+          updated_at: {type: string, format: date-time, airbyte_type: timestamp_with_timezone}
+    incremental_sync: {$ref: "#/definitions/cursor"}
+    retriever:
+      type: SimpleRetriever
+      requester: {$ref: "#/definitions/requester", path: "/accounts/{{ stream_partition.account_id }}/orders"}
+      record_selector: {$ref: "#/definitions/selector"}
+      paginator: {$ref: "#/definitions/paginator"}
+      partition_router:
+        type: SubstreamPartitionRouter
+        parent_stream_configs:
+          - type: ParentStreamConfig
+            stream: {$ref: "#/definitions/accounts"}
+            parent_key: id
+            partition_field: account_id
+            incremental_dependency: true
+  - type: DeclarativeStream
+    name: notes
+    primary_key: id
+    schema_loader: {type: InlineSchemaLoader, schema: {type: object}}
+    retriever:
+      type: SimpleRetriever
+      requester: {$ref: "#/definitions/requester", path: /notes}
+      record_selector: {$ref: "#/definitions/selector"}
+check: {type: CheckStream, stream_names: [items]}
+spec:
+  type: Spec
+  connection_specification:
+    type: object
+    required: [base_url, api_key, start, end]
+    properties:
+      base_url: {type: string}
+      api_key: {type: string, airbyte_secret: true}
+      start: {type: string}
+      end: {type: string}
+"""
+
+START, END = "2024-01-01T00:00:00Z", "2024-01-04T23:59:59Z"
+
+
+def item(i: int, on: int, hour: int, **more: Any) -> dict:
+    record = {"id": i, "name": f"item {i}", "price": i + 0.5, "active": i % 2 == 0, "quantity": i * 10,
+              "updated_at": f"2024-01-{on:02d}T{hour:02d}:00:00Z", "local_ts": "2024-03-05T06:07:08+02:00",
+              "day": "2024-03-05", "at_time": "12:00:00-01:00", "local_time": "04:05:06",
+              "address": {"city": "Oslo", "zip": 150, "planet": "Earth"}, "extra": {"id": 1, "name": "Alice"},
+              "tags": [1, "Alice"], "scores": [1, 2], "code": i, "mixed": [1, "Alice"]}
+    record.update(more)
+    return record
+
+
+def first_items() -> list[dict]:
+    """Two items a day from Jan 1 to Jan 4 (one window each), three of them with values that do not fit."""
+    return [
+        item(1, 1, 6),
+        item(2, 1, 18, price="cheap", scores=[1, "Alice"], code="B2", at_time="04:00:00+02:00"),
+        item(3, 2, 6, quantity=2 ** 70, at_time="04:00:00+05:30", mixed=[1, False]),
+        item(4, 2, 18, address={"city": None, "zip": "far"}, day="not a day"),
+        item(5, 3, 6), item(6, 3, 18), item(7, 4, 6), item(8, 4, 18),
+    ]
+
+
+@dataclass
+class Shop:
+    """The fake API's data (change it between syncs) and the API itself."""
+
+    api: FakeApi
+    items: list[dict] = field(default_factory=first_items)
+    accounts: list[dict] = field(default_factory=lambda: [
+        {"id": 1, "name": "Acme", "updated_at": "2024-01-01T10:00:00Z"},
+        {"id": 2, "name": "Globex", "updated_at": "2024-01-03T10:00:00Z"},
+    ])
+    orders: dict[int, list[dict]] = field(default_factory=lambda: {
+        1: [{"id": 100 + n, "account_id": 1, "total": n * 1.0, "updated_at": f"2024-01-0{n}T12:00:00Z"}
+            for n in (1, 2, 3)],
+        2: [{"id": 200 + n, "account_id": 2, "total": n * 2.0, "updated_at": f"2024-01-0{n}T12:00:00Z"}
+            for n in (2, 4)],
+    })
+    notes: list[dict] = field(default_factory=lambda: [{"id": n, "text": f"note {n}", "tags": ["a", n]}
+                                                       for n in range(5)])
+    refuse_since: set[str] = field(default_factory=set)  # window starts of /items answered 401
+
+    def requests(self, path: str) -> list[RecordedRequest]:
+        return self.api.received(path)
+
+
+def _authorized(request: RecordedRequest) -> None:
+    if request.headers.get("Authorization") != f"Bearer {SECRET}":
+        raise AssertionError(f"bad credentials on {request!r}")
+
+
+def serve(api: FakeApi) -> Shop:
+    shop = Shop(api)
+
+    def items(request: RecordedRequest) -> Reply:
+        _authorized(request)
+        if request.param("since") in shop.refuse_since:
+            return Reply(401, {"error": "token revoked"})
+        page = paged(dated(shop.items, request, "updated_at", "since", "until"), request, default_page_size=2)
+        return Reply(200, json.dumps(page).encode())  # json, not orjson: item 3 has an integer beyond 64 bits
+
+    def accounts(request: RecordedRequest) -> dict:
+        _authorized(request)
+        return paged(dated(shop.accounts, request, "updated_at", "since", "until"), request)
+
+    def orders(request: RecordedRequest) -> dict:
+        _authorized(request)
+        found = shop.orders.get(int(request.path_params["account"]), [])
+        return paged(dated(found, request, "updated_at", "since", "until"), request)
+
+    def notes(request: RecordedRequest) -> dict:
+        _authorized(request)
+        return {"data": shop.notes}
+
+    api.route("GET", "/items", items)
+    api.route("GET", "/accounts", accounts)
+    api.route("GET", "/accounts/{account}/orders", orders)
+    api.route("GET", "/notes", notes)
+    return shop
+
+
+@pytest.fixture
+def shop(fake_api) -> Shop:
+    return serve(fake_api)
+
+
+@pytest.fixture
+def manifest(write_manifest) -> str:
+    return write_manifest(MANIFEST)
+
+
+def config_for(shop: Shop, end: str = END) -> dict:
+    return {"base_url": shop.api.url, "api_key": SECRET, "start": START, "end": end}
+
+
+def settings_for(output: Any, fmt: dict | None = None, **more: Any) -> DestinationSettings:
+    return DestinationSettings.model_validate({"output": str(output), "format": fmt or {"format_type": "Parquet"},
+                                               **more})
+
+
+def sync(spark: Any, manifest: str, shop: Shop, settings: DestinationSettings, *, streams: list[str] | None = None,
+         end: str = END, **options: Any) -> PipelineResult:
+    """One sync of ``streams`` (all when None) through ``run_pipeline`` on the shared session."""
+    connector = open_connector(manifest, config_for(shop, end), sleep=lambda seconds: None)
+    selections = select_streams(connector.streams, None, streams)
+    return run_pipeline(connector, manifest, selections, settings, spark, options=PipelineOptions(**options))
+
+
+def stream_result(result: PipelineResult, name: str) -> Any:
+    return next(s for s in result.streams if s.name == name)
+
+
+def data_files(root: Path, stream: str, extension: str = ".parquet") -> list[Path]:
+    """The visible files of a stream (hidden temp and metadata files left out), sorted by name."""
+    folder = root / stream
+    return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")
+                  and p.name.endswith(extension)) if folder.is_dir() else []
+
+
+def saved_state(root: Path) -> dict:
+    return json.loads((root / STATE_KEY).read_text())
+
+
+def read_parquet(root: Path, stream: str) -> list[dict]:
+    rows = [row for path in data_files(root, stream) for row in pq.read_table(path).to_pylist()]
+    return sorted(rows, key=lambda r: r["id"])
+
+
+# ----------------------------------------------------------------------------------------- Parquet
+
+
+DEFAULT_NAME = re.compile(r"(?P<y>\d{4})_(?P<m>\d{2})_(?P<d>\d{2})_(?P<epoch>\d{13})_(?P<part>\d+)\.parquet")
+
+
+def test_parquet_files_have_the_default_layout_and_the_seed_types(spark, shop, manifest, tmp_path):
+    out = tmp_path / "out"
+    result = sync(spark, manifest, shop, settings_for(out), streams=["items"])
+
+    items = stream_result(result, "items")
+    assert items.error is None and items.state_saved
+    assert (items.records, items.units, items.units_done) == (8, 4, 4)
+    assert items.nulled == 6
+    files = data_files(out, "items")
+    assert files and [f.name for f in files] == sorted(Path(f["key"]).name for f in items.files)
+    for path in files:
+        match = DEFAULT_NAME.fullmatch(path.name)
+        assert match, path.name
+        written = datetime.fromtimestamp(int(match["epoch"]) / 1000, timezone.utc)
+        assert (match["y"], match["m"], match["d"]) == (f"{written:%Y}", f"{written:%m}", f"{written:%d}")
+    assert sorted(int(DEFAULT_NAME.fullmatch(p.name)["part"]) for p in files) == \
+        sorted(f["part_number"] for f in items.files)
+    assert sum(pq.ParquetFile(p).metadata.num_rows for p in files) == 8
+
+    schema = pq.ParquetFile(files[0]).schema_arrow
+    assert schema.names[:4] == ["_airbyte_raw_id", "_airbyte_extracted_at", "_airbyte_generation_id",
+                                "_airbyte_meta"]
+    expected = {
+        "_airbyte_raw_id": pa.string(), "_airbyte_extracted_at": pa.timestamp("ms", tz="UTC"),
+        "_airbyte_generation_id": pa.int64(), "id": pa.int64(), "name": pa.string(), "price": pa.float64(),
+        "active": pa.bool_(), "quantity": pa.int64(), "updated_at": pa.timestamp("us", tz="UTC"),
+        "local_ts": pa.timestamp("us", tz="UTC"), "day": pa.date32(), "at_time": pa.time64("us"),
+        "local_time": pa.time64("us"), "extra": pa.string(), "tags": pa.string(),
+        "scores": pa.list_(pa.int64()),
+        "address": pa.struct([("city", pa.string()), ("zip", pa.int64())]),
+        "code": pa.struct([("type", pa.string()), ("integer", pa.int64()), ("string", pa.string())]),
+    }
+    for name, kind in expected.items():
+        assert schema.field(name).type.equals(kind, check_metadata=False) or \
+            (pa.types.is_list(kind) and schema.field(name).type.value_type == kind.value_type), name
+    meta = schema.field("_airbyte_meta").type
+    assert [meta.field(i).name for i in range(meta.num_fields)] == ["sync_id", "changes"]
+    assert [f.name for f in meta.field("changes").type.value_type] == ["field", "change", "reason"]
+    # The Parquet logical types themselves, as a Parquet reader sees them.
+    columns = {c.path: c for c in (pq.ParquetFile(files[0]).schema.column(i)
+                                   for i in range(len(pq.ParquetFile(files[0]).schema)))}
+    assert "Timestamp(isAdjustedToUTC=true, timeUnit=milliseconds" in str(columns["_airbyte_extracted_at"].logical_type)
+    assert "Timestamp(isAdjustedToUTC=true, timeUnit=microseconds" in str(columns["updated_at"].logical_type)
+    assert "Time(isAdjustedToUTC=true, timeUnit=microseconds" in str(columns["at_time"].logical_type)
+    assert str(columns["day"].logical_type) == "Date"
+    assert columns["day"].physical_type == "INT32" and columns["updated_at"].physical_type == "INT64"
+
+    rows = read_parquet(out, "items")
+    assert [r["id"] for r in rows] == list(range(1, 9))
+    assert len({r["_airbyte_raw_id"] for r in rows}) == 8
+    for row in rows:
+        assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", row["_airbyte_raw_id"])
+        assert row["_airbyte_generation_id"] == 0
+        assert row["_airbyte_meta"]["sync_id"] == 1
+        assert abs(row["_airbyte_extracted_at"] - datetime.now(timezone.utc)).total_seconds() < 600
+    first, second, third, fourth = rows[:4]
+    assert first["updated_at"] == datetime(2024, 1, 1, 6, tzinfo=timezone.utc)
+    assert first["local_ts"] == datetime(2024, 3, 5, 6, 7, 8, tzinfo=timezone.utc)  # wall clock kept
+    assert first["day"] == date(2024, 3, 5)
+    assert first["at_time"] == time(13, 0)  # 12:00:00-01:00 is 13:00 UTC
+    assert second["at_time"] == time(2, 0)  # 04:00:00+02:00
+    assert third["at_time"] == time(22, 30)  # 04:00:00+05:30
+    assert first["local_time"] == time(4, 5, 6)
+    assert first["address"] == {"city": "Oslo", "zip": 150}  # the undocumented `planet` is dropped
+    assert json.loads(first["extra"]) == {"id": 1, "name": "Alice"}
+    assert json.loads(first["tags"]) == [1, "Alice"]
+    assert first["code"] == {"type": "integer", "integer": 1, "string": None}
+    assert second["code"] == {"type": "string", "integer": None, "string": "B2"}
+    assert first["mixed"] == [{"type": "integer", "integer": 1, "string": None},
+                              {"type": "string", "integer": None, "string": "Alice"}]
+    assert first["_airbyte_meta"]["changes"] == []
+
+    def changes(row: dict) -> list[tuple[str, str, str]]:
+        return sorted((c["field"], c["change"], c["reason"]) for c in row["_airbyte_meta"]["changes"])
+
+    assert second["price"] is None and second["scores"] == [1, None]
+    assert changes(second) == [("price", "NULLED", "DESTINATION_SERIALIZATION_ERROR"),
+                               ("scores[1]", "NULLED", "DESTINATION_SERIALIZATION_ERROR")]
+    assert third["quantity"] is None and third["mixed"][1] is None
+    assert changes(third) == [("mixed[1]", "NULLED", "DESTINATION_SERIALIZATION_ERROR"),
+                              ("quantity", "NULLED", "DESTINATION_FIELD_SIZE_LIMITATION")]
+    assert fourth["address"] == {"city": None, "zip": None} and fourth["day"] is None
+    assert changes(fourth) == [("address.zip", "NULLED", "DESTINATION_SERIALIZATION_ERROR"),
+                               ("day", "NULLED", "DESTINATION_SERIALIZATION_ERROR")]
+
+    # Spark reads the same files. Spark cannot read Parquet TIME(MICROS, isAdjustedToUTC=true) columns at all
+    # (PARQUET_TYPE_ILLEGAL), which the seed asks for, so the time columns are left out of the schema here.
+    frame = spark.read.schema(SPARK_ITEMS).parquet(str(out / "items"))
+    assert frame.count() == 8
+    spark_rows = {r["id"]: r for r in frame.collect()}
+    assert spark_rows[2]["price"] is None and spark_rows[1]["price"] == 1.5
+    assert spark_rows[1]["day"] == date(2024, 3, 5) and spark_rows[4]["address"]["zip"] is None
+    assert spark_rows[1]["updated_at"].replace(tzinfo=None) == \
+        datetime(2024, 1, 1, 6, tzinfo=timezone.utc).astimezone().replace(tzinfo=None)
+    assert spark_rows[2]["code"].asDict() == {"type": "string", "integer": None, "string": "B2"}
+    assert spark_rows[3]["_airbyte_meta"]["sync_id"] == 1
+    assert {c["field"] for c in spark_rows[3]["_airbyte_meta"]["changes"]} == {"quantity", "mixed[1]"}
+    assert json.loads(spark_rows[1]["extra"]) == {"id": 1, "name": "Alice"}
+
+
+#: The Spark schema of the items files, time columns left out.
+SPARK_ITEMS = ("_airbyte_raw_id string, _airbyte_extracted_at timestamp, _airbyte_generation_id bigint, "
+               "_airbyte_meta struct<sync_id: bigint, changes: array<struct<field: string, change: string, "
+               "reason: string>>>, id bigint, name string, price double, active boolean, quantity bigint, "
+               "updated_at timestamp, local_ts timestamp, day date, address struct<city: string, zip: bigint>, "
+               "extra string, tags string, scores array<bigint>, code struct<type: string, integer: bigint, "
+               "string: string>, mixed array<struct<type: string, integer: bigint, string: string>>")
+
+
+def test_avro_files_read_back_with_fastavro(spark, shop, manifest, tmp_path):
+    out = tmp_path / "out"
+    fmt = {"format_type": "Avro", "compression_codec": {"codec": "Deflate", "compression_level": 3}}
+    result = sync(spark, manifest, shop, settings_for(out, fmt), streams=["items"])
+    assert stream_result(result, "items").error is None
+
+    files = data_files(out, "items", ".avro")
+    assert files
+    records, schema = [], None
+    for path in files:
+        with open(path, "rb") as handle:
+            reader = fastavro.reader(handle)
+            assert reader.codec == "deflate"
+            schema = reader.writer_schema
+            records.extend(reader)
+    records.sort(key=lambda r: r["id"])
+    assert [r["id"] for r in records] == list(range(1, 9))
+    fields = {f["name"]: f["type"] for f in schema["fields"]}
+    assert fields["_airbyte_raw_id"] == {"type": "string", "logicalType": "uuid"}
+    assert fields["_airbyte_extracted_at"] == {"type": "long", "logicalType": "timestamp-millis"}
+    assert fields["_airbyte_generation_id"] == "long"
+    assert fields["day"] == ["null", {"type": "int", "logicalType": "date"}]
+    assert fields["at_time"] == ["null", {"type": "long", "logicalType": "time-micros"}]
+    assert fields["local_ts"] == ["null", {"type": "long", "logicalType": "timestamp-micros"}]
+    assert fields["id"] == ["null", "long"] and fields["extra"] == ["null", "string"]
+    assert fields["code"] == ["null", "long", "string"]
+    first, second = records[0], records[1]
+    assert first["day"] == date(2024, 3, 5) and first["at_time"] == time(13, 0)
+    assert first["updated_at"] == datetime(2024, 1, 1, 6, tzinfo=timezone.utc)
+    assert first["code"] == 1 and second["code"] == "B2"
+    assert first["mixed"] == [1, "Alice"]
+    assert json.loads(first["extra"]) == {"id": 1, "name": "Alice"}
+    assert second["price"] is None
+    assert {c["field"] for c in second["_airbyte_meta"]["changes"]} == {"price", "scores[1]"}
+    assert second["_airbyte_meta"]["sync_id"] == 1
