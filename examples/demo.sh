@@ -47,6 +47,7 @@ for _ in $(seq 100); do
   grep -q "^listening on" "$WORK/api.out" && break
   if ! kill -0 "$API_PID" 2>/dev/null; then
     cat "$WORK/api.out" >&2
+    echo "demo: the shop API did not start; SHOP_PORT=<port> runs it on another port" >&2
     API_PID=""
     exit 1
   fi
@@ -71,7 +72,7 @@ step "4. the files"
 "$PY" examples/shop/demo_steps.py files "$OUT"
 READ="import pyarrow.parquet as pq; t = pq.read_table('$OUT/orders'); print(t.num_rows, 'orders;', t.column_names)"
 echo "Read a stream's folder with pyarrow (or spark.read.parquet('$OUT/orders')); hidden and _ files are skipped:"
-echo "  python -c \"$READ\""
+echo "  ${PY#"$PWD"/} -c \"$READ\""
 "$PY" -c "$READ"
 
 step "5. the API gets new data: POST $URL/_admin/advance"

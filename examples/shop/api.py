@@ -82,6 +82,8 @@ HISTORY = timedelta(days=60)
 QUIET_PERIOD = timedelta(minutes=5)
 ISO = "%Y-%m-%dT%H:%M:%SZ"
 MAX_LIMIT = 100
+#: Requests per second per API key (and the burst allowed) of ``api.py`` run from the command line.
+DEFAULT_RATE_LIMIT = 50.0
 MAX_PER_PAGE = 200
 
 _COUNTRIES = (("US", "USD", 9), ("DE", "EUR", 5), ("GB", "GBP", 4), ("FR", "EUR", 3), ("NL", "EUR", 2),
@@ -138,12 +140,6 @@ class Shop:
     next_order_id: int = 1
     next_event_id: int = 1
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def account(self, account_id: int) -> dict | None:
-        for account in self.accounts:
-            if account["id"] == account_id:
-                return account
-        return None
 
     def counts(self) -> dict[str, int]:
         return {"accounts": len(self.accounts), "orders": sum(len(v) for v in self.orders.values()),
@@ -600,15 +596,18 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         if length:
             self.rfile.read(length)  # keeps the connection in step; the admin endpoints take no body
-        status, body, extra = self.server.answer(method, self.path, self.headers)
+        try:
+            status, body, extra = self.server.answer(method, self.path, self.headers)
+        except Exception as exc:  # a bug here must not leave the client waiting
+            status, body, extra = 500, {"error": f"the shop API failed: {exc!r}"}, {}
         payload = orjson.dumps(body)
         head = [f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}",
                 "Content-Type: application/json", f"Content-Length: {len(payload)}"]
         head += [f"{k}: {v}" for k, v in extra.items()]
         if self.close_connection:
             head.append("Connection: close")
+        self.server.stats.count(status)  # before answering: a client that asks for stats next sees it
         self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
-        self.server.stats.count(status)
         if self.server.log is not None:
             millis = (time.perf_counter() - started) * 1000
             self.server.write_log(f"{_text(datetime.now(timezone.utc))} {method} {self.path} {status} "
@@ -637,7 +636,8 @@ class ShopApi:
         limiter = RateLimiter(rate_limit) if rate_limit else None
         self.shop = generate(now, seed)
         self.server = ShopServer(("127.0.0.1", port), self.shop, api_key=api_key, limiter=limiter, clock=clock)
-        self._thread = threading.Thread(target=self.server.serve_forever, name="shop-api", daemon=True)
+        self._thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), name="shop-api",
+                                        daemon=True)
 
     @property
     def url(self) -> str:
@@ -661,8 +661,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=8765, help="port to listen on (default 8765; 0 picks one)")
     parser.add_argument("--now", help="ISO 8601 instant the data ends at (default: now)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated data (default 7)")
-    parser.add_argument("--rate-limit", type=float, default=100.0, metavar="N",
-                        help="requests per second per API key before 429 (default 100; 0 turns it off)")
+    parser.add_argument("--rate-limit", type=float, default=DEFAULT_RATE_LIMIT, metavar="N",
+                        help=f"requests per second per API key before 429 (default {DEFAULT_RATE_LIMIT:g}; "
+                             "0 turns it off)")
     parser.add_argument("--api-key", default=API_KEY, help="the key clients must send (default: the demo's)")
     parser.add_argument("--log", metavar="FILE", help="append one line per request to FILE")
     return parser

@@ -48,8 +48,10 @@ def advance(url: str, save: str | None) -> int:
 
 def stats(url: str) -> int:
     found = _call(f"{url.rstrip('/')}/_admin/stats")
-    print(f"The API served {found['requests']} requests; {found['throttled']} got 429 (rate limited) "
-          "and were retried after the Retry-After the API asked for.")
+    throttled = found["throttled"]
+    print(f"The API served {found['requests']} requests; "
+          + (f"{throttled} got 429 (rate limited) and were retried after the Retry-After the API asked for."
+             if throttled else "none went over the rate limit (429)."))
     return 0
 
 

@@ -71,7 +71,19 @@ class RecordSelector:
         return dataclasses.replace(self, normalizer=compile_normalizer(schema))
 
     def select(self, response: HttpResponse, variables: Mapping[str, Any]) -> list[dict]:
-        records = self.extractor.extract(response)
+        return self.select_page(response, variables)[1]
+
+    def select_page(self, response: HttpResponse, variables: Mapping[str, Any]) -> tuple[list[dict], list[dict]]:
+        """``(page, records)``: every record the response holds, and those this selector keeps.
+
+        Paginators judge the page (a short page is the last one; ``last_record``) by what
+        the API returned, not by what a filter kept: a page thinned out by a filter is not
+        the last page.
+        """
+        page = self.extractor.extract(response)
+        return page, self._select(page, variables)
+
+    def _select(self, records: list[dict], variables: Mapping[str, Any]) -> list[dict]:
         if not records:
             return records
         if self.transform_before_filtering:

@@ -53,8 +53,8 @@ class Retriever:
             if response is None:  # the error handler said to ignore this response
                 return
             try:
-                records = self.selector.select(response, page_variables)
-                more = pager.advance(response, records, variables)
+                page, records = self.selector.select_page(response, page_variables)
+                more = pager.advance(response, page, variables)  # judged by the page as the API sent it
             except ReadError as exc:  # the body may echo a token: mask it again, with the credentials too
                 raise self.requester.hide_secrets(exc).with_context(
                     request=self.requester.describe(response.request))
