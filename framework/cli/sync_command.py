@@ -59,6 +59,9 @@ def run_sync(args: Any, connector: Any, selections: list, states: dict, err: IO[
     from framework.sink.spark import spark_session
 
     err = err or sys.stderr
+    if args.sync_mode == "overwrite" and getattr(args, "state", None):
+        raise ConfigError("--state cannot be used with --sync-mode overwrite: an overwrite reads everything "
+                          "again and replaces the older files; drop --state, or use --sync-mode append")
     settings = destination_settings(args)
     quiet = getattr(args, "quiet", False)
     started = time.perf_counter()
@@ -84,14 +87,18 @@ def run_sync(args: Any, connector: Any, selections: list, states: dict, err: IO[
                           options=options, progress=progress)
     if not quiet:
         print(summary_table(result, settings), file=err)
+    else:  # quiet hides progress, not failures
+        for failed in (s for s in result.streams if s.error):
+            print(f"run-manifest: stream `{failed.name}` failed: {failed.error}", file=err)
     return 1 if result.failed else 0
 
 
 def summary_table(result: Any, settings: Any) -> str:
     rows = [("stream", "records", "files", "bytes", "nulled", "state", "seconds")]
     for s in result.streams:
-        rows.append((s.name, str(s.records), str(len(s.files)), str(s.bytes), str(s.nulled),
-                     "saved" if s.state_saved else "not saved", f"{s.seconds:.1f}"))
+        state = "not saved" if not s.state_saved else "partial" if s.error else "saved"
+        rows.append((s.name, str(s.records), str(len(s.files)), str(s.bytes), str(s.nulled), state,
+                     f"{s.seconds:.1f}"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

@@ -1,27 +1,40 @@
 """The Spark pipeline: plan on the driver, read and write on the executors, commit state.
 
 For each selected stream the driver plans the sync (reading parent streams
-first where a SubstreamPartitionRouter needs them), spreads the units over
-Spark tasks with ``mapInArrow``, and gets back one small row per unit. Only
-when every task of the stream has committed its files does the driver fold
-the finished units into the stream's state and save the connection state
-next to the output: state never covers data that is not durably written.
+first where a SubstreamPartitionRouter needs them) and splits the units into
+a few contiguous groups, one Spark task each. The groups run as concurrent
+one-task Spark jobs (``mapInArrow``); each answers with one small row per
+unit. As soon as a group is back, its files are committed (the task commits
+them before it answers), so the driver folds its units into the stream's
+state and saves the connection state next to the output: state never covers
+data that is not durably written, and a sync killed half way loses only the
+groups still running (their files never appear), so the next run reads
+again only what no saved state covers.
+
+Overwrite mode reads everything again and deletes the stream's older
+generations once every group succeeded. The new generation is saved before
+any file is written, so files of an overwrite that was killed belong to a
+generation the next overwrite deletes.
 """
 
 from __future__ import annotations
 
+import os
 import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import orjson
 
-from framework.errors import FrameworkError
+from framework.errors import ConfigError, FrameworkError
 from framework.protocol.catalog import Selection
 from framework.sink.state_store import ConnectionState, StateStore, merge_stream
 from framework.streams.connector import Connector
-from framework.streams.sync import StreamSync
+from framework.streams.sync import StreamSync, Unit
 
 
 @dataclass
@@ -55,89 +68,214 @@ class PipelineResult:
 
 @dataclass(frozen=True)
 class PipelineOptions:
-    sync_mode: str = "append"  # or "overwrite"
+    sync_mode: str = "append"  # or "overwrite": read everything again, then delete the older generations
     tasks_per_core: int = 2
     namespace: str = ""
+
+    def __post_init__(self) -> None:
+        if self.sync_mode not in ("append", "overwrite"):
+            raise ConfigError(f"sync mode {self.sync_mode!r} is not known; use append or overwrite")
+        if self.tasks_per_core < 1:
+            raise ConfigError(f"tasks_per_core is {self.tasks_per_core}; give 1 or more")
+
+
+@dataclass
+class _Run:
+    """What every stream of one pipeline run shares."""
+
+    connector: Connector
+    spark: Any
+    settings: Any
+    storage: Any
+    store: StateStore
+    connection: ConnectionState
+    manifest_text: str
+    manifest_path: str
+    base_dir: str
+    destination: dict
+    schemas: dict[str, dict]
+    cores: int
+    options: PipelineOptions
+
+    def save(self, name: str, state: Mapping[str, Any] | None, generation: int) -> None:
+        merge_stream(self.connection, name, state, generation)
+        self.store.save(self.connection, datetime.now(timezone.utc).isoformat())
 
 
 def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[Selection],
                  settings: Any, spark: Any, *, given_states: Mapping[str, Any] | None = None,
                  options: PipelineOptions = PipelineOptions(),
                  progress: Callable[[str, StreamResult], None] | None = None) -> PipelineResult:
+    """Sync ``selections`` into the destination of ``settings`` on ``spark``; see the module docs.
+
+    ``given_states`` (stream name -> state) replaces the state saved next to the
+    output for those streams (not in overwrite mode, which reads everything
+    again). ``progress(event, result)`` is called with
+    ``"planned"`` once a stream's units are known and ``"done"`` at its end.
+    """
     from framework.sink.storage import storage_for
-    from framework.sink.tasks import RESULT_DDL, TaskJob, encode_units, task_function
 
     storage = storage_for(settings)
     store = StateStore(storage)
     saved = store.load()
-    connection = ConnectionState(saved.sync_id + 1, dict(saved.streams))
     with open(manifest_path, encoding="utf-8") as handle:
         manifest_text = handle.read()
-    import os
-
-    base_dir = os.path.dirname(os.path.abspath(manifest_path))
-    destination = orjson.loads(settings.model_dump_json(by_alias=True))
-    schemas = _all_schemas(connector)
-    cores = max(1, int(spark.sparkContext.defaultParallelism))
+    run = _Run(
+        connector=connector, spark=spark, settings=settings, storage=storage, store=store,
+        connection=ConnectionState(saved.sync_id + 1, {name: dict(entry) for name, entry in saved.streams.items()}),
+        manifest_text=manifest_text,
+        manifest_path=manifest_path, base_dir=os.path.dirname(os.path.abspath(manifest_path)),
+        destination=orjson.loads(settings.model_dump_json(by_alias=True)), schemas=_all_schemas(connector),
+        cores=max(1, int(spark.sparkContext.defaultParallelism)), options=options,
+    )
     results = []
     for selection in selections:
-        stream = connector.stream(selection.name)
-        result = StreamResult(stream.name)
+        result = StreamResult(selection.name)
         results.append(result)
         started = time.perf_counter()
-        generation = saved.generation(stream.name) + (1 if options.sync_mode == "overwrite" else 0)
-        state_in = (given_states or {}).get(stream.name, saved.stream_state(stream.name))
         try:
-            sync = StreamSync(stream, connector.config, state_in, incremental=selection.incremental,
-                              clock=connector.context.clock)
-            units = sync.plan()
-            result.units = len(units)
-            if progress:
-                progress("planned", result)
-            if units:
-                tasks = max(1, min(len(units), cores * options.tasks_per_core))
-                from framework.sink.layout import next_part_number
-
-                job = TaskJob(
-                    manifest_text=manifest_text, manifest_file=manifest_path, base_dir=base_dir,
-                    config=dict(connector.config), stream=stream.name, schemas=schemas,
-                    destination=destination, sync_id=connection.sync_id, generation_id=generation,
-                    part_start=next_part_number(storage, settings, stream.name, options.namespace),
-                    tasks=tasks, namespace=options.namespace, started_at=time.time(),
-                )
-                table = encode_units([(u, sync.prior_of(u)) for u in units])
-                frame = spark.createDataFrame(table).repartitionByRange(tasks, "unit") if tasks > 1 else \
-                    spark.createDataFrame(table).coalesce(1)
-                rows = frame.mapInArrow(task_function(job), RESULT_DDL).toArrow().to_pylist()
-                by_index = {u.index: u for u in units}
-                for row in sorted(rows, key=lambda r: r["unit"]):
-                    if row["files"]:
-                        result.files.extend(orjson.loads(row["files"]))
-                    if row["error"]:
-                        result.error = result.error or row["error"]
-                        continue
-                    unit = by_index[row["unit"]]
-                    latest = datetime.fromisoformat(row["latest"]) if row["latest"] else None
-                    sync.observe(unit, latest, row["records"])
-                    sync.done(unit)
-                    result.records += row["records"]
-                    result.pages += row["pages"]
-                    result.nulled += row["nulled"]
-                    result.units_done += 1
-            state = sync.state(final=result.error is None)
-            if options.sync_mode == "overwrite" and result.error is None:
-                from framework.sink.files import delete_older_generations
-
-                delete_older_generations(storage, settings, stream.name, options.namespace, generation)
-            merge_stream(connection, stream.name, state, generation)
-            store.save(connection, datetime.now(timezone.utc).isoformat())
-            result.state_saved = True
+            _sync_stream(run, selection, saved, given_states or {}, result, progress)
         except FrameworkError as exc:
             result.error = result.error or connector.mask(str(exc))
         result.seconds = time.perf_counter() - started
         if progress:
             progress("done", result)
-    return PipelineResult(connection.sync_id, results)
+    return PipelineResult(run.connection.sync_id, results)
+
+
+def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_states: Mapping[str, Any],
+                 result: StreamResult, progress: Callable[[str, StreamResult], None] | None) -> None:
+    from framework.sink.layout import next_part_number
+    from framework.sink.tasks import TaskJob
+
+    connector, options = run.connector, run.options
+    stream = connector.stream(selection.name)
+    _check_schema(run, stream.name)
+    overwrite = options.sync_mode == "overwrite"
+    generation = saved.generation(stream.name) + (1 if overwrite else 0)
+    # An overwrite deletes every older file once it succeeds, so it must read everything again.
+    state_in = None if overwrite else given_states.get(stream.name, saved.stream_state(stream.name))
+    sync = StreamSync(stream, connector.config, state_in, incremental=selection.incremental,
+                      clock=connector.context.clock)
+    units = sync.plan()
+    result.units = len(units)
+    if progress:
+        progress("planned", result)
+    if overwrite:  # before any file of the new generation exists (the cursor state stays as it was)
+        run.save(stream.name, saved.stream_state(stream.name), generation)
+    if units:
+        groups = _groups(units, min(len(units), run.cores * options.tasks_per_core))
+        job = TaskJob(
+            manifest_text=run.manifest_text, manifest_file=run.manifest_path, base_dir=run.base_dir,
+            config=dict(connector.config), stream=stream.name, schemas=run.schemas, destination=run.destination,
+            sync_id=run.connection.sync_id, generation_id=generation,
+            part_start=next_part_number(run.storage, run.settings, stream.name, options.namespace),
+            tasks=len(groups), namespace=options.namespace, started_at=time.time(),
+        )
+        for rows in _run_groups(run, job, sync, groups):
+            if _fold(sync, units, rows, result, connector) and not overwrite:
+                run.save(stream.name, sync.state(), generation)
+                result.state_saved = True
+    final = result.error is None
+    if overwrite and final:
+        from framework.sink.files import delete_older_generations
+
+        delete_older_generations(run.storage, run.settings, stream.name, options.namespace, generation)
+    # A failed overwrite keeps the cursor state it started from: its files sit beside the older ones.
+    run.save(stream.name, sync.state(final=final) if final or not overwrite else saved.stream_state(stream.name),
+             generation)
+    result.state_saved = True
+
+
+def _check_schema(run: _Run, name: str) -> None:
+    """Type the stream's schema on the driver first: a schema the sink cannot type (a union whose objects
+    disagree on a field, say) fails here with its own message, before any request or Spark task."""
+    from framework.sink.typing import RecordConverter, parse_schema
+
+    converter = RecordConverter(parse_schema(run.schemas[name], stream=name), stream=name)
+    if run.settings.format.format_type == "Avro":
+        converter.avro  # noqa: B018 - built for its errors
+
+
+def _groups(units: list[Unit], count: int) -> list[list[Unit]]:
+    """``units`` in ``count`` contiguous groups of nearly equal size (earlier groups one larger)."""
+    size, extra = divmod(len(units), count)
+    groups, start = [], 0
+    for index in range(count):
+        end = start + size + (1 if index < extra else 0)
+        groups.append(units[start:end])
+        start = end
+    return groups
+
+
+def _run_groups(run: _Run, job: Any, sync: StreamSync, groups: list[list[Unit]]):
+    """Run each group as a one-task Spark job, all at once; yield each group's rows as it finishes.
+
+    A job that fails as a whole (the task raised outside a unit, the executor
+    died) yields rows with that error for every unit of its group.
+    """
+    from framework.sink.tasks import RESULT_DDL, encode_units, task_function
+
+    spark = run.spark
+    job_group = f"run-manifest-{job.stream}-{uuid.uuid4().hex[:12]}"
+
+    def one(index: int, group: list[Unit]) -> list[dict]:
+        spark.sparkContext.setJobGroup(job_group, f"sync of stream {job.stream}", interruptOnCancel=True)
+        table = encode_units([(u, sync.prior_of(u)) for u in group])
+        frame = spark.createDataFrame(table).coalesce(1)
+        return frame.mapInArrow(task_function(job, index), RESULT_DDL).toArrow().to_pylist()
+
+    pool = ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix=f"sync-{job.stream}")
+    pending: dict[Future, list[Unit]] = {pool.submit(one, i, g): g for i, g in enumerate(groups)}
+    try:
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                group = pending.pop(future)
+                try:
+                    yield future.result()
+                except Exception as exc:  # noqa: BLE001 - reported as the group's failure
+                    message = f"a Spark task failed: {_spark_failure(exc)}"
+                    yield [{"unit": u.index, "records": 0, "latest": None, "error": message, "files": None,
+                            "nulled": 0, "pages": 0} for u in group]
+    except BaseException:
+        if pending:  # interrupted: stop the jobs still running; their files never appear
+            spark.sparkContext.cancelJobGroup(job_group)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _fold(sync: StreamSync, units: list[Unit], rows: list[dict], result: StreamResult, connector: Connector) -> bool:
+    """Take the rows of a finished group into the stream's sync and result; True when a unit finished."""
+    finished = False
+    for row in sorted(rows, key=lambda r: r["unit"]):
+        if row["files"]:
+            result.files.extend(orjson.loads(row["files"]))
+        if row["error"]:
+            result.error = result.error or connector.mask(row["error"])
+            continue
+        unit = units[row["unit"]]
+        latest = datetime.fromisoformat(row["latest"]) if row["latest"] else None
+        sync.observe(unit, latest, row["records"])
+        sync.done(unit)
+        finished = True
+        result.records += row["records"]
+        result.pages += row["pages"]
+        result.nulled += row["nulled"]
+        result.units_done += 1
+    return finished
+
+
+def _spark_failure(exc: BaseException) -> str:
+    """The gist of an exception from a Spark job: the last line of the Python error it carries, if any."""
+    text = str(exc).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in reversed(lines):
+        head = line.split(":", 1)[0]
+        if head.endswith(("Error", "Exception")) and not line.startswith(("at ", "File ")):
+            return line
+    return lines[0] if lines else type(exc).__name__
 
 
 def _all_schemas(connector: Connector) -> dict[str, dict]:

@@ -6,6 +6,8 @@ pipeline): ``validate-manifest`` and protocol mode never pay for it.
 * ``master=None``: under ``spark-submit`` (or with ``SPARK_MASTER`` /
   ``spark.master`` set) the session takes the master it is given; otherwise
   ``local[*]``, which needs nothing but the install.
+* The driver JVM logs errors only (its start-up warnings would bury the
+  progress on stderr); pass ``spark.driver.extraJavaOptions`` to change that.
 * Executors run the framework's Python code, so they need the package: on a
   cluster, install ``manifest-framework`` on every node (or ship a wheel with
   ``--py-files`` / ``spark.archives``) and point ``PYSPARK_PYTHON`` at that
@@ -36,14 +38,50 @@ def spark_session(master: str | None = None, app_name: str = "run-manifest", **c
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.shuffle.partitions": "8",
         "spark.python.worker.reuse": "true",
-        "spark.driver.extraJavaOptions": "-Dlog4j.rootLogger=ERROR,console",
     }
+    log_config = _quiet_log_config()
+    if log_config:
+        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log_config}"
     settings.update(conf)
     for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+# Spark's own start-up chatter (WARN lines, "Using Spark's default log4j profile", "Setting default log
+# level") would drown the progress on stderr: the driver JVM logs errors only. The root stays at WARN so
+# Spark does not announce a changed shell level; the appender drops everything below ERROR.
+_LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+appender.console.filter.threshold.type = ThresholdFilter
+appender.console.filter.threshold.level = error
+"""
+
+
+def _quiet_log_config() -> str | None:
+    """A ``file:`` URL of the log4j2 configuration above, written once to the temp folder (None if it cannot be)."""
+    import hashlib
+    import tempfile
+
+    digest = hashlib.sha256(_LOG4J2.encode()).hexdigest()[:12]
+    path = os.path.join(tempfile.gettempdir(), f"manifest-framework-log4j2-{digest}.properties")
+    try:
+        if not os.path.exists(path):
+            temp = f"{path}.{os.getpid()}.tmp"
+            with open(temp, "w", encoding="utf-8") as handle:
+                handle.write(_LOG4J2)
+            os.replace(temp, path)
+    except OSError:  # a read-only temp folder: Spark's own logging then
+        return None
+    return "file:" + path
 
 
 def _master_given() -> bool:

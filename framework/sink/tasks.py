@@ -132,6 +132,9 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
         else:
             writer.abort()
             files = []
+            # The units read before the failure shared the task's files, which are gone: they are not done.
+            rows["error"] = [error or f"not written, another partition of its task failed: {failed}"
+                             for error in rows["error"]]
     except BaseException:
         writer.abort()
         raise
@@ -151,14 +154,20 @@ def _append(rows: dict[str, list], unit: int, count: int, latest: datetime | Non
     rows["pages"].append(pages)
 
 
-def task_function(job: TaskJob):
-    """The function handed to ``DataFrame.mapInArrow``."""
+def task_function(job: TaskJob, task_index: int | None = None):
+    """The function handed to ``DataFrame.mapInArrow``.
+
+    ``task_index`` (0 to ``job.tasks - 1``) picks the task's part numbers; when
+    None, the Spark partition's index is used.
+    """
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
+        index = task_index
+        if index is None:
+            from pyspark import TaskContext
 
-        context = TaskContext.get()
-        index = context.partitionId() if context is not None else 0
+            context = TaskContext.get()
+            index = context.partitionId() if context is not None else 0
         yield from run_task(job, batches, index)
 
     return run

@@ -14,8 +14,8 @@ import csv
 import gzip
 import io
 import json
-import os
 import re
+import threading
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timezone
 from pathlib import Path
@@ -154,6 +154,9 @@ streams:
       type: SimpleRetriever
       requester: {$ref: "#/definitions/requester", path: /notes}
       record_selector: {$ref: "#/definitions/selector"}
+      paginator:
+        $ref: "#/definitions/paginator"
+        pagination_strategy: {type: PageIncrement, start_from_page: 1, page_size: 100}
 check: {type: CheckStream, stream_names: [items]}
 spec:
   type: Spec
@@ -210,6 +213,10 @@ class Shop:
     notes: list[dict] = field(default_factory=lambda: [{"id": n, "text": f"note {n}", "tags": ["a", n]}
                                                        for n in range(5)])
     refuse_since: set[str] = field(default_factory=set)  # window starts of /items answered 401
+    hang_since: set[str] = field(default_factory=set)  # window starts of /items that wait for `release`
+    refuse_notes_page: int | None = None  # a page of /notes answered 401
+    hanging: threading.Event = field(default_factory=threading.Event)  # set once a request hangs
+    release: threading.Event = field(default_factory=threading.Event)
 
     def requests(self, path: str) -> list[RecordedRequest]:
         return self.api.received(path)
@@ -227,6 +234,10 @@ def serve(api: FakeApi) -> Shop:
         _authorized(request)
         if request.param("since") in shop.refuse_since:
             return Reply(401, {"error": "token revoked"})
+        if request.param("since") in shop.hang_since:
+            shop.hanging.set()
+            if not shop.release.wait(300):
+                return Reply(503, {"error": "released by timeout"})
         page = paged(dated(shop.items, request, "updated_at", "since", "until"), request, default_page_size=2)
         return Reply(200, json.dumps(page).encode())  # json, not orjson: item 3 has an integer beyond 64 bits
 
@@ -239,9 +250,11 @@ def serve(api: FakeApi) -> Shop:
         found = shop.orders.get(int(request.path_params["account"]), [])
         return paged(dated(found, request, "updated_at", "since", "until"), request)
 
-    def notes(request: RecordedRequest) -> dict:
+    def notes(request: RecordedRequest) -> dict | Reply:
         _authorized(request)
-        return {"data": shop.notes}
+        if shop.refuse_notes_page is not None and request.param("page") == str(shop.refuse_notes_page):
+            return Reply(401, {"error": "token revoked"})
+        return paged(shop.notes, request, default_page_size=100)
 
     api.route("GET", "/items", items)
     api.route("GET", "/accounts", accounts)
@@ -317,6 +330,7 @@ def test_parquet_files_have_the_default_layout_and_the_seed_types(spark, shop, m
         match = DEFAULT_NAME.fullmatch(path.name)
         assert match, path.name
         written = datetime.fromtimestamp(int(match["epoch"]) / 1000, timezone.utc)
+        assert abs((written - datetime.now(timezone.utc)).total_seconds()) < 600  # the sync's start
         assert (match["y"], match["m"], match["d"]) == (f"{written:%Y}", f"{written:%m}", f"{written:%d}")
     assert sorted(int(DEFAULT_NAME.fullmatch(p.name)["part"]) for p in files) == \
         sorted(f["part_number"] for f in items.files)
@@ -447,3 +461,405 @@ def test_avro_files_read_back_with_fastavro(spark, shop, manifest, tmp_path):
     assert second["price"] is None
     assert {c["field"] for c in second["_airbyte_meta"]["changes"]} == {"price", "scores[1]"}
     assert second["_airbyte_meta"]["sync_id"] == 1
+
+
+# ------------------------------------------------------------------------------------ incremental
+
+
+def test_second_run_with_the_same_output_reads_only_new_records(spark, shop, manifest, tmp_path):
+    out = tmp_path / "out"
+    first = sync(spark, manifest, shop, settings_for(out), streams=["items"])
+    assert first.sync_id == 1 and not first.failed
+    state = saved_state(out)
+    assert state["sync_id"] == 1
+    assert state["streams"]["items"]["state"] == {"updated_at": "2024-01-04T18:00:00Z"}
+    assert len(shop.requests("/items")) > 0
+    before = len(shop.requests("/items"))
+    shop.items += [item(9, 5, 6), item(10, 5, 12)]
+
+    second = sync(spark, manifest, shop, settings_for(out), streams=["items"], end="2024-01-05T23:59:59Z")
+
+    assert second.sync_id == 2 and not second.failed
+    starts = sorted({r.param("since") for r in shop.requests("/items")[before:]})
+    assert starts == ["2024-01-04T18:00:00Z", "2024-01-05T18:00:00Z"]  # one-day windows from the saved state
+    new_files = [Path(f["uri"]) for f in stream_result(second, "items").files]
+    rows = [row for path in new_files for row in pq.read_table(path).to_pylist()]
+    # The window starts at the saved value itself (inclusive, as Airbyte's cursor), so item 8 comes again.
+    assert sorted(r["id"] for r in rows) == [8, 9, 10]
+    assert {r["_airbyte_meta"]["sync_id"] for r in rows} == {2}
+    state = saved_state(out)
+    assert state["sync_id"] == 2
+    assert state["streams"]["items"]["state"] == {"updated_at": "2024-01-05T12:00:00Z"}
+    assert len(read_parquet(out, "items")) == 11
+
+
+def test_given_state_wins_over_the_saved_one(spark, shop, manifest, tmp_path):
+    out = tmp_path / "out"
+    connector = open_connector(manifest, config_for(shop), sleep=lambda seconds: None)
+    result = run_pipeline(connector, manifest, select_streams(connector.streams, None, ["items"]),
+                          settings_for(out), spark, given_states={"items": {"updated_at": "2024-01-04T00:00:00Z"}})
+    assert not result.failed
+    assert sorted(r["id"] for r in read_parquet(out, "items")) == [7, 8]
+    assert {r.param("since") for r in shop.requests("/items")} == {"2024-01-04T00:00:00Z"}
+
+
+# ------------------------------------------------------------------------ failures and durability
+
+
+def test_state_covers_only_units_whose_files_were_committed(spark, shop, manifest, tmp_path):
+    out = tmp_path / "out"
+    shop.refuse_since = {"2024-01-02T00:00:00Z"}  # the second window of items answers 401
+    result = sync(spark, manifest, shop, settings_for(out), streams=["items", "notes"], tasks_per_core=1)
+
+    items, notes = stream_result(result, "items"), stream_result(result, "notes")
+    assert result.failed
+    assert items.error and "401" in items.error and SECRET not in items.error
+    assert items.units == 4 and items.units_done < 4
+    assert notes.error is None and notes.records == 5 and len(data_files(out, "notes")) >= 1
+    # What is visible: complete files of the tasks that did not fail, and only those.
+    visible = read_parquet(out, "items")
+    assert {Path(f["uri"]).name for f in items.files} == {p.name for p in data_files(out, "items")}
+    assert not {3, 4} & {r["id"] for r in visible}  # the refused window's records
+    assert not [p for p in (out / "items").iterdir() if p.name.endswith(".tmp")]
+    assert items.records == len(visible)
+    # The state never covers a record that is not in a visible file.
+    state = saved_state(out)["streams"]["items"].get("state") or {}
+    covered = state.get("updated_at")
+    missing = [r["id"] for r in shop.items if covered and r["updated_at"] <= covered
+               and r["id"] not in {v["id"] for v in visible}]
+    assert missing == []
+
+    shop.refuse_since = set()
+    again = sync(spark, manifest, shop, settings_for(out), streams=["items"])
+    assert not again.failed
+    assert {r["id"] for r in read_parquet(out, "items")} == set(range(1, 9))  # nothing lost
+
+
+def test_a_task_that_fails_reports_every_unit_it_held_as_failed(shop, manifest, tmp_path):
+    """Without Spark: one task with two units, the second refused. The first unit's records were read but
+    its files are aborted with the task's, so its row must not tell the driver it is done."""
+    from framework.sink.tasks import TaskJob, encode_units, run_task
+    from framework.streams.sync import StreamSync
+
+    connector = open_connector(manifest, config_for(shop), sleep=lambda seconds: None)
+    stream = connector.stream("items")
+    plan = StreamSync(stream, connector.config, None).plan()
+    shop.refuse_since = {"2024-01-02T00:00:00Z"}
+    settings = settings_for(tmp_path / "out")
+    job = TaskJob(manifest_text=Path(manifest).read_text(), manifest_file=manifest, base_dir=str(tmp_path),
+                  config=dict(connector.config), stream="items", schemas={"items": dict(stream.json_schema)},
+                  destination=orjson.loads(settings.model_dump_json(by_alias=True)), sync_id=1, generation_id=0,
+                  part_start=0, tasks=1)
+    table = encode_units([(unit, None) for unit in plan[:2]])
+    rows = [row for batch in run_task(job, iter(table.to_batches()), 0) for row in batch.to_pylist()]
+
+    assert [r["unit"] for r in rows] == [0, 1]
+    assert all(r["error"] for r in rows), rows
+    assert "401" in rows[1]["error"]
+    assert orjson.loads(rows[0]["files"]) == []
+    assert data_files(tmp_path / "out", "items") == []
+
+
+def test_one_result_row_per_unit(shop, manifest, tmp_path):
+    """The driver gets one small row per unit back, never records: run a task without Spark and look."""
+    from framework.sink.tasks import RESULT_SCHEMA, TaskJob, encode_units, run_task
+    from framework.streams.sync import StreamSync
+
+    connector = open_connector(manifest, config_for(shop), sleep=lambda seconds: None)
+    stream = connector.stream("items")
+    plan = StreamSync(stream, connector.config, None).plan()
+    settings = settings_for(tmp_path / "out")
+    job = TaskJob(manifest_text=Path(manifest).read_text(), manifest_file=manifest, base_dir=str(tmp_path),
+                  config=dict(connector.config), stream="items", schemas={"items": dict(stream.json_schema)},
+                  destination=orjson.loads(settings.model_dump_json(by_alias=True)), sync_id=1, generation_id=0,
+                  part_start=0, tasks=1)
+    batches = list(run_task(job, iter(encode_units([(u, None) for u in plan]).to_batches(max_chunksize=1)), 0))
+
+    assert all(b.schema.equals(RESULT_SCHEMA) for b in batches)
+    rows = [row for b in batches for row in b.to_pylist()]
+    assert [r["unit"] for r in rows] == [u.index for u in plan]
+    assert [r["records"] for r in rows] == [2, 2, 2, 2]
+    assert all(r["error"] is None for r in rows)
+    assert [r["latest"] for r in rows] == ["2024-01-01T18:00:00+00:00", "2024-01-02T18:00:00+00:00",
+                                           "2024-01-03T18:00:00+00:00", "2024-01-04T18:00:00+00:00"]
+    files = orjson.loads(rows[0]["files"])
+    assert [f["records"] for f in files] == [8] and all(r["files"] is None for r in rows[1:])
+    assert sum(b.nbytes for b in batches) < 4096
+
+
+# ------------------------------------------------------------------- sync modes, parts and rolling
+
+
+def part_numbers(result: PipelineResult, name: str) -> list[int]:
+    return sorted(f["part_number"] for f in stream_result(result, name).files)
+
+
+def sidecar(path: Path) -> dict:
+    return json.loads((path.parent / f".{path.name}.meta.json").read_text())
+
+
+def test_append_continues_part_numbers_after_the_files_already_there(spark, shop, manifest, tmp_path):
+    out = tmp_path / "out"
+    first = sync(spark, manifest, shop, settings_for(out), streams=["items"])
+    second = sync(spark, manifest, shop, settings_for(out), streams=["items"], end="2024-01-05T23:59:59Z")
+
+    before, after = part_numbers(first, "items"), part_numbers(second, "items")
+    assert before and after and min(after) > max(before)
+    names = [p.name for p in data_files(out, "items")]
+    assert len(names) == len(before) + len(after) == len(set(names))
+    assert {sidecar(p)["ab-generation-id"] for p in data_files(out, "items")} == {"0"}
+
+
+def test_overwrite_replaces_older_generations_only_after_success(spark, shop, manifest, tmp_path):
+    out = tmp_path / "out"
+    sync(spark, manifest, shop, settings_for(out), streams=["items"])
+    gen0 = data_files(out, "items")
+    assert {sidecar(p)["ab-generation-id"] for p in gen0} == {"0"}
+
+    over = sync(spark, manifest, shop, settings_for(out), streams=["items"], sync_mode="overwrite")
+
+    assert not over.failed
+    gen1 = data_files(out, "items")
+    assert not set(gen0) & set(gen1)  # generation 0 deleted
+    assert not [p for p in (out / "items").iterdir() if p.name.startswith(".") and
+                p.name[1:].removesuffix(".meta.json") in {g.name for g in gen0}]  # with its sidecars
+    assert {sidecar(p)["ab-generation-id"] for p in gen1} == {"1"}
+    rows = read_parquet(out, "items")
+    assert [r["id"] for r in rows] == list(range(1, 9))  # an overwrite reads everything again
+    assert {r["_airbyte_generation_id"] for r in rows} == {1}
+    assert min(part_numbers(over, "items")) > max(int(DEFAULT_NAME.fullmatch(p.name)["part"]) for p in gen0)
+    state = saved_state(out)
+    assert state["streams"]["items"]["generation_id"] == 1 and state["sync_id"] == 2
+
+    shop.refuse_since = {"2024-01-03T00:00:00Z"}
+    failed = sync(spark, manifest, shop, settings_for(out), streams=["items"], sync_mode="overwrite")
+
+    assert failed.failed
+    kept = data_files(out, "items")
+    assert set(gen1) <= set(kept)  # a failed overwrite deletes nothing
+    assert {sidecar(p)["ab-generation-id"] for p in set(kept) - set(gen1)} <= {"2"}
+    assert saved_state(out)["streams"]["items"]["generation_id"] == 2
+
+    shop.refuse_since = set()
+    sync(spark, manifest, shop, settings_for(out), streams=["items"], sync_mode="overwrite")
+    final = data_files(out, "items")
+    assert {sidecar(p)["ab-generation-id"] for p in final} == {"3"}
+    assert [r["id"] for r in read_parquet(out, "items")] == list(range(1, 9))
+
+
+def test_while_an_overwrite_runs_its_generation_is_saved_and_the_older_files_stay(spark, shop, manifest, tmp_path):
+    out = tmp_path / "out"
+    sync(spark, manifest, shop, settings_for(out), streams=["items"])
+    gen0, state0 = data_files(out, "items"), saved_state(out)["streams"]["items"]["state"]
+    shop.hang_since = {"2024-01-02T00:00:00Z"}
+    results: list[PipelineResult] = []
+    running = threading.Thread(target=lambda: results.append(
+        sync(spark, manifest, shop, settings_for(out), streams=["items"], sync_mode="overwrite")))
+    running.start()
+    try:
+        assert shop.hanging.wait(120), "the overwrite never reached the hanging window"
+        during = saved_state(out)
+        assert during["streams"]["items"] == {"state": state0, "generation_id": 1}  # saved before any new file
+        assert set(gen0) <= set(data_files(out, "items"))  # nothing deleted yet
+    finally:
+        shop.release.set()
+        running.join(120)
+    assert results and not results[0].failed
+    assert {sidecar(p)["ab-generation-id"] for p in data_files(out, "items")} == {"1"}
+
+
+def test_files_roll_over_at_the_size_limit_of_a_destination_file(spark, shop, manifest, tmp_path, capsys):
+    from framework.cli.run import main
+
+    out = tmp_path / "out"
+    filler = "x" * 1000
+    shop.notes = [{"id": n, "text": f"{n}{filler}"} for n in range(3000)]  # about 3 MB in 30 pages
+    destination = tmp_path / "destination.json"
+    destination.write_text(json.dumps({"output": str(out), "file_size_limit_mb": 1,
+                                       "format": {"format_type": "JSONL"}}))
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(config_for(shop)))
+    code = main([manifest, "--config", str(config), "--destination", str(destination), "--streams", "notes"],
+                out=io.BytesIO())
+
+    assert code == 0, capsys.readouterr().err
+    files = data_files(out, "notes", ".jsonl")
+    assert 3 <= len(files) <= 4
+    sizes = [p.stat().st_size for p in files]
+    assert all(size < 1024 * 1024 + 120_000 for size in sizes)  # a file closes at the first page past 1 MB
+    assert sum(size >= 1024 * 1024 for size in sizes) == len(files) - 1  # every file but the last is full
+    parts = sorted(int(p.name.rsplit("_", 1)[1].split(".")[0]) for p in files)
+    assert parts == list(range(len(files)))
+    ids = [json.loads(line)["_airbyte_data"]["id"] for p in files for line in p.read_text().splitlines()]
+    assert sorted(ids) == list(range(3000))
+
+
+# ------------------------------------------------------------------------------ CSV and JSONL
+
+
+def lines_of(path: Path) -> list[str]:
+    data = path.read_bytes()
+    return (gzip.decompress(data) if path.name.endswith(".gz") else data).decode().splitlines()
+
+
+def test_jsonl_without_flattening_keeps_the_record_whole(spark, shop, manifest, tmp_path):
+    out = tmp_path / "out"
+    fmt = {"format_type": "JSONL", "compression": {"compression_type": "GZIP"}}
+    sync(spark, manifest, shop, settings_for(out, fmt), streams=["items", "notes"])
+
+    files = data_files(out, "items", ".jsonl.gz")
+    assert files and all(p.read_bytes()[:2] == b"\x1f\x8b" for p in files)
+    lines = [json.loads(line) for p in files for line in lines_of(p)]
+    assert len(lines) == 8
+    for line in lines:
+        assert list(line) == ["_airbyte_raw_id", "_airbyte_extracted_at", "_airbyte_meta",
+                              "_airbyte_generation_id", "_airbyte_data"]
+        assert isinstance(line["_airbyte_extracted_at"], int)
+        assert line["_airbyte_meta"] == {"sync_id": 1, "changes": []}
+    by_id = {line["_airbyte_data"]["id"]: line["_airbyte_data"] for line in lines}
+    assert by_id[2] == first_items()[1]  # as it came: nothing typed, nothing nulled
+    assert by_id[3]["quantity"] == 2 ** 70
+    notes = [json.loads(line) for p in data_files(out, "notes", ".jsonl.gz") for line in lines_of(p)]
+    assert sorted(n["_airbyte_data"]["id"] for n in notes) == [0, 1, 2, 3, 4]
+
+
+def test_jsonl_with_root_level_flattening(spark, shop, manifest, tmp_path):
+    out = tmp_path / "out"
+    fmt = {"format_type": "JSONL", "flattening": "Root level flattening"}
+    sync(spark, manifest, shop, settings_for(out, fmt), streams=["items"])
+
+    lines = [json.loads(line) for p in data_files(out, "items", ".jsonl") for line in lines_of(p)]
+    first = next(line for line in lines if line["id"] == 1)
+    assert list(first)[:4] == ["_airbyte_raw_id", "_airbyte_extracted_at", "_airbyte_meta", "_airbyte_generation_id"]
+    assert "_airbyte_data" not in first
+    assert first["address"] == {"city": "Oslo", "zip": 150, "planet": "Earth"}
+    assert first["tags"] == [1, "Alice"] and first["updated_at"] == "2024-01-01T06:00:00Z"
+
+
+def test_csv_without_flattening_and_with_root_level_flattening(spark, shop, manifest, tmp_path):
+    plain, flat = tmp_path / "plain", tmp_path / "flat"
+    sync(spark, manifest, shop, settings_for(plain, {"format_type": "CSV"}), streams=["items"])
+    sync(spark, manifest, shop, settings_for(flat, {"format_type": "CSV", "flattening": "Root level flattening",
+                                                    "compression": {"compression_type": "GZIP"}}),
+         streams=["items", "notes"])
+
+    rows = [row for p in data_files(plain, "items", ".csv") for row in csv.DictReader(io.StringIO(
+        "\n".join(lines_of(p))))]
+    assert len(rows) == 8
+    assert list(rows[0]) == ["_airbyte_raw_id", "_airbyte_extracted_at", "_airbyte_meta", "_airbyte_generation_id",
+                             "_airbyte_data"]
+    assert {json.loads(r["_airbyte_data"])["id"] for r in rows} == set(range(1, 9))
+    assert json.loads(rows[0]["_airbyte_meta"]) == {"sync_id": 1, "changes": []}
+
+    files = data_files(flat, "items", ".csv.gz")
+    assert files
+    rows = [row for p in files for row in csv.DictReader(io.StringIO("\n".join(lines_of(p))))]
+    header = lines_of(files[0])[0].split(",")
+    assert header == ["_airbyte_raw_id", "_airbyte_extracted_at", "_airbyte_meta", "_airbyte_generation_id", "id",
+                      "name", "price", "active", "quantity", "updated_at", "local_ts", "day", "at_time",
+                      "local_time", "address", "extra", "tags", "scores", "code", "mixed"]
+    first = next(r for r in rows if r["id"] == "1")
+    assert first["name"] == "item 1" and first["price"] == "1.5" and first["active"] == "false"
+    assert json.loads(first["address"]) == {"city": "Oslo", "zip": 150, "planet": "Earth"}
+    notes = [row for p in data_files(flat, "notes", ".csv.gz") for row in csv.DictReader(io.StringIO(
+        "\n".join(lines_of(p))))]
+    assert sorted(json.loads(n["_airbyte_data"])["id"] for n in notes) == [0, 1, 2, 3, 4]  # no schema: kept whole
+
+
+# ------------------------------------------------------------------------------------ substreams
+
+
+def test_substream_parents_are_read_on_the_driver_and_children_spread_over_tasks(spark, shop, manifest, tmp_path):
+    out = tmp_path / "out"
+    result = sync(spark, manifest, shop, settings_for(out), streams=["orders"])
+
+    orders = stream_result(result, "orders")
+    assert orders.error is None
+    assert orders.units == 8 and orders.units_done == 8  # two accounts times four windows
+    assert orders.records == 5 and len(orders.files) >= 2  # more than one task wrote files
+    rows = read_parquet(out, "orders")
+    assert [(r["id"], r["account_id"]) for r in rows] == [(101, 1), (102, 1), (103, 1), (202, 2), (204, 2)]
+    assert not (out / "accounts").exists()
+    account_windows = sorted(r.param("since") for r in shop.requests("/accounts"))
+    assert account_windows == ["2024-01-01T00:00:00Z", "2024-01-02T00:00:00Z", "2024-01-03T00:00:00Z",
+                               "2024-01-04T00:00:00Z"]  # the parent, read once, on the driver
+    state = saved_state(out)["streams"]["orders"]["state"]
+    assert state["parent_state"] == {"accounts": {"updated_at": "2024-01-03T10:00:00Z"}}
+    assert sorted((s["partition"]["account_id"], s["cursor"]["updated_at"]) for s in state["states"]) == [
+        (1, "2024-01-03T12:00:00Z"), (2, "2024-01-04T12:00:00Z")]
+
+    shop.accounts.append({"id": 3, "name": "Initech", "updated_at": "2024-01-05T10:00:00Z"})
+    shop.orders[3] = [{"id": 301, "account_id": 3, "total": 9.0, "updated_at": "2024-01-05T11:00:00Z"}]
+    before = len(shop.requests("/accounts"))
+    again = sync(spark, manifest, shop, settings_for(out), streams=["orders"], end="2024-01-05T23:59:59Z")
+
+    assert not again.failed
+    assert {r.param("since") for r in shop.requests("/accounts")[before:]} >= {"2024-01-03T10:00:00Z"}
+    assert min(r.param("since") for r in shop.requests("/accounts")[before:]) == "2024-01-03T10:00:00Z"
+    assert saved_state(out)["streams"]["orders"]["state"]["parent_state"] == {
+        "accounts": {"updated_at": "2024-01-05T10:00:00Z"}}
+    assert 301 in {r["id"] for r in read_parquet(out, "orders")}
+
+
+# ------------------------------------------------------------------------------ schema problems
+
+
+CONFLICTED = """\
+  - type: DeclarativeStream
+    name: conflicted
+    schema_loader:
+      type: InlineSchemaLoader
+      schema:
+        type: object
+        properties:
+          who:
+            oneOf:
+              - {type: object, properties: {id: {type: integer}}}
+              - {type: object, properties: {id: {type: string}}}
+    retriever:
+      type: SimpleRetriever
+      requester: {$ref: "#/definitions/requester", path: /conflicted}
+      record_selector: {$ref: "#/definitions/selector"}
+check:"""
+
+
+def test_a_schema_the_sink_cannot_type_fails_its_stream_before_any_request(spark, shop, write_manifest, tmp_path):
+    manifest = write_manifest(MANIFEST.replace("check:", CONFLICTED, 1))
+    out = tmp_path / "out"
+    result = sync(spark, manifest, shop, settings_for(out), streams=["conflicted", "notes"])
+
+    conflicted = stream_result(result, "conflicted")
+    assert conflicted.error.startswith("stream `conflicted`: field `who.id` has two types that cannot be merged")
+    assert shop.requests("/conflicted") == []
+    assert stream_result(result, "notes").error is None and len(data_files(out, "notes")) == 1
+
+
+class BrokenSpark:
+    """A session whose jobs all fail, as when an executor dies: enough of SparkSession for run_pipeline."""
+
+    class sparkContext:
+        defaultParallelism = 2
+
+        @staticmethod
+        def setJobGroup(group: str, description: str, interruptOnCancel: bool = False) -> None:
+            pass
+
+    @staticmethod
+    def createDataFrame(table: pa.Table) -> Any:
+        raise RuntimeError("Job aborted due to stage failure: Task 0 in stage 3.0 failed\n"
+                           "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+                           '  File "tasks.py", line 1, in run\n'
+                           "OSError: [Errno 28] No space left on device\n"
+                           "\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(x.scala:1)")
+
+
+def test_a_spark_job_that_fails_as_a_whole_fails_its_stream_only(shop, manifest, tmp_path):
+    out = tmp_path / "out"
+    result = sync(BrokenSpark(), manifest, shop, settings_for(out), streams=["items", "notes"])
+
+    items, notes = stream_result(result, "items"), stream_result(result, "notes")
+    assert items.error == "a Spark task failed: OSError: [Errno 28] No space left on device"
+    assert notes.error == items.error  # each stream tried, each reported
+    assert (items.units, items.units_done, items.records) == (4, 0, 0)
+    state = saved_state(out)
+    assert state["sync_id"] == 1 and state["streams"]["items"].get("state") in (None, {})
