@@ -158,9 +158,15 @@ class RollingWriter:
         if self._closed:
             return
         self._closed = True
-        pending = self._finished + ([self._current] if self._current else [])
+        current = self._current
+        pending = self._finished + ([current] if current else [])
         self._current, self._finished = None, []
         failure: BaseException | None = None
+        if current is not None:  # close the format writer first, so nothing writes to the aborted object later
+            try:
+                current.writer.close()
+            except Exception:  # its bytes are being thrown away anyway
+                pass
         for item in pending:
             try:
                 item.target.abort()
