@@ -27,6 +27,8 @@ demo: setup
 
 bench: setup
 	$(BIN)/python bench/validate_manifest.py
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) PATH=$(abspath $(BIN)):$$PATH $(BIN)/python bench/extraction.py
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) PATH=$(abspath $(BIN)):$$PATH $(BIN)/python bench/pipeline.py
 
 clean:
 	rm -rf $(VENV) output .pytest_cache

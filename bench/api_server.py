@@ -1,14 +1,19 @@
 """A fast local JSON API for benchmarks: N synthetic records in numbered pages.
 
-    python bench/api_server.py --records 200000 [--port 0] [--page-size 1000]
+    python bench/api_server.py --records 200000 [--port 0] [--page-size 1000] [--shards 1]
 
 ``GET /records?page=N&per_page=M`` answers ``{"data": [...], "page": N}``
 with records ``(N - 1) * M + 1`` to ``N * M`` (pages start at 1; a page past
-the end has an empty ``data``). Every record is made from its number alone,
-so two servers with the same ``--records`` serve the same bytes. Each page's
-body is encoded once with orjson and kept, and the default page size is
-encoded before the server says it is ready, so the server answers a request
-with one socket write and is never what a benchmark measures.
+the end has an empty ``data``). With ``shard=K&shards=S`` (``0 <= K < S``) it
+pages through shard K alone: the K-th of S contiguous, disjoint ranges that
+together hold every record once (``K * total // S + 1`` to
+``(K + 1) * total // S``), so S partitions of a connector can read the API
+side by side. Every record is made from its number alone, so two servers
+with the same ``--records`` serve the same bytes. Each page's body is encoded
+once with orjson and kept, and the pages of the default page size (of each of
+``--shards`` shards, when given) are encoded before the server says it is
+ready, so the server answers a request with one socket write and is never
+what a benchmark measures.
 
 It runs in its own process (so it does not share the client's GIL), speaks
 HTTP/1.1 with keep-alive and Content-Length, and prints ``ready <url>`` on
@@ -66,21 +71,29 @@ class Pages:
         self._cache: dict[tuple[int, int], bytes] = {}
         self._lock = threading.Lock()
 
-    def body(self, page: int, per_page: int) -> bytes:
-        key = (page, per_page)
+    def shard_range(self, shard: int, shards: int) -> tuple[int, int]:
+        """The first record number of shard ``shard`` of ``shards`` and how many records it holds."""
+        start = shard * self.total // shards
+        return start + 1, (shard + 1) * self.total // shards - start
+
+    def body(self, page: int, per_page: int, shard: int = 0, shards: int = 1) -> bytes:
+        key = (page, per_page, shard, shards)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        first = (page - 1) * per_page + 1
-        last = min(page * per_page, self.total)
-        records = [make_record(n) for n in range(first, last + 1)] if page >= 1 else []
+        offset, size = self.shard_range(shard, shards)
+        first = (page - 1) * per_page
+        last = min(page * per_page, size)
+        records = [make_record(offset + n) for n in range(first, last)] if page >= 1 else []
         body = orjson.dumps({"data": records, "page": page})
         with self._lock:
             return self._cache.setdefault(key, body)
 
-    def warm(self, per_page: int) -> None:
-        for page in range(1, self.total // per_page + 2):
-            self.body(page, per_page)
+    def warm(self, per_page: int, shards: int = 1) -> None:
+        for shard in range(shards):
+            size = self.shard_range(shard, shards)[1]
+            for page in range(1, size // per_page + 2):
+                self.body(page, per_page, shard, shards)
 
 
 def _int_param(query: dict[str, list[str]], name: str, default: int) -> int:
@@ -104,13 +117,18 @@ def handler_for(pages: Pages, default_per_page: int) -> type[BaseHTTPRequestHand
             try:
                 page = _int_param(query, "page", 1)
                 per_page = _int_param(query, "per_page", default_per_page)
+                shard = _int_param(query, "shard", 0)
+                shards = _int_param(query, "shards", 1)
             except ValueError:
-                self._send(400, b'{"error":"page and per_page must be integers"}')
+                self._send(400, b'{"error":"page, per_page, shard and shards must be integers"}')
                 return
             if per_page < 1 or per_page > 100_000:
                 self._send(400, b'{"error":"per_page must be between 1 and 100000"}')
                 return
-            self._send(200, pages.body(page, per_page))
+            if shards < 1 or shards > 10_000 or not 0 <= shard < shards:
+                self._send(400, b'{"error":"shards must be between 1 and 10000 and shard between 0 and shards - 1"}')
+                return
+            self._send(200, pages.body(page, per_page, shard, shards))
 
         def _send(self, status: int, body: bytes) -> None:
             head = (f"HTTP/1.1 {status} {self.responses[status][0]}\r\n"
@@ -129,9 +147,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0, help="port to listen on (0: any free port)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--page-size", type=int, default=1000, help="per_page when the request has none")
+    parser.add_argument("--shards", type=int, default=1,
+                        help="encode the pages of this many shards before ready (default 1: the whole range)")
     args = parser.parse_args(argv)
     pages = Pages(args.records)
-    pages.warm(args.page_size)
+    pages.warm(args.page_size, args.shards)
     server = ThreadingHTTPServer((args.host, args.port), handler_for(pages, args.page_size))
     server.daemon_threads = True
     host, port = server.server_address[:2]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Make .venv-peers: a venv with the peer tools the benchmarks and parity tests
-# compare against (airbyte-cdk, and dlt with parquet for later), kept apart
-# from the project's own .venv so their dependencies never mix with ours.
+# compare against (airbyte-cdk, and dlt with its Parquet extra), kept apart
+# from the project's own .venv so their dependencies never mix with ours: the
+# project never imports them, the benchmarks run them as subprocesses.
 #
 #   bash bench/peers.sh                 # makes <repo>/.venv-peers once
 #   PEERS_VENV=/tmp/peers bash bench/peers.sh   # somewhere else
@@ -10,7 +11,8 @@
 # Idempotent: a stamp file in the venv records what was installed; running it
 # again does nothing unless the package list changed or the venv is broken.
 # Then:
-#   python bench/extraction.py --peers
+#   python bench/extraction.py --peers      # airbyte-cdk's source-declarative-manifest
+#   python bench/pipeline.py --peers        # dlt's rest_api source into Parquet
 #   AIRBYTE_CDK_PYTHON=.venv-peers/bin/python pytest tests/parity
 set -euo pipefail
 
@@ -41,4 +43,4 @@ rm -f "$STAMP"
 "$VENV/bin/python" -c "import airbyte_cdk, dlt"  # fail here, not in the benchmark, if an import breaks
 printf '%s\n' "$WANTED" > "$STAMP"
 "$VENV/bin/python" -m pip list 2>/dev/null | grep -iE '^(airbyte-cdk|dlt) ' | sed 's/^/peers: installed /'
-echo "peers: ready: AIRBYTE_CDK_PYTHON=$VENV/bin/python"
+echo "peers: ready: AIRBYTE_CDK_PYTHON=$VENV/bin/python (and DLT_PYTHON, the same)"
