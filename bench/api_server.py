@@ -108,7 +108,7 @@ def handler_for(pages: Pages, default_per_page: int) -> type[BaseHTTPRequestHand
         protocol_version = "HTTP/1.1"  # keep-alive
         disable_nagle_algorithm = True  # headers and body go out without waiting for an ACK
 
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_GET(self) -> None:
             parts = urlsplit(self.path)
             if parts.path != PATH:
                 self._send(404, b'{"error":"not found; the records are at /records"}')

@@ -29,18 +29,16 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-PAGE_SIZE = 1000
+from harness import PAGE_SIZE, ApiServer, peers_python, run_manifest_command
+
 STREAM = "records"
 START_MARK = b"started\n"  # what the bare loop prints once its imports are done
 BARE = "bare loop (requests + orjson)"
@@ -211,32 +209,6 @@ def best_of(runs: Sequence[Run]) -> Run:
 # -- the API server -----------------------------------------------------------------------------------------
 
 
-class ApiServer:
-    """``bench/api_server.py`` in a child process, for a ``with`` block."""
-
-    def __init__(self, records: int):
-        self.records = records
-        self.process: subprocess.Popen | None = None
-        self.url = ""
-
-    def __enter__(self) -> "ApiServer":
-        self.process = subprocess.Popen(
-            [sys.executable, str(HERE / "api_server.py"), "--records", str(self.records), "--port", "0",
-             "--page-size", str(PAGE_SIZE)], stdout=subprocess.PIPE, text=True)
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline().strip()
-        if not line.startswith("ready "):
-            self.process.kill()
-            raise SystemExit(f"bench/api_server.py did not start (it printed {line!r})")
-        self.url = line.split(" ", 1)[1]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
-
-
 # -- the modes ----------------------------------------------------------------------------------------------
 
 
@@ -258,11 +230,6 @@ def _write_inputs(folder: Path, url: str) -> dict[str, str]:
     return paths
 
 
-def _run_manifest_command() -> list[str]:
-    script = shutil.which("run-manifest", path=os.path.dirname(sys.executable))
-    return [script] if script else [sys.executable, "-m", "framework.cli.run"]
-
-
 def _cdk_command(python: str) -> list[str]:
     script = Path(python).parent / "source-declarative-manifest"
     if script.exists():
@@ -271,18 +238,10 @@ def _cdk_command(python: str) -> list[str]:
                           "sys.argv[0] = 'source-declarative-manifest'; run()"]
 
 
-def _peers_python(option: str | None) -> str | None:
-    candidates = [option, os.environ.get("AIRBYTE_CDK_PYTHON"), str(REPO / ".venv-peers" / "bin" / "python")]
-    for candidate in candidates:
-        if candidate and os.path.exists(candidate):
-            return candidate
-    return None
-
-
 def _modes(paths: dict[str, str], url: str, peers_python: str | None) -> dict[str, list[str]]:
     modes = {
         BARE: [sys.executable, __file__, "--bare-loop", url],
-        PROTOCOL: _run_manifest_command() + [paths["manifest.yaml"], "--config",
+        PROTOCOL: run_manifest_command() + [paths["manifest.yaml"], "--config",
                                                                 paths["config.json"], "--protocol"],
     }
     if peers_python:
@@ -354,10 +313,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     def progress(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
-    peers_python = None
+    peers = None
     if args.peers:
-        peers_python = _peers_python(args.peers_python)
-        if peers_python is None:
+        peers = peers_python(args.peers_python, "AIRBYTE_CDK_PYTHON")
+        if peers is None:
             print("--peers: no python with airbyte-cdk found; run `bash bench/peers.sh` (makes .venv-peers) "
                   "or pass --peers-python PATH", file=sys.stderr)
             return 2
@@ -368,7 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                  + ("" if args.no_double else f", and {args.records * 2:,} for the 2x run") + ") ...")
         server = servers.enter_context(ApiServer(args.records))
         paths = _write_inputs(Path(tmp, "1x"), server.url)
-        modes = [Mode(label, command, args.records) for label, command in _modes(paths, server.url, peers_python).items()]
+        modes = [Mode(label, command, args.records) for label, command in _modes(paths, server.url, peers).items()]
         if not args.no_double:
             double = servers.enter_context(ApiServer(args.records * 2))
             double_paths = _write_inputs(Path(tmp, "2x"), double.url)

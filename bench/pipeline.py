@@ -38,7 +38,6 @@ import contextlib
 import json
 import os
 import resource
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,11 +45,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Self
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-PAGE_SIZE = 1000
+from harness import PAGE_SIZE, REPO, ApiServer, peers_python, run_manifest_command
+
 STREAM = "records"
 RESULT_MARK = "bench-result "  # the line a child process reports its measurements on
 
@@ -167,34 +164,6 @@ print("bench-result " + json.dumps({"start": ready - started, "sync": ended - re
 # -- the API server -----------------------------------------------------------------------------------------
 
 
-class ShardedApi:
-    """``bench/api_server.py --shards S`` in a child process, for a ``with`` block."""
-
-    def __init__(self, records: int, shards: int):
-        self.records = records
-        self.shards = shards
-        self.process: subprocess.Popen | None = None
-        self.url = ""
-
-    def __enter__(self) -> Self:
-        self.process = subprocess.Popen(
-            [sys.executable, str(HERE / "api_server.py"), "--records", str(self.records), "--port", "0",
-             "--page-size", str(PAGE_SIZE), "--shards", str(self.shards)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline().strip()
-        if not line.startswith("ready "):
-            self.process.kill()
-            raise SystemExit(f"bench/api_server.py did not start (it printed {line!r})")
-        self.url = line.split(" ", 1)[1]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
-
-
 def write_inputs(folder: Path, url: str, shards: int) -> tuple[str, str]:
     """The manifest and config for a server; their paths."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -292,14 +261,9 @@ def parquet_rows(folder: Path) -> int:
 # -- protocol mode ------------------------------------------------------------------------------------------
 
 
-def _run_manifest_command() -> list[str]:
-    script = shutil.which("run-manifest", path=os.path.dirname(sys.executable))
-    return [script] if script else [sys.executable, "-m", "framework.cli.run"]
-
-
 def measure_protocol(manifest: str, config: str, expected: int, cwd: str) -> Row:
     """``run-manifest --protocol`` in its own process, its stdout read as it comes: RECORD lines counted."""
-    command = _run_manifest_command() + [manifest, "--config", config, "--protocol"]
+    command = run_manifest_command() + [manifest, "--config", config, "--protocol"]
     with tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, cwd=cwd, bufsize=1 << 20)
@@ -473,13 +437,6 @@ def measure_spark(manifest: str, config: str, expected: int, folder: Path, label
 # -- dlt (in the peers venv) --------------------------------------------------------------------------------
 
 
-def peers_python(option: str | None) -> str | None:
-    for candidate in (option, os.environ.get("DLT_PYTHON"), str(REPO / ".venv-peers" / "bin" / "python")):
-        if candidate and os.path.exists(candidate):
-            return candidate
-    return None
-
-
 def measure_dlt(python: str, url: str, shards: int, expected: int, folder: Path) -> Row:
     label = "dlt rest_api -> filesystem (Parquet)"
     folder.mkdir(parents=True, exist_ok=True)
@@ -591,7 +548,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     python = None
     if args.peers:
-        python = peers_python(args.peers_python)
+        python = peers_python(args.peers_python, "DLT_PYTHON")
         if python is None:
             progress("--peers: no python with dlt found; run `bash bench/peers.sh` (makes .venv-peers) "
                      "or pass --peers-python PATH")
@@ -603,7 +560,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp, contextlib.ExitStack() as servers:
         sizes = [args.records] + ([args.small] if args.small and args.small != args.records else [])
         progress(f"starting the API ({' and '.join(f'{n:,}' for n in sizes)} records, {args.shards} shards) ...")
-        apis = {n: servers.enter_context(ShardedApi(n, args.shards)) for n in sizes}
+        apis = {n: servers.enter_context(ApiServer(n, args.shards)) for n in sizes}
         api = apis[args.records]
         manifest, config = write_inputs(Path(tmp, "inputs"), api.url, args.shards)
 

@@ -31,8 +31,8 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.mark.skipif(not (BIN / "run-manifest").exists(), reason="run-manifest is not installed in this venv")
 def test_the_demo_syncs_twice_and_the_second_sync_reads_only_the_new_records(tmp_path):
+    assert (BIN / "run-manifest").exists(), "run-manifest is not installed in this venv: run `make setup`"
     port = _free_port()
     output = tmp_path / "demo"
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "DEMO_OUTPUT": str(output),
