@@ -76,7 +76,7 @@ def run_sync(args: Any, connector: Any, selections: list, states: dict, err: IO[
             return
         if event == "planned":
             print(f"  {result.name}: {result.units} partition(s) planned", file=err)
-        else:
+        elif event == "done":
             rate = result.records / result.seconds if result.seconds else 0.0
             status = f"FAILED: {result.error}" if result.error else "ok"
             print(f"  {result.name}: {result.records} records, {len(result.files)} file(s), "

@@ -32,7 +32,7 @@ import orjson
 
 from framework.errors import ConfigError, FrameworkError
 from framework.protocol.catalog import Selection
-from framework.sink.state_store import ConnectionState, StateStore, merge_stream
+from framework.sink.state_store import CatalogStore, ConnectionState, StateStore, configured_entry, merge_stream
 from framework.streams.connector import Connector
 from framework.streams.sync import StreamSync, Unit
 
@@ -111,7 +111,9 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     ``given_states`` (stream name -> state) replaces the state saved next to the
     output for those streams (not in overwrite mode, which reads everything
     again). ``progress(event, result)`` is called with
-    ``"planned"`` once a stream's units are known and ``"done"`` at its end.
+    ``"planned"`` once a stream's units are known, ``"group"`` each time a
+    group of units comes back (records, pages and units done so far) and
+    ``"done"`` at its end.
     """
     from framework.sink.storage import storage_for
 
@@ -128,6 +130,9 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
         destination=orjson.loads(settings.model_dump_json(by_alias=True)), schemas=_all_schemas(connector),
         cores=max(1, int(spark.sparkContext.defaultParallelism)), options=options,
     )
+    CatalogStore(storage).merge([
+        configured_entry(connector.stream(s.name), s.incremental, options.sync_mode) for s in selections
+    ])
     results = []
     for selection in selections:
         result = StreamResult(selection.name)
@@ -176,6 +181,8 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
             if _fold(sync, units, rows, result, connector) and not overwrite:
                 run.save(stream.name, sync.state(), generation)
                 result.state_saved = True
+            if progress:
+                progress("group", result)
     final = result.error is None
     if overwrite and final:
         from framework.sink.files import delete_older_generations

@@ -21,6 +21,7 @@ import orjson
 from framework.errors import StateError
 
 STATE_KEY = "_airbyte_state/state.json"
+CATALOG_KEY = "_airbyte_state/catalog.json"
 
 
 @dataclass
@@ -64,6 +65,53 @@ class StateStore:
         self.storage.write_atomic(self.key, state.as_json(updated_at), {"content-type": "application/json"})
 
 
+class CatalogStore:
+    """The configured catalog of what was landed, at ``_airbyte_state/catalog.json``.
+
+    Airbyte's ConfiguredAirbyteCatalog shape: ``{"streams": [{"stream": {name,
+    json_schema, default_cursor_field, source_defined_primary_key, ...},
+    "sync_mode", "destination_sync_mode", "cursor_field", "primary_key"}]}``.
+    Each sync merges its streams in (replacing their entries, keeping the
+    others), so later steps such as normalization know every landed stream's
+    schema, primary key, cursor and sync modes without the manifest.
+    """
+
+    def __init__(self, storage: Any, key: str = CATALOG_KEY):
+        self.storage = storage
+        self.key = key
+
+    def load(self) -> list[dict[str, Any]]:
+        raw = self.storage.read(self.key)
+        if raw is None:
+            return []
+        try:
+            streams = orjson.loads(raw)["streams"]
+            return [dict(entry) for entry in streams]
+        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+            raise StateError(f"{self.storage.uri(self.key)}: the landed catalog is damaged ({exc}); "
+                             "run a sync again to write it anew") from None
+
+    def merge(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Put ``entries`` in place of the saved entries of the same streams; save; return all entries."""
+        names = {entry["stream"]["name"] for entry in entries}
+        merged = [e for e in self.load() if e.get("stream", {}).get("name") not in names] + list(entries)
+        self.storage.write_atomic(self.key, orjson.dumps({"streams": merged}, option=orjson.OPT_INDENT_2),
+                                  {"content-type": "application/json"})
+        return merged
+
+
+def configured_entry(stream: Any, incremental: bool, destination_sync_mode: str) -> dict[str, Any]:
+    """A ConfiguredAirbyteStream for ``stream`` (a framework Stream) as this sync lands it."""
+    entry = stream.catalog_entry()
+    return {
+        "stream": entry,
+        "sync_mode": "incremental" if incremental else "full_refresh",
+        "destination_sync_mode": destination_sync_mode,
+        "cursor_field": list(entry.get("default_cursor_field") or []) if incremental else [],
+        "primary_key": [list(p) for p in entry.get("source_defined_primary_key") or []],
+    }
+
+
 def merge_stream(state: ConnectionState, name: str, stream_state: Mapping[str, Any] | None,
                  generation_id: int) -> None:
     entry = state.streams.setdefault(name, {})
@@ -72,4 +120,4 @@ def merge_stream(state: ConnectionState, name: str, stream_state: Mapping[str, A
     entry["generation_id"] = generation_id
 
 
-__all__ = ["ConnectionState", "STATE_KEY", "StateStore", "merge_stream"]
+__all__ = ["CATALOG_KEY", "CatalogStore", "ConnectionState", "STATE_KEY", "StateStore", "configured_entry", "merge_stream"]
