@@ -42,6 +42,10 @@ class ReadReport:
         return any(s.error for s in self.streams)
 
 
+#: The state Airbyte's sources emit at the end of a full-refresh stream, so a destination knows it ended.
+NO_CURSOR_STATE = {"__ab_no_cursor_state_message": True}
+
+
 def _now_ms(connector: Connector) -> int:
     return int(connector.context.clock.now().timestamp() * 1000)
 
@@ -91,6 +95,8 @@ def read(connector: Connector, selections: Sequence[Selection], states: Mapping[
                     if time.monotonic() - last_checkpoint >= checkpoint_seconds:
                         checkpoint()
             checkpoint(final=True)
+            if not selection.incremental:  # as Airbyte ends a full refresh: a STATE that carries no cursor
+                write(messages.encode(messages.state(stream.name, NO_CURSOR_STATE, result.records)))
             result.seconds = time.perf_counter() - started
             write(messages.encode(messages.log(
                 f"Read {result.records} records from stream {stream.name} in {result.seconds:.2f} s")))
@@ -139,4 +145,4 @@ def describe_failure(exc: BaseException, stream: str) -> str:
     return f"stream `{stream}`: unexpected {type(exc).__name__}: {exc}"
 
 
-__all__ = ["ReadReport", "StreamReport", "check_states", "describe_failure", "read"]
+__all__ = ["NO_CURSOR_STATE", "ReadReport", "StreamReport", "check_states", "describe_failure", "read"]

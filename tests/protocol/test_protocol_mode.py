@@ -184,8 +184,8 @@ def test_protocol_mode_prints_records_state_logs_and_statuses_in_order(cli, api)
     assert result.statuses("orders") == ["STARTED", "RUNNING", "COMPLETE"]
     record = result.of("RECORD")[0]["record"]
     assert set(record) == {"stream", "data", "emitted_at"} and isinstance(record["emitted_at"], int)
-    # a full-refresh stream has no state; the incremental one ends on its latest cursor value
-    assert result.states("accounts") == []
+    # a full-refresh stream ends on Airbyte's no-cursor state; the incremental one on its latest cursor value
+    assert result.states("accounts") == [{"__ab_no_cursor_state_message": True}]
     assert result.states("orders")[-1] == {"updated_at": "2024-01-28T08:00:00Z"}
     state = result.of("STATE")[-1]["state"]
     assert state["type"] == "STREAM"
@@ -247,13 +247,14 @@ def test_state_is_read_in_airbyte_s_other_shapes(cli, api, state):
     assert [r["id"] for r in result.records("orders")] == [4, 5, 6]
 
 
-def test_a_full_refresh_in_the_catalog_reads_everything_and_emits_no_state(cli, api):
+def test_a_full_refresh_in_the_catalog_reads_everything_and_emits_only_the_no_cursor_state(cli, api):
     state = {"orders": {"updated_at": "2024-01-19T08:00:00Z"}}
     result = cli("--protocol", catalog=configured(("orders", "full_refresh"), ("accounts", "full_refresh")),
                  state=state)
     assert result.code == 0, result.stderr
     assert result.records("orders") == ORDERS
-    assert result.of("STATE") == []
+    # the given state is not used, and each stream ends on the no-cursor state, once
+    assert result.states("orders") == result.states("accounts") == [{"__ab_no_cursor_state_message": True}]
     # catalog order, not manifest order
     assert result.of("TRACE")[0]["trace"]["stream_status"]["stream_descriptor"]["name"] == "orders"
 
