@@ -45,3 +45,21 @@ def spark():
     session = spark_session(master="local[2]", app_name="tests", **{"spark.sql.shuffle.partitions": "2"})
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A throwaway PostgreSQL server for the whole test session (tests/fakes/postgres_server.py).
+
+    Yields a ``PostgresServer``: ``jdbc_url``, ``user``, ``password`` and ``sql(text) -> rows``.
+    Tests that take it are marked ``@pytest.mark.postgres``. Missing server binaries fail the
+    tests (they are not skipped): ``make setup`` installs them.
+    """
+    from fakes.postgres_server import PostgresServer, PostgresUnavailable
+
+    try:
+        server = PostgresServer.start()
+    except PostgresUnavailable as exc:
+        pytest.fail(str(exc), pytrace=False)
+    yield server
+    server.stop()

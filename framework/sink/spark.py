@@ -8,6 +8,9 @@ pipeline): ``validate-manifest`` and protocol mode never pay for it.
   ``local[*]``, which needs nothing but the install.
 * The driver JVM logs errors only (its start-up warnings would bury the
   progress on stderr); pass ``spark.driver.extraJavaOptions`` to change that.
+* JDBC drivers (for the PostgreSQL target of normalization) join the classpath
+  through ``spark.jars``: the jars named by ``FRAMEWORK_JDBC_JARS`` (comma
+  separated), else Debian's ``/usr/share/java/postgresql.jar`` when installed.
 * Executors run the framework's Python code, so they need the package: on a
   cluster, install ``manifest-framework`` on every node (or ship a wheel with
   ``--py-files`` / ``spark.archives``) and point ``PYSPARK_PYTHON`` at that
@@ -52,6 +55,11 @@ def spark_session(master: str | None = None, app_name: str = "run-manifest", **c
         java_options.append("-XX:TieredStopAtLevel=1")
     if java_options:
         settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
+    jars = _jdbc_jars()
+    if jars:
+        given = conf.get("spark.jars")
+        settings["spark.jars"] = f"{given},{jars}" if given else jars
+        conf = {key: value for key, value in conf.items() if key != "spark.jars"}
     settings.update(conf)
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -92,6 +100,19 @@ def _quiet_log_config() -> str | None:
     except OSError:  # a read-only temp folder: Spark's own logging then
         return None
     return "file:" + path
+
+
+# Debian's libpostgresql-jdbc-java puts the PostgreSQL JDBC driver here (the PostgreSQL target of
+# normalization writes through it). FRAMEWORK_JDBC_JARS (comma-separated jar paths or URLs) wins.
+_DEBIAN_POSTGRES_JAR = "/usr/share/java/postgresql.jar"
+
+
+def _jdbc_jars() -> str | None:
+    """The JDBC driver jars to put on the session's classpath, or None when there are none."""
+    given = os.environ.get("FRAMEWORK_JDBC_JARS", "").strip()
+    if given:
+        return given
+    return _DEBIAN_POSTGRES_JAR if os.path.isfile(_DEBIAN_POSTGRES_JAR) else None
 
 
 def _master_given() -> bool:
