@@ -1,14 +1,15 @@
 # One set-up path: `make setup` builds .venv, installs the package with its test
-# extras and makes sure Java 17 is there for Spark. `make test` and `make demo`
+# extras and makes sure Java 17 is there for Spark and PostgreSQL (server and JDBC
+# driver) for normalization's PostgreSQL target and its tests. `make test` and `make demo`
 # depend on it, so either works on a fresh machine.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test demo java bench clean
+.PHONY: setup test demo java postgres bench clean
 
-setup: $(STAMP) java
+setup: $(STAMP) java postgres
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,16 +20,21 @@ $(STAMP): pyproject.toml
 java:
 	@bash scripts/ensure-java.sh
 
+postgres:
+	@bash scripts/ensure-postgres.sh
+
 test: setup
 	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -q
 
 demo: setup
 	PYSPARK_PYTHON=$(abspath $(BIN)/python) PATH=$(abspath $(BIN)):$$PATH bash examples/demo.sh
 
+# `make bench BENCH_RECORDS=200000` for a quicker run; peers missing from .venv-peers are shown as not run
+# (`bash bench/peers.sh` installs them).
+BENCH_RECORDS ?= 200000,2000000
 bench: setup
 	$(BIN)/python bench/validate_manifest.py
-	PYSPARK_PYTHON=$(abspath $(BIN)/python) PATH=$(abspath $(BIN)):$$PATH $(BIN)/python bench/extraction.py
-	PYSPARK_PYTHON=$(abspath $(BIN)/python) PATH=$(abspath $(BIN)):$$PATH $(BIN)/python bench/pipeline.py
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) PATH=$(abspath $(BIN)):$$PATH $(BIN)/python bench/peers.py --records $(BENCH_RECORDS) --markdown
 
 clean:
 	rm -rf $(VENV) output .pytest_cache

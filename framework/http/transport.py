@@ -10,6 +10,7 @@ Connection failures and timeouts are raised as
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol
@@ -89,7 +90,28 @@ class RequestsTransport:
             import requests
 
             session = self._local.session = requests.Session()
+            # requests reads proxies, CA bundle and .netrc from the environment on every request (a few per
+            # cent of a fast read); we read them once per scheme and host instead (see _environment).
+            session.trust_env = False
+            self._local.environment = {}
         return session
+
+    def _environment(self, url: str) -> tuple[dict, Any, Any]:
+        """Proxies, ``verify`` and .netrc auth from the environment for ``url``'s scheme and host, as
+        requests would find them (``HTTPS_PROXY``, ``NO_PROXY``, ``REQUESTS_CA_BUNDLE``, ``~/.netrc``)."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        key = (parts.scheme, parts.netloc)
+        found = self._local.environment.get(key)
+        if found is None:
+            import requests.utils
+
+            base = f"{parts.scheme}://{parts.netloc}/"
+            proxies = requests.utils.get_environ_proxies(base)
+            verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+            found = self._local.environment[key] = (proxies, verify, requests.utils.get_netrc_auth(base))
+        return found
 
     def send(self, request: HttpRequest, timeout: float = DEFAULT_TIMEOUT) -> HttpResponse:
         import requests
@@ -102,9 +124,12 @@ class RequestsTransport:
         elif request.data is not None:
             body = request.data
         try:
-            raw = self._session().request(
+            session = self._session()
+            proxies, verify, netrc_auth = self._environment(request.url)
+            auth = netrc_auth if netrc_auth is not None and "Authorization" not in headers else None
+            raw = session.request(
                 request.method, request.url, params=list(request.params) or None,
-                headers=headers, data=body, timeout=timeout,
+                headers=headers, data=body, timeout=timeout, proxies=proxies, verify=verify, auth=auth,
             )
         except (requests.exceptions.MissingSchema, requests.exceptions.InvalidSchema,
                 requests.exceptions.InvalidURL, requests.exceptions.InvalidHeader) as exc:

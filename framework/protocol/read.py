@@ -9,6 +9,7 @@ other streams carry on. The exit code is 1 when any stream failed.
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 import traceback
@@ -55,6 +56,17 @@ def read(connector: Connector, selections: Sequence[Selection], states: Mapping[
          checkpoint_seconds: float = 1.0) -> ReadReport:
     """Read ``selections`` and write their messages to ``out``; failures also go to ``err`` (stderr)."""
     err = err if err is not None else sys.stderr  # looked up now, so a redirected stderr is used
+    # Pages make many short-lived objects, so the collector runs often; frozen, what lives now (modules,
+    # the connector) is not walked again by every older-generation collection. Unfrozen at the end.
+    gc.freeze()
+    try:
+        return _read(connector, selections, states, out, err, concurrency, checkpoint_seconds)
+    finally:
+        gc.unfreeze()
+
+
+def _read(connector: Connector, selections: Sequence[Selection], states: Mapping[str, Mapping[str, Any]],
+          out: IO[bytes], err: IO[str], concurrency: int | None, checkpoint_seconds: float) -> ReadReport:
     report = ReadReport()
     write = out.write
     level = connector.concurrency(concurrency)

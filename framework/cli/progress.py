@@ -1,0 +1,254 @@
+"""What a Spark-mode ``run-manifest`` tells the person or script watching it, on stderr.
+
+Three reporters, one interface (:class:`Reporter`), picked by
+:func:`reporter_for` from ``--quiet`` and ``--log-format``:
+
+* :class:`TextReporter` (``--log-format text``, the default): a line when
+  Spark is ready, then per stream its planned partitions, its progress as
+  groups of partitions come back (records, pages, partitions done of total,
+  records/s) and a closing line; then the summary table. On a terminal the
+  progress of the running stream is one line redrawn in place; otherwise
+  (a pipe, a log file) each update is its own line, at most one per
+  ``interval`` seconds per stream, besides the planned and closing lines.
+* :class:`QuietReporter` (``--quiet``): nothing but failures.
+* :class:`JsonReporter` (``--log-format json``): one JSON object per line for
+  every event, and nothing else from us. ``--quiet`` keeps only ``failure``
+  events. The keys are stable; a key may be added, none removed or renamed.
+
+JSON events (every object has ``event`` and ``time``, an ISO 8601 UTC instant
+with milliseconds, such as ``"2026-11-03T10:15:02.418Z"``):
+
+``started``
+    ``master`` (Spark's master URL), ``output`` (the destination's base URI),
+    ``format`` (``Parquet``, ``Avro``, ``CSV`` or ``JSONL``),
+    ``spark_seconds`` (Spark's start-up).
+``stream_planned``
+    ``stream``, ``partitions`` (partitions to read).
+``stream_progress``
+    ``stream``, ``records``, ``pages``, ``partitions_done``, ``partitions``,
+    ``records_per_second`` (since the stream was planned).
+``stream_done``
+    the keys of ``stream_progress`` and ``files``, ``bytes``, ``nulled``
+    (values that did not fit their type), ``state_saved`` (boolean),
+    ``seconds``, ``error`` (the failure's message, or ``null``).
+``failure``
+    ``stream`` (or ``null`` when the failure is not a stream's), ``error``.
+    Sent right after a failed stream's ``stream_done``, and for a failure
+    that stops the sync (a bad destination, Spark not starting).
+``summary``
+    ``sync_id``, ``output``, ``ok`` (no stream failed), ``records`` (all
+    streams), ``seconds`` (the whole command), ``streams`` (a list of objects
+    with the keys of ``stream_done`` but ``event`` and ``time``).
+
+Protocol mode (``--protocol``) does not use these reporters: its stdout is the
+Airbyte protocol, whose TRACE and LOG messages already are the structured
+log, so ``--log-format`` is accepted there and changes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import IO, Any, Protocol
+
+import orjson
+
+
+class Reporter(Protocol):
+    """What :func:`framework.cli.sync_command.run_sync` tells about a sync."""
+
+    def started(self, master: str, output: str, format_type: str, spark_seconds: float) -> None: ...
+
+    def progress(self, event: str, result: Any) -> None:
+        """``run_pipeline``'s callback: ``event`` is ``planned``, ``group`` or ``done``."""
+
+    def summary(self, result: Any, output: str, seconds: float) -> None: ...
+
+    def failure(self, error: str, stream: str | None = None) -> None: ...
+
+
+@dataclass(frozen=True)
+class Clocks:
+    """Where reporters read the time: ``wall`` (epoch seconds, for ``time``) and ``monotonic`` (for rates)."""
+
+    wall: Callable[[], float] = time.time
+    monotonic: Callable[[], float] = time.monotonic
+
+
+def _rate(records: int, seconds: float) -> float:
+    return records / seconds if seconds > 0 else 0.0
+
+
+def _state_word(result: Any) -> str:
+    return "not saved" if not result.state_saved else "partial" if result.error else "saved"
+
+
+def summary_table(result: Any, output: str) -> str:
+    """The table printed at the end of a sync: one row per stream, then the sync id and where it went."""
+    rows = [("stream", "records", "files", "bytes", "nulled", "state", "seconds")]
+    for s in result.streams:
+        rows.append((s.name, str(s.records), str(len(s.files)), str(s.bytes), str(s.nulled), _state_word(s),
+                     f"{s.seconds:.1f}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.append(f"sync {result.sync_id} -> {output}")
+    return "\n".join(lines)
+
+
+# -- text -------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TextReporter:
+    """Lines for a person; see the module docs. ``tty`` redraws the running stream's line in place."""
+
+    err: IO[str]
+    tty: bool = False
+    interval: float = 5.0  # least seconds between two progress lines of a stream when not on a terminal
+    clocks: Clocks = field(default_factory=Clocks)
+    _planned_at: dict[str, float] = field(default_factory=dict)
+    _shown_at: dict[str, float] = field(default_factory=dict)
+    _open_line: bool = False  # a redrawn line is on screen (tty) and needs a newline before other text
+
+    def started(self, master: str, output: str, format_type: str, spark_seconds: float) -> None:
+        self._write(f"Spark ready in {spark_seconds:.1f} s ({master}); writing {format_type} to {output}")
+
+    def progress(self, event: str, result: Any) -> None:
+        now = self.clocks.monotonic()
+        if event == "planned":
+            self._planned_at[result.name] = now
+            self._write(f"  {result.name}: {result.units} partition(s) planned")
+            if self.tty:
+                self._redraw(self._running_line(result, now))
+        elif event == "group":
+            if self.tty:
+                self._redraw(self._running_line(result, now))
+            elif now - self._shown_at.get(result.name, float("-inf")) >= self.interval:
+                self._shown_at[result.name] = now
+                self._write(self._running_line(result, now))
+        elif event == "done":
+            status = f"FAILED: {result.error}" if result.error else "ok"
+            self._write(f"  {result.name}: {result.records:,} records, {len(result.files)} file(s), "
+                        f"{result.units_done}/{result.units} partitions, "
+                        f"{_rate(result.records, result.seconds):,.0f} records/s, {status}")
+
+    def summary(self, result: Any, output: str, seconds: float) -> None:
+        self._write(summary_table(result, output))
+
+    def failure(self, error: str, stream: str | None = None) -> None:
+        self._write(f"run-manifest: {error}")
+
+    def _running_line(self, result: Any, now: float) -> str:
+        elapsed = now - self._planned_at.get(result.name, now)
+        return (f"  {result.name}: {result.records:,} records, {result.pages:,} pages, "
+                f"{result.units_done}/{result.units} partitions, {_rate(result.records, elapsed):,.0f} records/s")
+
+    def _redraw(self, line: str) -> None:
+        self.err.write("\r\x1b[2K" + line)  # back to the line's start, clear it, draw
+        self.err.flush()
+        self._open_line = True
+
+    def _write(self, text: str) -> None:
+        if self._open_line:
+            self.err.write("\r\x1b[2K")  # the redrawn line gives way to the lasting one
+            self._open_line = False
+        self.err.write(text + "\n")
+        self.err.flush()
+
+
+@dataclass
+class QuietReporter:
+    """``--quiet``: failures only, one line each."""
+
+    err: IO[str]
+
+    def started(self, master: str, output: str, format_type: str, spark_seconds: float) -> None:
+        return None
+
+    def progress(self, event: str, result: Any) -> None:
+        return None
+
+    def summary(self, result: Any, output: str, seconds: float) -> None:
+        for failed in (s for s in result.streams if s.error):
+            self.err.write(f"run-manifest: stream `{failed.name}` failed: {failed.error}\n")
+        self.err.flush()
+
+    def failure(self, error: str, stream: str | None = None) -> None:
+        self.err.write(f"run-manifest: {error}\n")
+        self.err.flush()
+
+
+# -- JSON lines -------------------------------------------------------------------------------------------------
+
+
+def stream_fields(result: Any) -> dict[str, Any]:
+    """A finished stream's numbers under the keys of ``stream_done`` (without ``event`` and ``time``)."""
+    return {
+        "stream": result.name, "records": result.records, "pages": result.pages,
+        "partitions_done": result.units_done, "partitions": result.units,
+        "records_per_second": round(_rate(result.records, result.seconds), 1),
+        "files": len(result.files), "bytes": result.bytes, "nulled": result.nulled,
+        "state_saved": bool(result.state_saved), "seconds": round(result.seconds, 3), "error": result.error,
+    }
+
+
+@dataclass
+class JsonReporter:
+    """One JSON object per line for every event; see the module docs for the keys. ``quiet``: failures only."""
+
+    err: IO[str]
+    quiet: bool = False
+    clocks: Clocks = field(default_factory=Clocks)
+    _planned_at: dict[str, float] = field(default_factory=dict)
+
+    def started(self, master: str, output: str, format_type: str, spark_seconds: float) -> None:
+        self._emit("started", master=master, output=output, format=format_type,
+                   spark_seconds=round(spark_seconds, 3))
+
+    def progress(self, event: str, result: Any) -> None:
+        now = self.clocks.monotonic()
+        if event == "planned":
+            self._planned_at[result.name] = now
+            self._emit("stream_planned", stream=result.name, partitions=result.units)
+        elif event == "group":
+            elapsed = now - self._planned_at.get(result.name, now)
+            self._emit("stream_progress", stream=result.name, records=result.records, pages=result.pages,
+                       partitions_done=result.units_done, partitions=result.units,
+                       records_per_second=round(_rate(result.records, elapsed), 1))
+        elif event == "done":
+            self._emit("stream_done", **stream_fields(result))
+            if result.error:
+                self.failure(result.error, result.name)
+
+    def summary(self, result: Any, output: str, seconds: float) -> None:
+        streams = [stream_fields(s) for s in result.streams]
+        self._emit("summary", sync_id=result.sync_id, output=output, ok=not any(s.error for s in result.streams),
+                   records=sum(s.records for s in result.streams), seconds=round(seconds, 3), streams=streams)
+
+    def failure(self, error: str, stream: str | None = None) -> None:
+        self._emit("failure", always=True, stream=stream, error=error)
+
+    def _emit(self, event: str, always: bool = False, **fields: Any) -> None:
+        if self.quiet and not always:
+            return
+        stamp = datetime.fromtimestamp(self.clocks.wall(), timezone.utc).isoformat(timespec="milliseconds")
+        line = orjson.dumps({"event": event, "time": stamp.replace("+00:00", "Z"), **fields})
+        self.err.write(line.decode() + "\n")
+        self.err.flush()
+
+
+def reporter_for(err: IO[str], log_format: str = "text", quiet: bool = False) -> Reporter:
+    """The reporter for ``--log-format`` and ``--quiet``, writing to ``err``."""
+    if log_format == "json":
+        return JsonReporter(err, quiet=quiet)
+    if quiet:
+        return QuietReporter(err)
+    isatty = getattr(err, "isatty", None)
+    return TextReporter(err, tty=bool(isatty and isatty()))
+
+
+__all__ = ["Clocks", "JsonReporter", "QuietReporter", "Reporter", "TextReporter", "reporter_for", "stream_fields",
+           "summary_table"]

@@ -1,0 +1,111 @@
+"""bench/peers.py's own logic: the process-tree memory it samples, the watchers of output lines, the report.
+
+Nothing here runs a benchmark: the modes are represented by hand-made
+results, and the memory test measures a child that holds a known amount.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))  # the bench scripts import their neighbours by name
+
+import peers
+from peers import CDK, DLT, PROTOCOL, SPARK, JsonLog, RecordLines, Result
+
+
+def result(mode: str, records: int = 1000, run: float = 1.0, wall: float = 2.0, **more) -> Result:
+    return Result(peers.LABELS[mode], records, 1000, 0.5, run, wall, 50.0, **more)
+
+
+def test_tree_rss_counts_the_children_too():
+    holder = "import sys; b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096]); print('ok', flush=True); " \
+             "sys.stdin.read()"
+    parent = (f"import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', {holder!r}], "
+              "stdin=sys.stdin, stdout=sys.stdout); p.wait()")
+    outer = subprocess.Popen([sys.executable, "-c", parent], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert outer.stdout.readline() == "ok\n"  # the grandchild holds its 200 MiB now
+        assert peers.tree_rss(outer.pid) > 200 * 2**20
+    finally:
+        outer.stdin.close()
+        outer.wait(timeout=30)
+    assert peers.tree_rss(outer.pid) == 0  # gone
+
+
+def test_record_lines_count_ours_the_cdks_and_the_bare_loops():
+    watcher = RecordLines()
+    lines = [b'{"type":"TRACE","trace":{"type":"STREAM_STATUS","stream_status":{"status":"STARTED"}}}\n',
+             b'{"type":"RECORD","record":{"stream":"records","data":{}}}\n',
+             b'{"type": "RECORD", "record": {"stream": "records", "data": {}}}\n',
+             b'{"type":"LOG","log":{"message":"RECORD"}}\n',
+             b"records 40\n"]
+    for moment, line in enumerate(lines):
+        watcher.feed(line, float(moment))
+    assert (watcher.records, watcher.first, watcher.error) == (42, 0.0, None)
+    watcher.feed(b'{"type":"TRACE","trace":{"type":"ERROR","error":{"message":"401 at /records"}}}\n', 9.0)
+    assert watcher.error == "401 at /records"
+
+
+def test_json_log_takes_start_end_records_and_failures():
+    watcher = JsonLog()
+    watcher.feed(b"Traceback (most recent call last):\n", 0.0)
+    watcher.feed(b'{"event":"started","time":"t","master":"local[2]"}\n', 1.0)
+    watcher.feed(b'{"event":"failure","time":"t","stream":"records","error":"boom"}\n', 2.0)
+    watcher.feed(b'{"event":"summary","time":"t","records":7,"ok":false}\n', 3.0)
+    assert (watcher.first, watcher.last, watcher.records, watcher.error) == (1.0, 3.0, 7, "boom")
+    assert watcher.other == ["Traceback (most recent call last):"]
+
+
+def test_ratios_name_a_missing_peer_instead_of_a_number():
+    missing = Result(peers.LABELS[DLT], 0, 1000, 0.0, 0.0, 0.0, 0.0, missing="dlt not installed")
+    lines = peers.ratio_lines({PROTOCOL: result(PROTOCOL, run=0.5), peers.BARE: result(peers.BARE, run=0.25),
+                               SPARK: result(SPARK), DLT: missing, CDK: result(CDK, run=10.0, wall=20.0)})
+    assert lines[0].startswith("protocol / bare loop: 0.50x records/s") and lines[0].endswith("target >= 0.5: met")
+    assert lines[1] == "Spark / dlt: n/a (dlt rest_api -> Parquet: not run)"
+    assert lines[2].startswith("protocol / airbyte-cdk: 20.00x records/s (start-up left out), 10.00x over the wall")
+    assert lines[3].startswith("Spark / airbyte-cdk: 10.00x")
+    table = peers.markdown_table([result(PROTOCOL), missing])
+    assert "| dlt rest_api -> Parquet | 1,000 | not run: dlt not installed |" in table
+    assert "| run-manifest --protocol | 1,000 | 0.50 | 1.00 | 1,000 | 2.00 | 500 | 50 |" in table
+
+
+def test_best_keeps_the_fastest_run_and_the_highest_memory_and_a_failure_wins():
+    slow, fast = result(PROTOCOL, run=2.0), result(PROTOCOL, run=1.0)
+    picked = peers.best([replace(slow, peak_mib=80.0), fast])
+    assert (picked.run, picked.peak_mib) == (1.0, 80.0)
+    failed = result(PROTOCOL, error="exit code 1")
+    assert peers.best([fast, failed]) is failed
+    assert peers.checked(result(PROTOCOL, records=999)).error == "delivered 999 records, expected 1,000"
+
+
+@pytest.mark.parametrize("argv", [["--records", "2e5"], ["--modes", "bare,spork"]])
+def test_bad_arguments_are_usage_errors(argv, capsys):
+    with pytest.raises(SystemExit) as stop:
+        peers.main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "give whole numbers" in err or "unknown spork" in err
+
+
+def test_record_lines_count_blocks_as_lines_would():
+    lines = [b'{"type":"TRACE","trace":{"type":"STREAM_STATUS","stream_status":{"status":"STARTED"}}}\n',
+             *[b'{"type":"RECORD","record":{"stream":"r","data":{"note":"{\\"type\\":\\"RECORD\\"}"}}}\n'] * 5,
+             b'{"type":"STATE","state":{}}\n',
+             *[b'{"type": "RECORD", "record": {"stream": "r", "data": {}}}\n'] * 3]
+    text = b"".join(lines)
+    for cut in range(0, len(text), 37):  # blocks of whole lines, as measure() hands them over
+        watcher = RecordLines()
+        head, tail = text[:cut], text[cut:]
+        end = head.rfind(b"\n") + 1
+        if end:
+            watcher.feed_lines(head[:end], 1.0)
+        watcher.feed_lines(head[end:] + tail, 2.0)
+        assert watcher.records == 8
+        assert watcher.first == (1.0 if end else 2.0)
