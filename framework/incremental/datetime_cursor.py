@@ -260,6 +260,10 @@ def _where(place: str | None) -> str:
     return f" (manifest: {place})" if place else ""
 
 
+def _rendered(text: str | None, ctx: BuildContext, parameters: Any) -> str | None:
+    return None if text is None else str(ctx.render(text, parameters) or "")
+
+
 def _duration(text: str | None, name: str, place: str | None) -> Step | None:
     if text is None or not text.strip():
         return None
@@ -309,8 +313,9 @@ def _build(model: DatetimeBasedCursor, ctx: BuildContext, path: tuple) -> Dateti
     lookback = None
     if model.lookback_window is not None:
         lookback = _duration(str(ctx.render(model.lookback_window, parameters) or ""), "lookback_window", place)
-    step = _duration(model.step, "step", place)
-    granularity = _duration(model.cursor_granularity, "cursor_granularity", place)
+    # Airbyte's schema lets both be templates (`P{{ config.window_days }}D`): rendered once, here.
+    step = _duration(_rendered(model.step, ctx, parameters), "step", place)
+    granularity = _duration(_rendered(model.cursor_granularity, ctx, parameters), "cursor_granularity", place)
     _check_durations(step, granularity, lookback, place)
     return DatetimeCursor(
         cursor_field=str(ctx.render(model.cursor_field, parameters)),

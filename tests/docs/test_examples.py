@@ -70,7 +70,7 @@ class Block:
 
 
 def markdown_files() -> list[Path]:
-    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "manifests").glob("*.md"))]
 
 
 def blocks_of(path: Path, root: Path = REPO) -> list[Block]:

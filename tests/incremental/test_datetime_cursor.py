@@ -380,6 +380,17 @@ def test_granularity_longer_than_step_is_refused_at_build_with_the_place():
         build({**DAILY, "step": "PT1H", "cursor_granularity": "P1D"})
 
 
+def test_step_and_granularity_may_be_templates_of_the_config():
+    cursor = build({**DAILY, "step": "P{{ config.window_days }}D", "cursor_granularity": "{{ config.grain }}"},
+                   config={"window_days": 30, "grain": "PT1S"})
+    assert cursor.step == timedelta(days=30) and cursor.granularity == timedelta(seconds=1)
+
+
+def test_a_template_step_that_renders_badly_says_which_field():
+    with pytest.raises(DurationError, match="`step`.*manifest.yaml:12:7"):
+        build({**DAILY, "step": "P{{ config.window_days }}D"}, config={"window_days": "x"})
+
+
 def test_a_negative_step_is_refused_at_build():
     with pytest.raises(DurationError, match="positive"):
         build({**DAILY, "step": "-P1D"})
