@@ -47,6 +47,11 @@ def _parser() -> argparse.ArgumentParser:
     spark.add_argument("--sync-mode", choices=["append", "overwrite"], default="append",
                        help="append to earlier files, or replace them once the sync succeeds")
     spark.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
+    spark.add_argument("--normalize", action="store_true",
+                       help="normalize the landed records into typed tables after a successful sync")
+    spark.add_argument("--log-format", choices=["text", "json"], default="text",
+                       help="stderr as text for people, or one JSON object per line for scripts "
+                            "(see framework/cli/progress.py); protocol mode ignores it")
     return parser
 
 

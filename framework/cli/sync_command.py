@@ -3,7 +3,9 @@
 Where files go: ``--destination DEST.json`` (Airbyte's S3 destination config),
 else ``--output DIR|s3://bucket/prefix`` (default ``./output``) with
 ``--format`` (default Parquet). State is kept next to the output, so running
-the same command again reads only what changed.
+the same command again reads only what changed. Progress, the summary and
+failures go to stderr: text for people, JSON lines with ``--log-format json``
+(:mod:`framework.cli.progress`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import sys
 import time
 from typing import IO, Any
 
-from framework.errors import ConfigError
+from framework.cli.progress import JsonReporter, Reporter, reporter_for
+from framework.cli.progress import summary_table as progress_summary_table
+from framework.errors import ConfigError, FrameworkError
 
 
 def destination_settings(args: Any) -> Any:
@@ -55,55 +59,55 @@ def _plain(exc: Exception) -> str:
 
 
 def run_sync(args: Any, connector: Any, selections: list, states: dict, err: IO[str] | None = None) -> int:
+    """Sync ``selections`` on Spark; progress and the summary go to ``err`` (stderr) as
+    :mod:`framework.cli.progress` says for ``--quiet`` and ``--log-format``."""
+    err = err or sys.stderr
+    reporter = reporter_for(err, getattr(args, "log_format", None) or "text", getattr(args, "quiet", False))
+    began = time.perf_counter()
+    try:
+        result, settings = _sync(args, connector, selections, states, reporter)
+    except FrameworkError as exc:
+        if not isinstance(reporter, JsonReporter):
+            raise  # run-manifest prints it as text
+        reporter.failure(connector.mask(str(exc)))  # a script reading JSON lines gets JSON lines only
+        return 2
+    reporter.summary(result, settings.base_uri, time.perf_counter() - began)
+    wanted = getattr(args, "normalize", False) or bool(settings.normalization and settings.normalization.enabled)
+    if wanted and not result.failed:  # normalization (framework.normalization) runs after a successful sync
+        from framework.cli.normalize import describe, normalization_settings
+        from framework.normalization.runner import normalize
+        from framework.sink.spark import spark_session
+
+        quiet = getattr(args, "quiet", False)
+        done = normalize(spark_session(args.master), settings, normalization_settings(settings),
+                         progress=None if quiet else lambda outcome: print(describe(outcome), file=err))
+        for failed in (s for s in done.streams if s.error and quiet):
+            print(f"run-manifest: normalization of stream `{failed.stream}` failed: {failed.error}", file=err)
+        return 1 if done.failed else 0
+    return 1 if result.failed else 0
+
+
+def _sync(args: Any, connector: Any, selections: list, states: dict, reporter: Reporter) -> tuple[Any, Any]:
     from framework.sink.pipeline import PipelineOptions, run_pipeline
     from framework.sink.spark import spark_session
 
-    err = err or sys.stderr
     if args.sync_mode == "overwrite" and getattr(args, "state", None):
         raise ConfigError("--state cannot be used with --sync-mode overwrite: an overwrite reads everything "
                           "again and replaces the older files; drop --state, or use --sync-mode append")
     settings = destination_settings(args)
-    quiet = getattr(args, "quiet", False)
     started = time.perf_counter()
     spark = spark_session(args.master)
-    spark_seconds = time.perf_counter() - started
-    if not quiet:
-        print(f"Spark ready in {spark_seconds:.1f} s ({spark.sparkContext.master}); "
-              f"writing {settings.format.format_type} to {settings.base_uri}", file=err)
-
-    def progress(event: str, result: Any) -> None:
-        if quiet:
-            return
-        if event == "planned":
-            print(f"  {result.name}: {result.units} partition(s) planned", file=err)
-        elif event == "done":
-            rate = result.records / result.seconds if result.seconds else 0.0
-            status = f"FAILED: {result.error}" if result.error else "ok"
-            print(f"  {result.name}: {result.records} records, {len(result.files)} file(s), "
-                  f"{result.units_done}/{result.units} partitions, {rate:,.0f} records/s, {status}", file=err)
-
+    reporter.started(spark.sparkContext.master, settings.base_uri, settings.format.format_type,
+                     time.perf_counter() - started)
     options = PipelineOptions(sync_mode=args.sync_mode)
     result = run_pipeline(connector, args.manifest, selections, settings, spark, given_states=states or None,
-                          options=options, progress=progress)
-    if not quiet:
-        print(summary_table(result, settings), file=err)
-    else:  # quiet hides progress, not failures
-        for failed in (s for s in result.streams if s.error):
-            print(f"run-manifest: stream `{failed.name}` failed: {failed.error}", file=err)
-    return 1 if result.failed else 0
+                          options=options, progress=reporter.progress)
+    return result, settings
 
 
 def summary_table(result: Any, settings: Any) -> str:
-    rows = [("stream", "records", "files", "bytes", "nulled", "state", "seconds")]
-    for s in result.streams:
-        state = "not saved" if not s.state_saved else "partial" if s.error else "saved"
-        rows.append((s.name, str(s.records), str(len(s.files)), str(s.bytes), str(s.nulled), state,
-                     f"{s.seconds:.1f}"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    lines.append(f"sync {result.sync_id} -> {settings.base_uri}")
-    return "\n".join(lines)
+    """The summary printed at the end of a sync (see :func:`framework.cli.progress.summary_table`)."""
+    return progress_summary_table(result, settings.base_uri)
 
 
 __all__ = ["destination_settings", "run_sync", "summary_table"]

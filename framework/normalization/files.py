@@ -1,0 +1,308 @@
+"""Files under the output as Spark DataFrames, read and written by the executors through the sink's storage.
+
+Spark here has no S3 file system, so files are never handed to Spark's own
+readers and writers: a DataFrame of object keys is spread over the
+executors, and each task reads its files through
+:func:`framework.sink.storage.storage_for` (a local folder or S3) into Arrow
+batches (:func:`read_files`), or writes the Arrow batches of its partition into
+one Parquet object (:func:`write_parquet`). The driver only sees keys,
+counts and schemas.
+
+Readers:
+
+* ``parquet``: the landed typed files (or normalized tables), conformed to the
+  Arrow schema given: missing columns become nulls, extra ones are dropped;
+  rows at or before ``after_ms`` (``_airbyte_extracted_at``) are skipped with
+  Parquet's row group statistics.
+* ``text``: landed JSONL and CSV files (gzipped or not, with or without root
+  level flattening) as ``(_airbyte_raw_id, _airbyte_extracted_at, _airbyte_data)``
+  with the record as JSON text.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from framework.errors import ConfigError
+
+TEXT_SCHEMA = pa.schema([("_airbyte_raw_id", pa.string()), ("_airbyte_extracted_at", pa.timestamp("us", tz="UTC")),
+                         ("_airbyte_data", pa.string())])
+WRITTEN_DDL = "key string, rows long, max_emitted_at timestamp"
+EXTENSIONS = {".parquet": "parquet", ".avro": "avro", ".csv": "text", ".csv.gz": "text", ".jsonl": "text",
+              ".jsonl.gz": "text"}
+_ENVELOPE = ("_airbyte_raw_id", "_airbyte_extracted_at", "_airbyte_meta", "_airbyte_generation_id")
+_BATCH_ROWS = 65536
+
+
+def landed_files(storage: Any, destination: Any, stream: str, namespace: str = "") -> dict[str, list[str]]:
+    """The keys of a stream's landed files by reader (``parquet``, ``avro``, ``text``), from every sync."""
+    from framework.sink.layout import StreamLayout
+
+    layouts = {ext: StreamLayout.of(destination, stream, namespace, extension=ext) for ext in EXTENSIONS}
+    prefixes = {layout.scan_prefix for layout in layouts.values()}
+    found: dict[str, list[str]] = {}
+    for prefix in sorted(prefixes):
+        for info in storage.list(prefix, with_metadata=False):
+            for ext, layout in layouts.items():
+                if layout.part_number_of(info.key) is not None:
+                    found.setdefault(EXTENSIONS[ext], []).append(info.key)
+                    break
+    return found
+
+
+def _storage(destination_json: Mapping[str, Any]) -> Any:
+    from framework.models.destination import DestinationSettings
+    from framework.sink.storage import storage_for
+
+    return storage_for(DestinationSettings.model_validate(destination_json))
+
+
+def _source(storage: Any, key: str) -> Any:
+    """Something pyarrow opens: the file itself for a local storage, else the object's bytes."""
+    path = getattr(storage, "path", None)
+    if path is not None and callable(path):
+        return path(key)
+    data = storage.read(key)
+    if data is None:
+        raise ConfigError(f"{storage.uri(key)} disappeared while it was being read; run the normalization again")
+    return io.BytesIO(data)
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with exactly the columns of ``schema``: missing ones null, types cast where they differ."""
+    columns = []
+    for target in schema:
+        index = table.schema.get_field_index(target.name)
+        if index < 0:
+            columns.append(pa.nulls(table.num_rows, target.type))
+            continue
+        column = table.column(index)
+        if column.type != target.type:
+            try:
+                column = column.cast(target.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise ConfigError(f"column `{target.name}` of a file is {column.type}, the schema says "
+                                  f"{target.type} ({exc}); run a full refresh sync to land the stream anew") from None
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def read_files(spark: Any, destination_json: Mapping[str, Any], keys: Sequence[str], schema: pa.Schema,
+               reader: str, *, after_ms: int | None = None, fields: Mapping[str, str] | None = None) -> Any:
+    """A DataFrame of the rows of the files ``keys``, read on the executors; see the module docs.
+
+    ``fields`` (text files with root level flattening): JSON kind of each
+    top-level field, so that CSV cells holding objects or arrays are parsed.
+    """
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    schema = pa.schema([pa.field(f.name, spark_arrow_type(f.type)) for f in schema])
+    spark_schema = from_arrow_schema(schema)
+    if not keys:
+        return spark.createDataFrame([], spark_schema)
+    slices = max(1, min(len(keys), int(spark.sparkContext.defaultParallelism) * 2))
+    listing = spark.createDataFrame(spark.sparkContext.parallelize([(k,) for k in keys], slices), "key string")
+    fields = dict(fields or {})
+    target = TEXT_SCHEMA if reader == "text" else schema
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        storage = _storage(destination_json)
+        for batch in batches:
+            for key in batch.column(0).to_pylist():
+                if reader == "parquet":
+                    yield from _parquet_batches(storage, key, target, after_ms)
+                else:
+                    yield from _text_batches(storage, key, after_ms, fields)
+
+    return listing.mapInArrow(run, from_arrow_schema(target))
+
+
+def spark_arrow_type(kind: pa.DataType) -> pa.DataType:
+    """``kind`` as Spark takes it from Arrow: timestamps in microseconds (UTC), times as text."""
+    if pa.types.is_timestamp(kind):
+        return pa.timestamp("us", tz="UTC")
+    if pa.types.is_time(kind):
+        return pa.string()
+    if pa.types.is_struct(kind):
+        return pa.struct([pa.field(f.name, spark_arrow_type(f.type)) for f in kind])
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return pa.list_(pa.field("item", spark_arrow_type(kind.value_type)))
+    return kind
+
+
+def _parquet_batches(storage: Any, key: str, schema: pa.Schema, after_ms: int | None) -> Iterator[pa.RecordBatch]:
+    import pyarrow.parquet as pq
+
+    handle = pq.ParquetFile(_source(storage, key))
+    present = set(handle.schema_arrow.names)
+    columns = [name for name in schema.names if name in present]
+    filters = None
+    if after_ms is not None and "_airbyte_extracted_at" in present:
+        filters = [("_airbyte_extracted_at", ">", datetime.fromtimestamp(after_ms / 1000, timezone.utc))]
+    if filters is None:
+        for batch in handle.iter_batches(batch_size=_BATCH_ROWS, columns=columns):
+            yield from conform(pa.Table.from_batches([batch]), schema).to_batches()
+    else:
+        table = pq.read_table(_source(storage, key), columns=columns, filters=filters)
+        yield from conform(table, schema).to_batches(max_chunksize=_BATCH_ROWS)
+
+
+def _text_batches(storage: Any, key: str, after_ms: int | None, fields: Mapping[str, str]) -> Iterator[pa.RecordBatch]:
+    data = storage.read(key)
+    if data is None:
+        raise ConfigError(f"{storage.uri(key)} disappeared while it was being read; run the normalization again")
+    if key.endswith(".gz"):
+        data = gzip.decompress(data)
+    rows = _csv_rows(data, fields) if ".csv" in key.rsplit("/", 1)[-1] else _jsonl_rows(data)
+    ids: list = []
+    ats: list = []
+    texts: list = []
+    for raw_id, at, text in rows:
+        if after_ms is not None and at is not None and at <= after_ms:
+            continue
+        ids.append(raw_id)
+        ats.append(at)
+        texts.append(text)
+        if len(ids) >= _BATCH_ROWS:
+            yield _text_batch(ids, ats, texts)
+            ids, ats, texts = [], [], []
+    if ids:
+        yield _text_batch(ids, ats, texts)
+
+
+def _text_batch(ids: list, ats: list, texts: list) -> pa.RecordBatch:
+    at = pa.array(ats, pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(pa.timestamp("us", tz="UTC"))
+    return pa.RecordBatch.from_arrays([pa.array(ids, pa.string()), at, pa.array(texts, pa.string())],
+                                      schema=TEXT_SCHEMA)
+
+
+def _jsonl_rows(data: bytes) -> Iterator[tuple[Any, Any, Any]]:
+    loads, dumps = orjson.loads, orjson.dumps
+    for line in data.splitlines():
+        if not line.strip():
+            continue
+        record = loads(line)
+        if "_airbyte_data" in record:
+            value = record["_airbyte_data"]
+            text = None if value is None else dumps(value).decode()
+        else:
+            text = dumps({k: v for k, v in record.items() if k not in _ENVELOPE}).decode()
+        yield record.get("_airbyte_raw_id"), _ms(record.get("_airbyte_extracted_at")), text
+
+
+def _csv_rows(data: bytes, fields: Mapping[str, str]) -> Iterator[tuple[Any, Any, Any]]:
+    reader = csv.reader(io.StringIO(data.decode("utf-8"), newline=""))
+    header = next(reader, None)
+    if header is None:
+        return
+    at = {name: index for index, name in enumerate(header)}
+    raw_id, extracted = at.get("_airbyte_raw_id"), at.get("_airbyte_extracted_at")
+    if "_airbyte_data" in at:
+        data_index = at["_airbyte_data"]
+        for row in reader:
+            yield row[raw_id], _ms(row[extracted]), row[data_index] or None
+        return
+    columns = [(name, index, fields.get(name, "string")) for name, index in at.items() if name not in _ENVELOPE]
+    for row in reader:
+        record: dict[str, Any] = {}
+        for name, index, kind in columns:
+            cell = row[index] if index < len(row) else ""
+            if cell == "":
+                record[name] = None
+            elif kind in ("object", "array", "json"):
+                try:
+                    record[name] = orjson.loads(cell)
+                except orjson.JSONDecodeError:
+                    record[name] = cell
+            else:
+                record[name] = cell
+        yield row[raw_id], _ms(row[extracted]), orjson.dumps(record).decode()
+
+
+def _ms(value: Any) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, (int, float)):
+        return int(value)
+    text = str(value)
+    if text.lstrip("-").isdigit():
+        return int(text)
+    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def write_parquet(frame: Any, destination_json: Mapping[str, Any], prefix: str,
+                  emitted_at: str | None = "_airbyte_emitted_at") -> list[dict]:
+    """Write ``frame`` as Parquet objects under ``prefix`` (one per non-empty partition; one empty file
+    when the frame is empty, so the table keeps its schema). Returns ``{key, rows, max_emitted_at}`` per file.
+    """
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    arrow_schema = to_arrow_schema(frame.schema, timezone="UTC")
+    tag = uuid.uuid4().hex[:12]
+    column = emitted_at if emitted_at in frame.columns else None
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+        from pyspark import TaskContext
+
+        from framework.sink.formats import CountingSink
+
+        context = TaskContext.get()
+        part = context.partitionId() if context else 0
+        storage = None
+        writer = handle = None
+        rows, latest = 0, None
+        key = f"{prefix}/part-{part:05d}-{tag}.parquet"
+        try:
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                if writer is None:
+                    storage = _storage(destination_json)
+                    handle = storage.open_object(key)
+                    writer = pq.ParquetWriter(CountingSink(handle), batch.schema, compression="snappy")
+                writer.write_batch(batch)
+                rows += batch.num_rows
+                if column is not None:
+                    value = pc.max(batch.column(column)).as_py()
+                    if value is not None and (latest is None or value > latest):
+                        latest = value
+            if writer is not None:
+                writer.close()
+                handle.commit()
+        except BaseException:
+            if handle is not None:
+                handle.abort()
+            raise
+        if writer is not None:
+            yield pa.RecordBatch.from_pylist([{"key": key, "rows": rows, "max_emitted_at": latest}],
+                                             schema=_WRITTEN_ARROW)
+
+    written = [row.asDict() for row in frame.mapInArrow(run, WRITTEN_DDL).collect()]
+    if not written:
+        import pyarrow.parquet as pq
+
+        key = f"{prefix}/part-00000-{tag}.parquet"
+        storage = _storage(destination_json)
+        sink = io.BytesIO()
+        pq.write_table(arrow_schema.empty_table(), sink, compression="snappy")
+        storage.write_atomic(key, sink.getvalue())
+        written = [{"key": key, "rows": 0, "max_emitted_at": None}]
+    return written
+
+
+_WRITTEN_ARROW = pa.schema([("key", pa.string()), ("rows", pa.int64()),
+                            ("max_emitted_at", pa.timestamp("us", tz="UTC"))])
+
+
+__all__ = ["EXTENSIONS", "TEXT_SCHEMA", "conform", "landed_files", "read_files", "write_parquet"]

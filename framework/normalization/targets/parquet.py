@@ -1,0 +1,191 @@
+"""Normalized tables as Parquet folders under the output: ``<output>/normalized/<table>/``.
+
+Each table folder holds only the Parquet files of its current content, so
+Spark, pyarrow and DuckDB read it as a plain dataset. Bookkeeping lives in
+``<output>/_airbyte_normalization/``:
+
+* ``tables.json``: per table its files, row count, newest
+  ``_airbyte_emitted_at`` (the watermark of incremental runs) and Arrow schema;
+* ``staging/<run>/<table>/``: the files of a publish being written;
+* ``journal.json``: the publish being applied.
+
+Publishing is all or nothing: (1) every new table version (or appended rows)
+is written into staging by the executors; a failure here deletes the staging
+files and leaves every table as it was; (2) the journal is written in one
+step: from now on the publish *will* happen; (3) staged files are moved into
+the table folders (a rename locally, copy and delete on S3) and the files of
+replaced versions deleted; (4) ``tables.json`` is rewritten and the journal
+removed. Every step of (3) and (4) can be done again, so a run that finds a
+journal (the previous one crashed after step 2) finishes it first: it rolls
+forward.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import uuid
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from framework.errors import FrameworkError
+from framework.normalization.files import read_files, write_parquet
+
+ROOT = "normalized"
+META = "_airbyte_normalization"
+JOURNAL = f"{META}/journal.json"
+TABLES = f"{META}/tables.json"
+
+
+class ParquetTarget:
+    """Tables as Parquet folders next to the landed files (a local folder or S3)."""
+
+    name = "parquet"
+
+    def __init__(self, spark: Any, destination: Any, dialect: str = "spark", storage: Any = None):
+        from framework.sink.storage import storage_for
+
+        self.spark = spark
+        self.destination = destination
+        self.destination_json = destination.model_dump(mode="json", by_alias=True)
+        self.dialect = dialect
+        self.storage = storage if storage is not None else storage_for(destination)
+        self._recovered = False
+
+    def __repr__(self) -> str:
+        return f"ParquetTarget({self.storage.uri(ROOT)!r})"
+
+    # ---------------------------------------------------------------- reading
+
+    def table_uri(self, table: str) -> str:
+        return self.storage.uri(f"{ROOT}/{table}")
+
+    def _tables(self) -> dict[str, dict]:
+        self._recover()
+        raw = self.storage.read(TABLES)
+        return dict(orjson.loads(raw)["tables"]) if raw else {}
+
+    def read_table(self, table: str) -> Any:
+        entry = self._tables().get(table)
+        if entry is None:
+            return None
+        schema = _schema_of(entry["schema"])
+        if self._local():
+            from pyspark.sql.pandas.types import from_arrow_schema
+
+            return self.spark.read.schema(from_arrow_schema(schema)).parquet(self.table_uri(table))
+        return read_files(self.spark, self.destination_json, entry["files"], schema, "parquet")
+
+    def max_emitted_at(self, table: str) -> datetime | None:
+        entry = self._tables().get(table)
+        if not entry or not entry.get("max_emitted_at"):
+            return None
+        return datetime.fromisoformat(entry["max_emitted_at"])
+
+    # ------------------------------------------------------------- publishing
+
+    def publish(self, replace: Mapping[str, Any], append: Mapping[str, Any]) -> None:
+        tables = self._tables()
+        run = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
+        staging = f"{META}/staging/{run}"
+        changes: dict[str, dict] = {}
+        try:
+            for mode, frames in (("replace", replace), ("append", append)):
+                for table, frame in frames.items():
+                    written = write_parquet(frame, self.destination_json, f"{staging}/{table}")
+                    changes[table] = {"mode": mode, "written": written,
+                                      "schema": _schema_text(frame)}
+        except BaseException:
+            self._delete_prefix(staging + "/")
+            raise
+        journal = {"run": run, "staging": staging, "tables": {}}
+        for table, change in changes.items():
+            before = tables.get(table) if change["mode"] == "append" else None
+            moved = [f"{ROOT}/{table}/{w['key'].rsplit('/', 1)[1]}" for w in change["written"]]
+            latest = [w["max_emitted_at"] for w in change["written"] if w["max_emitted_at"] is not None]
+            if before and before.get("max_emitted_at"):
+                latest.append(datetime.fromisoformat(before["max_emitted_at"]))
+            journal["tables"][table] = {
+                "mode": change["mode"],
+                "moves": [[w["key"], key] for w, key in zip(change["written"], moved)],
+                "files": (list(before["files"]) if before else []) + moved,
+                "rows": (int(before["rows"]) if before else 0) + sum(int(w["rows"]) for w in change["written"]),
+                "max_emitted_at": max(latest).isoformat() if latest else None,
+                "schema": change["schema"],
+            }
+        self.storage.write_atomic(JOURNAL, orjson.dumps(journal))
+        self._apply(journal)
+
+    def _recover(self) -> None:
+        if self._recovered:
+            return
+        raw = self.storage.read(JOURNAL)
+        if raw is not None:
+            self._apply(orjson.loads(raw))
+        self._recovered = True
+
+    def _apply(self, journal: Mapping[str, Any]) -> None:
+        """Carry out a journal (again): move staged files in, drop replaced files, save ``tables.json``."""
+        raw = self.storage.read(TABLES)
+        tables = dict(orjson.loads(raw)["tables"]) if raw else {}
+        for table, change in journal["tables"].items():
+            for source, destination in change["moves"]:
+                self._move(source, destination)
+            if change["mode"] == "replace":
+                keep = set(change["files"])
+                stale = [info.key for info in self.storage.list(f"{ROOT}/{table}/", with_metadata=False)
+                         if info.key not in keep]
+                self.storage.delete(stale)
+            tables[table] = {k: change[k] for k in ("files", "rows", "max_emitted_at", "schema")}
+        self.storage.write_atomic(TABLES, orjson.dumps({"tables": tables}, option=orjson.OPT_INDENT_2))
+        self._delete_prefix(journal["staging"] + "/")
+        self.storage.delete([JOURNAL])
+
+    def _local(self) -> bool:
+        return hasattr(self.storage, "path")
+
+    def _move(self, source: str, destination: str) -> None:
+        if self._local():
+            src, dst = self.storage.path(source), self.storage.path(destination)
+            if os.path.exists(src):
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                os.replace(src, dst)
+            return
+        client, bucket = self.storage.client, self.storage.bucket
+        if not _exists(self.storage, source):
+            return  # moved by an earlier attempt
+        try:
+            client.copy_object(Bucket=bucket, Key=self.storage.full_key(destination),
+                               CopySource={"Bucket": bucket, "Key": self.storage.full_key(source)})
+        except Exception as exc:  # noqa: BLE001 - reported in plain words
+            raise FrameworkError(f"could not move {self.storage.uri(source)} to {self.storage.uri(destination)} "
+                                 f"({exc}); run the normalization again to finish the publish") from None
+        self.storage.delete([source])
+
+    def _delete_prefix(self, prefix: str) -> None:
+        if self._local():
+            shutil.rmtree(self.storage.path(prefix.rstrip("/")), ignore_errors=True)
+            return
+        self.storage.delete([info.key for info in self.storage.list(prefix, with_metadata=False)])
+
+
+def _exists(storage: Any, key: str) -> bool:
+    return any(info.key == key for info in storage.list(key, with_metadata=False))
+
+
+def _schema_text(frame: Any) -> str:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return base64.b64encode(to_arrow_schema(frame.schema, timezone="UTC").serialize().to_pybytes()).decode("ascii")
+
+
+def _schema_of(text: str) -> pa.Schema:
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
+
+
+__all__ = ["JOURNAL", "ROOT", "TABLES", "ParquetTarget"]

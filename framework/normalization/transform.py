@@ -1,0 +1,150 @@
+"""Raw records to typed, un-nested tables: Spark column expressions only, run on the executors.
+
+The record's JSON text is parsed once with ``from_json`` against a schema made
+from the plan, where every scalar is read as text (a JSON string as its
+value, any other JSON value as its JSON text); each column is then cast to
+its type with ``try_cast`` (a value that does not fit becomes null rather than
+failing the run). Objects and arrays stay structs and arrays to be un-nested
+into child tables.
+
+A *node frame* holds one table's rows plus the hidden column ``__node``: the
+parsed object the table's children come from. :func:`root_nodes` makes the
+stream's, :func:`child_nodes` a child's from its parent's, and
+:func:`table_rows` keeps the table's own columns.
+
+``_airbyte_<name>_hashid`` is the MD5 of the parent's hashid (children only)
+and every data column as text (nulls as empty strings; timestamps as epoch
+microseconds; nested values as their JSON text), joined with ``-``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from framework.normalization.plan import AB_ID, DATA, EMITTED_AT, StreamPlan, TablePlan
+from framework.sink.typing import types as t
+
+NODE = "__node"
+_SPARK_TYPES = {"string": "string", "bigint": "bigint", "double": "double", "boolean": "boolean",
+                "timestamp": "timestamp", "date": "date", "json": "string"}
+
+
+def parse_type(kind: t.FieldType) -> Any:
+    """The Spark type ``from_json`` reads a value of ``kind`` as: structs, arrays, and text for scalars."""
+    from pyspark.sql import types as T
+
+    if isinstance(kind, t.Object):
+        return T.StructType([T.StructField(name, parse_type(child)) for name, child in kind.properties])
+    if isinstance(kind, t.Array) and isinstance(kind.items, (t.Object, t.Array)):
+        return T.ArrayType(parse_type(kind.items) if isinstance(kind.items, t.Object) else T.StringType())
+    if isinstance(kind, t.Array):
+        return T.ArrayType(T.StringType())
+    return T.StringType()
+
+
+def typed(text: Any, column_type: str) -> Any:
+    """A text column cast to ``column_type``; values that do not fit become null."""
+    from pyspark.sql import functions as F
+
+    if column_type in ("string", "json"):
+        return text
+    if column_type == "bigint":
+        return F.coalesce(text.try_cast("bigint"), text.try_cast("double").try_cast("bigint"))
+    return text.try_cast(_SPARK_TYPES[column_type])
+
+
+def as_text(column: Any, column_type: str) -> Any:
+    """A typed column as the text hashed into hashids."""
+    from pyspark.sql import functions as F
+
+    if column_type == "timestamp":
+        return F.unix_micros(column).cast("string")
+    return column.cast("string")
+
+
+def hashid(parts: list[Any]) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.md5(F.concat_ws("-", *[F.coalesce(part, F.lit("")) for part in parts]))
+
+
+def _data_columns(node: Any, table: TablePlan) -> list[Any]:
+    return [typed(node.getField(c.key), c.type).alias(c.name) for c in table.columns]
+
+
+def _hash_parts(table: TablePlan, node: Any, parent_hash: Any | None) -> list[Any]:
+    from pyspark.sql import functions as F
+
+    parts = [] if parent_hash is None else [parent_hash]
+    parts += [as_text(F.col(f"`{c.name}`"), c.type) for c in table.columns]
+    parts += [F.to_json(node.getField(child.key)) for child in table.children]
+    return parts
+
+
+def root_nodes(raw: Any, plan: StreamPlan, normalized_at: datetime, keep_data: bool = False) -> Any:
+    """The stream's table rows (and their nodes) from a raw frame; with ``keep_data`` also ``_airbyte_data``."""
+    from pyspark.sql import functions as F
+
+    table = plan.root
+    record = plan.record_type
+    if isinstance(record, t.Object):
+        node = F.from_json(F.col(DATA), parse_type(record))
+    else:  # no properties: nothing to type or un-nest
+        from pyspark.sql import types as T
+
+        node = F.from_json(F.col(DATA), T.StructType([]))
+    extra = [F.col(DATA)] if keep_data else []
+    parsed = raw.select(F.col(AB_ID), F.col(EMITTED_AT), node.alias(NODE), *extra)
+    nodes = F.col(NODE)
+    frame = parsed.select(F.col(AB_ID).alias(table.ab_id), F.col(EMITTED_AT).alias(table.emitted_at),
+                          F.lit(normalized_at).alias(table.normalized_at), *_data_columns(nodes, table), nodes,
+                          *extra)
+    return frame.withColumn(table.hashid, hashid(_hash_parts(table, nodes, None)))
+
+
+def child_nodes(parent_frame: Any, parent: TablePlan, child: TablePlan, plan: StreamPlan) -> Any:
+    """The rows of ``child`` (and their nodes) made from the node frame of its ``parent``."""
+    from pyspark.sql import functions as F
+
+    value = F.col(NODE).getField(child.key)
+    base = [F.col(f"`{parent.ab_id}`").alias(child.ab_id), F.col(f"`{parent.emitted_at}`").alias(child.emitted_at),
+            F.col(f"`{parent.hashid}`").alias(child.foreign),
+            F.col(f"`{parent.normalized_at}`").alias(child.normalized_at)]
+    if child.kind == "object":
+        expanded = parent_frame.where(value.isNotNull()).select(*base, value.alias(NODE))
+    else:
+        expanded = parent_frame.select(*base, F.explode(value).alias(NODE))
+    node = F.col(NODE)
+    if child.kind == "scalars":
+        data = [typed(node, c.type).alias(c.name) for c in child.columns]
+        frame = expanded.select(*[F.col(f"`{n}`") for n in child.metadata if n != child.hashid], *data, node)
+        parts = [F.col(f"`{child.foreign}`")] + [as_text(F.col(f"`{c.name}`"), c.type) for c in child.columns]
+        return frame.withColumn(child.hashid, hashid(parts))
+    frame = expanded.select(*[F.col(f"`{n}`") for n in child.metadata if n != child.hashid],
+                            *_data_columns(node, child), node)
+    return frame.withColumn(child.hashid, hashid(_hash_parts(child, node, F.col(f"`{child.foreign}`"))))
+
+
+def table_rows(frame: Any, table: TablePlan) -> Any:
+    """The table's own columns, in order, from a node frame."""
+    from pyspark.sql import functions as F
+
+    return frame.select(*[F.col(f"`{name}`") for name in table.column_names])
+
+
+def all_tables(root_frame: Any, plan: StreamPlan) -> dict[str, Any]:
+    """Every table of the stream (name -> rows), made from the stream's node frame."""
+    tables: dict[str, Any] = {}
+
+    def visit(frame: Any, table: TablePlan) -> None:
+        tables[table.name] = table_rows(frame, table)
+        for child in table.children:
+            visit(child_nodes(frame, table, child, plan), child)
+
+    visit(root_frame, plan.root)
+    return tables
+
+
+__all__ = ["NODE", "all_tables", "as_text", "child_nodes", "hashid", "parse_type", "root_nodes", "table_rows",
+           "typed"]
