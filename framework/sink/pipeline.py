@@ -156,6 +156,10 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     connector, options = run.connector, run.options
     stream = connector.stream(selection.name)
     _check_schema(run, stream.name)
+    from framework.sink.cdc import realtime_stream
+
+    change = realtime_stream(run.settings, stream, incremental=selection.incremental,
+                             sync_id=run.connection.sync_id, namespace=options.namespace)
     overwrite = options.sync_mode == "overwrite"
     generation = saved.generation(stream.name) + (1 if overwrite else 0)
     # An overwrite deletes every older file once it succeeds, so it must read everything again.
@@ -176,6 +180,7 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
             sync_id=run.connection.sync_id, generation_id=generation,
             part_start=next_part_number(run.storage, run.settings, stream.name, options.namespace),
             tasks=len(groups), namespace=options.namespace, started_at=time.time(),
+            cdc_staging=change.staging_prefix() if change is not None else "",
         )
         for rows in _run_groups(run, job, sync, groups):
             if _fold(sync, units, rows, result, connector) and not overwrite:
@@ -184,6 +189,8 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
             if progress:
                 progress("group", result)
     final = result.error is None
+    if change is not None:  # realtime change data: operations and the new image, committed by a pointer
+        _apply_changes(run, change, final, result)
     if overwrite and final:
         from framework.sink.files import delete_older_generations
 
@@ -192,6 +199,21 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     run.save(stream.name, sync.state(final=final) if final or not overwrite else saved.stream_state(stream.name),
              generation)
     result.state_saved = True
+
+
+def _apply_changes(run: _Run, change: Any, completed: bool, result: StreamResult) -> None:
+    """Run the change-data apply of a realtime stream; its failure becomes the stream's error."""
+    from framework.sink.cdc import apply_changes
+
+    try:
+        applied = apply_changes(run.spark, run.storage, run.settings, change, completed=completed,
+                                clock=run.connector.context.clock, cores=run.cores)
+    except FrameworkError as exc:
+        result.error = result.error or run.connector.mask(str(exc))
+        return
+    # The staged files the tasks reported are internal: the operation files are the stream's output.
+    result.files[:] = [f for f in result.files if not str(f.get("key", "")).startswith(change.root)]
+    result.files.extend(applied.files)
 
 
 def _check_schema(run: _Run, name: str) -> None:

@@ -54,6 +54,7 @@ class TaskJob:
     tasks: int
     namespace: str = ""
     started_at: float = 0.0  # epoch seconds of the sync's start, for object keys
+    cdc_staging: str = ""  # realtime change data: the staging folder the typed records go to instead
 
 
 _CONNECTORS: dict[tuple, Any] = {}
@@ -96,12 +97,18 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
     record_type = parse_schema(job.schemas[job.stream], stream=job.stream)
     converter = RecordConverter(record_type, stream=job.stream)
     storage = storage_for(settings)
-    writer = RollingWriter.for_stream(storage, settings, stream=job.stream, namespace=job.namespace,
-                                      arrow_schema=converter.schema, avro_schema=converter.avro.schema,
-                                      generation_id=job.generation_id, sync_id=job.sync_id,
-                                      started_at=job.started_at, to_avro=converter.to_avro_records,
-                                      part_numbers=PartNumbers(job.part_start, job.tasks, task_index))
-    typed = settings.format.format_type in ("Parquet", "Avro")
+    if job.cdc_staging:  # realtime change data: typed records to staging, the apply writes the output
+        from framework.sink.cdc.staging import staging_writer
+
+        writer = staging_writer(storage, settings, job.cdc_staging, converter.schema, job.generation_id,
+                                PartNumbers(0, job.tasks, task_index), job.started_at)
+    else:
+        writer = RollingWriter.for_stream(storage, settings, stream=job.stream, namespace=job.namespace,
+                                          arrow_schema=converter.schema, avro_schema=converter.avro.schema,
+                                          generation_id=job.generation_id, sync_id=job.sync_id,
+                                          started_at=job.started_at, to_avro=converter.to_avro_records,
+                                          part_numbers=PartNumbers(job.part_start, job.tasks, task_index))
+    typed = settings.format.format_type in ("Parquet", "Avro", "replicant_csv", "replicant_json")
     rows: dict[str, list] = {name: [] for name in RESULT_SCHEMA.names}
     failed: str | None = None
     # Each page makes tens of thousands of short-lived objects, so the garbage collector runs often; frozen,

@@ -14,7 +14,9 @@ Two kinds of input, by format:
   the envelope columns ``_airbyte_raw_id``, ``_airbyte_extracted_at``,
   ``_airbyte_generation_id``, ``_airbyte_meta`` and the stream's fields at the
   root, with the ``arrow_schema`` given. Avro also needs the Avro schema (a
-  dict) of the same record.
+  dict) of the same record. The Replicant snapshot formats (``replicant_csv``,
+  ``replicant_json`` with ``mode: snapshot``) take the same typed batches and
+  write the data columns only (:mod:`framework.sink.formats.replicant`).
 * **JSONL and CSV** take *raw* batches with the columns of :data:`RAW_SCHEMA`:
   ``_airbyte_raw_id`` (string), ``_airbyte_extracted_at`` (timestamp or int64
   epoch milliseconds), ``_airbyte_meta`` (JSON text, or a struct),
@@ -159,8 +161,13 @@ def open_format_writer(fmt_settings: Any, arrow_schema: pa.Schema | None, avro_s
         from framework.sink.formats.text import CsvFileWriter
 
         return CsvFileWriter(fmt_settings, sink, columns=columns)
+    if kind in ("replicant_csv", "replicant_json"):
+        from framework.sink.formats.replicant import open_replicant_writer
+
+        return open_replicant_writer(fmt_settings, arrow_schema, sink, columns=columns)
     raise ConfigError(
-        f"file format `{kind}` is not written by the file writers; use Parquet, Avro, JSONL or CSV"
+        f"file format `{kind}` is not written by the file writers; use Parquet, Avro, JSONL, CSV, "
+        "replicant_csv or replicant_json"
     )
 
 
