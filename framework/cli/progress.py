@@ -39,6 +39,11 @@ with milliseconds, such as ``"2026-11-03T10:15:02.418Z"``):
     ``sync_id``, ``output``, ``ok`` (no stream failed), ``records`` (all
     streams), ``seconds`` (the whole command), ``streams`` (a list of objects
     with the keys of ``stream_done`` but ``event`` and ``time``).
+``stream_normalized``
+    after the summary, with ``--normalize``: ``stream``, ``mode``
+    (``overwrite``, ``append`` or ``append_dedup``), ``incremental``
+    (boolean), ``tables`` (the tables written), ``seconds``, ``error``;
+    a failed one is followed by a ``failure``.
 
 Protocol mode (``--protocol``) does not use these reporters: its stdout is the
 Airbyte protocol, whose TRACE and LOG messages already are the structured
@@ -68,6 +73,9 @@ class Reporter(Protocol):
 
     def failure(self, error: str, stream: str | None = None) -> None: ...
 
+    def normalized(self, outcome: Any) -> None:
+        """A stream's normalization ended (``framework.normalization.runner.StreamOutcome``)."""
+
 
 @dataclass(frozen=True)
 class Clocks:
@@ -83,6 +91,13 @@ def _rate(records: int, seconds: float) -> float:
 
 def _state_word(result: Any) -> str:
     return "not saved" if not result.state_saved else "partial" if result.error else "saved"
+
+
+def _normalized_line(outcome: Any) -> str:
+    how = "incremental" if outcome.incremental else "full"
+    status = f"FAILED: {outcome.error}" if outcome.error else "ok"
+    return (f"{outcome.stream}: {outcome.mode}, {how}, {len(outcome.tables)} table(s) in "
+            f"{outcome.seconds:.1f} s, {status}")
 
 
 def summary_table(result: Any, output: str) -> str:
@@ -141,6 +156,9 @@ class TextReporter:
     def failure(self, error: str, stream: str | None = None) -> None:
         self._write(f"run-manifest: {error}")
 
+    def normalized(self, outcome: Any) -> None:
+        self._write(f"  normalized {_normalized_line(outcome)}")
+
     def _running_line(self, result: Any, now: float) -> str:
         elapsed = now - self._planned_at.get(result.name, now)
         return (f"  {result.name}: {result.records:,} records, {result.pages:,} pages, "
@@ -179,6 +197,10 @@ class QuietReporter:
     def failure(self, error: str, stream: str | None = None) -> None:
         self.err.write(f"run-manifest: {error}\n")
         self.err.flush()
+
+    def normalized(self, outcome: Any) -> None:
+        if outcome.error:
+            self.failure(f"normalization of stream `{outcome.stream}` failed: {outcome.error}")
 
 
 # -- JSON lines -------------------------------------------------------------------------------------------------
@@ -230,6 +252,13 @@ class JsonReporter:
 
     def failure(self, error: str, stream: str | None = None) -> None:
         self._emit("failure", always=True, stream=stream, error=error)
+
+    def normalized(self, outcome: Any) -> None:
+        self._emit("stream_normalized", stream=outcome.stream, mode=outcome.mode,
+                   incremental=bool(outcome.incremental), tables=list(outcome.tables),
+                   seconds=round(outcome.seconds, 3), error=outcome.error)
+        if outcome.error:
+            self.failure(f"normalization failed: {outcome.error}", outcome.stream)
 
     def _emit(self, event: str, always: bool = False, **fields: Any) -> None:
         if self.quiet and not always:

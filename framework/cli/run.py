@@ -74,15 +74,29 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
     out = out if out is not None else sys.stdout.buffer
     from framework.errors import FrameworkError, ManifestError
 
+    # A script that asked for JSON lines on stderr gets them for bad input too (Spark mode only: protocol
+    # mode reports on stdout).
+    json_errors = args.log_format == "json" and not (args.protocol or args.check or args.discover or args.spec)
     try:
         return _run(args, out)
     except ManifestError as exc:
-        for problem in exc.diagnostics:
-            if problem.severity == "error":
+        problems = [p for p in exc.diagnostics if p.severity == "error"]
+        if json_errors:
+            from framework.cli.progress import JsonReporter
+
+            for problem in problems:
+                JsonReporter(sys.stderr).failure(problem.format())
+        else:
+            for problem in problems:
                 print(problem.format(), file=sys.stderr)
         return 2
     except FrameworkError as exc:
-        print(f"run-manifest: {exc}", file=sys.stderr)
+        if json_errors:
+            from framework.cli.progress import JsonReporter
+
+            JsonReporter(sys.stderr).failure(str(exc))
+        else:
+            print(f"run-manifest: {exc}", file=sys.stderr)
         return 2
 
 

@@ -74,15 +74,12 @@ def run_sync(args: Any, connector: Any, selections: list, states: dict, err: IO[
     reporter.summary(result, settings.base_uri, time.perf_counter() - began)
     wanted = getattr(args, "normalize", False) or bool(settings.normalization and settings.normalization.enabled)
     if wanted and not result.failed:  # normalization (framework.normalization) runs after a successful sync
-        from framework.cli.normalize import describe, normalization_settings
+        from framework.cli.normalize import normalization_settings
         from framework.normalization.runner import normalize
         from framework.sink.spark import spark_session
 
-        quiet = getattr(args, "quiet", False)
         done = normalize(spark_session(args.master), settings, normalization_settings(settings),
-                         progress=None if quiet else lambda outcome: print(describe(outcome), file=err))
-        for failed in (s for s in done.streams if s.error and quiet):
-            print(f"run-manifest: normalization of stream `{failed.stream}` failed: {failed.error}", file=err)
+                         progress=reporter.normalized)
         return 1 if done.failed else 0
     return 1 if result.failed else 0
 

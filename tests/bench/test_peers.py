@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
-sys.path.insert(0, str(BENCH))  # the bench scripts import their neighbours by name
+sys.path.append(str(BENCH))  # the bench scripts import their neighbours by name (after tests/, which has a
+# `normalization` package of its own that bench/normalization.py must not shadow)
 
 import peers
 from peers import CDK, DLT, PROTOCOL, SPARK, JsonLog, RecordLines, Result

@@ -177,6 +177,7 @@ KEYS = {
     "stream_done": STREAM_DONE_KEYS,
     "failure": {"event", "time", "stream", "error"},
     "summary": {"event", "time", "sync_id", "output", "ok", "records", "seconds", "streams"},
+    "stream_normalized": {"event", "time", "stream", "mode", "incremental", "tables", "seconds", "error"},
 }
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
@@ -293,3 +294,45 @@ def test_run_manifest_log_format_json_reports_a_bad_output_as_json(fake_api, tmp
     assert code == 2
     assert [e["event"] for e in events] == ["failure"] and events[0]["stream"] is None
     assert "must be a local folder or an `s3://` address" in events[0]["error"]
+
+
+def test_run_manifest_log_format_json_reports_a_bad_config_file_as_json(tmp_path, capsys):
+    from sink.test_pipeline import MANIFEST
+
+    from framework.cli.run import main
+
+    manifest, config = tmp_path / "manifest.yaml", tmp_path / "config.json"
+    manifest.write_text(MANIFEST)
+    config.write_text("{not json")
+    code = main([str(manifest), "--config", str(config), "--log-format", "json"], out=io.BytesIO())
+    events = events_of(capsys.readouterr().err)
+    assert code == 2
+    assert [e["event"] for e in events] == ["failure"] and "config.json: not valid JSON" in events[0]["error"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    stream: str
+    mode: str = "append_dedup"
+    incremental: bool = True
+    tables: tuple = ("orders", "orders_scd")
+    seconds: float = 1.25
+    error: str | None = None
+
+
+def test_normalization_outcomes_as_text_json_and_quiet():
+    text, quiet, out = io.StringIO(), io.StringIO(), io.StringIO()
+    for reporter in (TextReporter(text), QuietReporter(quiet), JsonReporter(out, clocks=clocks(FakeClock()))):
+        reporter.normalized(Outcome("orders"))
+        reporter.normalized(Outcome("items", mode="overwrite", incremental=False, tables=(), error="disk full"))
+    assert text.getvalue().splitlines() == [
+        "  normalized orders: append_dedup, incremental, 2 table(s) in 1.2 s, ok",
+        "  normalized items: overwrite, full, 0 table(s) in 1.2 s, FAILED: disk full",
+    ]
+    assert quiet.getvalue() == "run-manifest: normalization of stream `items` failed: disk full\n"
+    events = events_of(out.getvalue())
+    assert [e["event"] for e in events] == ["stream_normalized", "stream_normalized", "failure"]
+    assert {k: v for k, v in events[0].items() if k != "time"} == {
+        "event": "stream_normalized", "stream": "orders", "mode": "append_dedup", "incremental": True,
+        "tables": ["orders", "orders_scd"], "seconds": 1.25, "error": None}
+    assert events[2]["stream"] == "items" and "disk full" in events[2]["error"]
