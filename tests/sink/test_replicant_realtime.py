@@ -229,6 +229,7 @@ def test_the_seeds_insert_update_and_delete_from_three_syncs_in_csv(spark, shop,
     assert not list((out_csv / "_airbyte_cdc" / "region" / "staging").rglob("*.parquet"))
     assert {p.parent.name for p in (out_csv / "_airbyte_cdc" / "region" / "image").rglob("*.parquet")} == {
         "v00000003"}
+    assert [p.name for p in (out_csv / "_airbyte_cdc" / "region" / "image").iterdir()] == ["v00000003"]
 
 
 # ----------------------------------------------------- composite key, deletes, full image, nasty values

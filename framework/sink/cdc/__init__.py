@@ -16,6 +16,7 @@ deleted or, in a full-refresh stream, a key gone from the new snapshot.
   executors, the operations and the new image are written, and a pointer
   file commits both.
 * :mod:`.ops`: deriving one change and rendering it as CSV or JSON (pure).
+* :mod:`.render`: the same, a whole Arrow batch at a time (what the apply uses).
 * :mod:`.pointer`: the commit document.
 """
 

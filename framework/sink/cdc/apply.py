@@ -7,15 +7,20 @@ Run on the driver once all groups of a stream's sync are back
    stream: only the sync that just completed, a whole snapshot) and keep the
    latest record of each key: the highest cursor value, then the latest
    ``_airbyte_extracted_at``, then the last one staged (a window over the key).
-2. Read the image of the pointer's version and join it with those records
-   (full outer join on the key; both sides hash-partitioned the same way, so
-   partition ``p`` holds the same keys on both sides).
-3. Pass one, per partition: derive the operations, count them by type, and
-   write the partition's part of the new image.
-4. The driver turns the per-partition counts (a few numbers) into offsets.
-5. Pass two, per partition: render the operations with their ``mutId``
-   (contiguous, after the pointer's last) and cumulative counts, and write the
-   partition's operation file ``cdc_<version>_<partition>``.
+2. Read the image of the pointer's version (local files: Spark's Parquet
+   reader; S3: the sink's storage in a Python task) and join it with those
+   records (full outer join on the key; both sides hash-partitioned the same
+   way, so partition ``p`` holds the same keys on both sides).
+3. Derive each row's operation and whether it stays in the image with column
+   expressions (the JVM, no Python per row), sort each partition by key and
+   cache the result.
+4. Count the operations of each partition (a Spark aggregate: a few numbers
+   reach the driver) and turn them into offsets; write the new image (Spark's
+   Parquet writer for local files, a Python task per partition for S3).
+5. Render the operations of each partition a whole Arrow batch at a time
+   (:class:`.render.OpLines`: triplets, cells, ``mutId`` contiguous after the
+   pointer's last, cumulative counts) and write the partition's operation file
+   ``cdc_<version>_<partition>``.
 6. Write the pointer (new version, last applied sync, last ``mutId``): the
    commit. Then delete the applied staging and the older image.
 
@@ -27,7 +32,9 @@ Nothing is collected on the driver but counts and file names.
 
 from __future__ import annotations
 
+import io
 import math
+import os
 import re
 import time
 from collections.abc import Iterator, Mapping
@@ -38,16 +45,10 @@ from typing import Any
 import pyarrow as pa
 
 from framework.errors import FrameworkError
-from framework.sink.cdc.ops import (
-    CursorInfo,
-    OpCounts,
-    csv_header,
-    csv_line,
-    derive,
-    json_line,
-)
+from framework.sink.cdc.ops import CursorInfo, OpCounts
 from framework.sink.cdc.plan import ChangeStream
 from framework.sink.cdc.pointer import Pointer, load_pointer, save_pointer
+from framework.sink.cdc.render import OpLines
 from framework.sink.cdc.staging import (
     IMAGE_KEY,
     _ddl_schema,
@@ -56,14 +57,13 @@ from framework.sink.cdc.staging import (
     read_image,
     read_staged,
     staged_ddl,
-    write_parquet,
 )
 from framework.sink.formats.replicant import table_name
 
+PHASES: list = []
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _SYNC_FOLDER = re.compile(r"staging/sync_(\d+)/")
 _PARTITION_BYTES = 32 * 1024 * 1024  # staged and image bytes (compressed Parquet) per partition of the join
-_COUNTS_DDL = "part int, inserts bigint, updates bigint, deletes bigint, image_rows bigint, image_key string"
 _FILES_DDL = "part int, key string, records bigint, bytes bigint"
 
 
@@ -78,6 +78,7 @@ class ApplyResult:
     image_rows: int = 0
     seconds: float = 0.0
     skipped: str | None = field(default=None, compare=False)  # why nothing was applied, when so
+    phases: tuple[tuple[str, float], ...] = field(default=(), compare=False)  # (step, seconds) on the driver
 
 
 def apply_changes(spark: Any, storage: Any, settings: Any, change: ChangeStream, *, completed: bool,
@@ -110,8 +111,8 @@ def apply_changes(spark: Any, storage: Any, settings: Any, change: ChangeStream,
     now_ms = (clock.now() - _EPOCH) // timedelta(milliseconds=1)
     try:
         _delete_prefixes(storage, [change.op_version_prefix(version), change.image_prefix(version)])
-        counts, image_keys, image_rows, files = _run(spark, change, destination, pointer, version, staged,
-                                                     partitions, now_ms)
+        counts, image_keys, image_rows, files = _run(spark, storage, change, destination, pointer, version,
+                                                     staged, partitions, now_ms)
         for written in files:
             written["uri"] = storage.uri(written["key"])
         total = OpCounts()
@@ -129,68 +130,138 @@ def apply_changes(spark: Any, storage: Any, settings: Any, change: ChangeStream,
             "the staged records stay and the next sync applies them"
         ) from None
     _clean_up(storage, change, version, [info.key for s in by_sync if s <= change.sync_id for info in by_sync[s]])
-    return ApplyResult(version, change.sync_id, total, tuple(files), image_rows, time.perf_counter() - started)
+    return ApplyResult(version, change.sync_id, total, tuple(files), image_rows, time.perf_counter() - started,
+                       phases=tuple(PHASES))
 
 
-def _run(spark: Any, change: ChangeStream, destination: dict, pointer: Pointer, version: int, staged: list[Any],
-         partitions: int, now_ms: int) -> tuple[list[OpCounts], list[str], int, list[dict]]:
+def _run(spark: Any, storage: Any, change: ChangeStream, destination: dict, pointer: Pointer, version: int,
+         staged: list[Any], partitions: int, now_ms: int) -> tuple[list[OpCounts], list[str], int, list[dict]]:
     from pyspark import StorageLevel
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     width = len(change.fields)
-    values = [f"v{i}" for i in range(width)]
-    records = _listing(spark, [info.key for info in staged], cores=partitions).mapInArrow(
-        read_staged(change, destination), staged_ddl(width))
-    order = Window.partitionBy("k").orderBy(F.col("o_num").desc_nulls_last(), F.col("o_text").desc_nulls_last(),
-                                            F.col("o_at").desc_nulls_last(), F.col("o_seq").desc())
-    latest = (records.repartition(partitions, "k").withColumn("_rank", F.row_number().over(order))
-              .where(F.col("_rank") == 1).select("k", "del", *values))
-    if pointer.image_keys:
-        image = _listing(spark, list(pointer.image_keys), cores=partitions).mapInArrow(
-            read_image(change, destination), image_ddl(width)).repartition(partitions, "k")
-    else:  # the first apply: no image yet
+    values, olds = [f"v{i}" for i in range(width)], [f"w{i}" for i in range(width)]
+    jvm = _jvm_files(storage, change.fields, pointer.fields)
+    clock = _Phases()
+    records = _listing(spark, [info.key for info in staged]).mapInArrow(read_staged(change, destination),
+                                                                         staged_ddl(width))
+    latest = _latest(records.repartition(partitions, "k"), values)
+    if not pointer.image_keys:  # the first apply: no image yet
         image = spark.createDataFrame([], image_ddl(width))
-    joined = latest.join(image, on="k", how="full_outer").sortWithinPartitions("k")
-    joined = joined.persist(StorageLevel.MEMORY_AND_DISK)
+    elif jvm:  # local files: Spark's own Parquet reader, no Python worker
+        image = _read_image_jvm(spark, storage, change, pointer).repartition(partitions, "k")
+    else:
+        image = _listing(spark, list(pointer.image_keys)).mapInArrow(
+            read_image(change, destination), image_ddl(width)).repartition(partitions, "k")
+    joined = latest.join(image, on="k", how="full_outer")
+    # The operation of each row, in the JVM: the rules of ops.derive, on whole columns.
+    touched = F.col("del").isNotNull()  # the sync has a record of the key
+    marked = F.coalesce(F.col("del"), F.lit(False))
+    present = F.col("img").isNotNull()  # the image has the key
+    same = F.lit(True)
+    for v, w in zip(values, olds):
+        same = same & F.col(v).eqNullSafe(F.col(w))
+    gone = marked if change.incremental else ~touched | marked
+    op = (F.when(touched & ~marked & ~present, F.lit("I")).when(touched & ~marked & ~same, F.lit("U"))
+          .when(present & gone, F.lit("D")))
+    keep = touched & ~marked
+    if change.incremental:  # keys the sync did not read stay as they were
+        keep = keep | (~touched & present)
+    diff = joined.select("k", op.alias("op"), keep.alias("keep"), touched.alias("fresh"), *values, *olds)
+    diff = diff.sortWithinPartitions("k").persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        rows = joined.mapInArrow(_image_pass(change, destination, version), _COUNTS_DDL).collect()
         # Spark may plan other partitions than asked for (a single one becomes the session's default):
-        # the offsets follow the partitions that actually ran, in order.
+        # the offsets follow the partitions that actually ran, in order (spark_partition_id of the cached rows
+        # is the partition the operations pass sees).
+        is_op = [F.sum(F.when(F.col("op") == kind, 1).otherwise(0)).alias(name)
+                 for kind, name in (("I", "inserts"), ("U", "updates"), ("D", "deletes"))]
+        rows = diff.groupBy(F.spark_partition_id().alias("part")).agg(
+            *is_op, F.sum(F.col("keep").cast("long")).alias("image_rows")).collect()
+        clock.mark("read, latest per key, join, count")
         rows = sorted(rows, key=lambda row: row["part"])
         counts = [OpCounts(row["inserts"], row["updates"], row["deletes"]) for row in rows]
-        image_keys = sorted(row["image_key"] for row in rows if row["image_key"])
         image_rows = sum(row["image_rows"] for row in rows)
+        kept = diff.where(F.col("keep")).select(
+            F.col("k").alias(IMAGE_KEY),
+            *[F.when(F.col("fresh"), F.col(v)).otherwise(F.col(w)).alias(name)
+              for v, w, name in zip(values, olds, change.fields)])
+        if jvm:
+            kept.write.mode("overwrite").parquet(storage.uri(change.image_prefix(version)))
+            image_keys = [info.key for info in storage.list(change.image_prefix(version), with_metadata=False)
+                          if info.key.endswith(".parquet")]
+        else:
+            image_keys = [row["image_key"] for row in kept.mapInArrow(
+                _image_writer(change, destination, version), "image_key string").collect() if row["image_key"]]
+        image_keys = sorted(image_keys)
+        clock.mark("image")
         offsets: dict[int, OpCounts] = {}
         running = OpCounts()
         for row, part in zip(rows, counts):
             offsets[row["part"]] = running
             running = running.plus(part)
         cursor = CursorInfo(timestamp_ms=now_ms, extraction_ms=now_ms, sync_id=change.sync_id)
-        written = joined.mapInArrow(_ops_pass(change, destination, version, offsets, cursor, pointer.mut_id),
-                                    _FILES_DDL).collect()
+        written = diff.where(F.col("op").isNotNull()).select("op", *values, *olds).mapInArrow(
+            _ops_pass(change, destination, version, offsets, cursor, pointer.mut_id), _FILES_DDL).collect()
+        clock.mark("operations")
     finally:
-        joined.unpersist()
+        diff.unpersist()
+    PHASES[:] = clock.steps
     files = [{"key": row["key"], "uri": "", "records": row["records"], "bytes": row["bytes"],
               "part_number": row["part"]} for row in sorted(written, key=lambda r: r["part"]) if row["key"]]
     return counts, image_keys, image_rows, files
 
 
-def _listing(spark: Any, keys: list[str], *, cores: int) -> Any:
+class _Phases:
+    """Seconds between marks, for :attr:`ApplyResult.phases`."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[str, float]] = []
+        self._last = time.perf_counter()
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self.steps.append((name, now - self._last))
+        self._last = now
+
+
+def _latest(records: Any, values: list[str]) -> Any:
+    """The latest record of each key: highest cursor, then extraction time, then the last staged."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    order = Window.partitionBy("k").orderBy(F.col("o_num").desc_nulls_last(), F.col("o_text").desc_nulls_last(),
+                                            F.col("o_at").desc_nulls_last(), F.col("o_seq").desc())
+    return (records.withColumn("_rank", F.row_number().over(order)).where(F.col("_rank") == 1)
+            .select("k", "del", *values))
+
+
+def _jvm_files(storage: Any, fields: tuple[str, ...], image_fields: tuple[str, ...]) -> bool:
+    """Whether Spark's own Parquet reader and writer can take the image: local files, and column names that
+    Spark (case-insensitive by default) tells apart."""
+    from framework.sink.storage.local import LocalStorage
+
+    if not isinstance(storage, LocalStorage):
+        return False
+    return all(len({n.lower() for n in names + (IMAGE_KEY,)}) == len(names) + 1 for names in (fields, image_fields))
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _read_image_jvm(spark: Any, storage: Any, change: ChangeStream, pointer: Pointer) -> Any:
+    from pyspark.sql import functions as F
+
+    frame = spark.read.parquet(*[storage.uri(key) for key in pointer.image_keys])
+    present = set(frame.columns)
+    return frame.select(
+        F.col(IMAGE_KEY).alias("k"), F.lit(True).alias("img"),
+        *[(F.col(_quoted(name)) if name in present else F.lit(None).cast("string")).alias(f"w{i}")
+          for i, name in enumerate(change.fields)])
+
+
+def _listing(spark: Any, keys: list[str]) -> Any:
     return spark.createDataFrame([(i, key) for i, key in enumerate(keys)], "i bigint, key string")
-
-
-def _joined_rows(batch: pa.RecordBatch, width: int) -> Iterator[tuple[str, tuple | None, bool, tuple | None]]:
-    """``(key, new values or None, deleted, old values or None)`` per row of the joined table."""
-    keys = batch.column("k").to_pylist()
-    deleted = batch.column("del").to_pylist()
-    present = batch.column("img").to_pylist()
-    rows = batch.num_rows
-    news = list(zip(*(batch.column(f"v{i}").to_pylist() for i in range(width)))) if width else [()] * rows
-    olds = list(zip(*(batch.column(f"w{i}").to_pylist() for i in range(width)))) if width else [()] * rows
-    for row in range(rows):
-        yield (keys[row], news[row] if deleted[row] is not None else None, bool(deleted[row]),
-               olds[row] if present[row] else None)
 
 
 def _partition() -> int:
@@ -200,84 +271,62 @@ def _partition() -> int:
     return context.partitionId() if context is not None else 0
 
 
-def _image_pass(change: ChangeStream, destination: Mapping[str, Any], version: int):
-    """Pass one: count the operations of the partition and write its part of the new image."""
-    keys, width, image, snapshot = set(change.keys), len(change.fields), change.image, not change.incremental
-    out_schema = _ddl_schema(_COUNTS_DDL)
+def _image_writer(change: ChangeStream, destination: Mapping[str, Any], version: int):
+    """The partition's part of the new image as one Parquet object (storage without Spark's writer: S3)."""
+    import pyarrow.parquet as pq
+
     image_schema = pa.schema([pa.field(IMAGE_KEY, pa.string())] + [pa.field(n, pa.string()) for n in change.fields])
+    out_schema = pa.schema([pa.field("image_key", pa.string())])
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        part = _partition()
-        counts = OpCounts()
-        kept_keys: list[str] = []
-        kept: list[tuple] = []
+        key = f"{change.image_prefix(version)}part-{_partition():05d}.parquet"
+        sink = io.BytesIO()
+        writer = None
         for batch in batches:
-            for key, new, deleted, old in _joined_rows(batch, width):
-                if new is None and not snapshot:  # an incremental sync did not touch this key
-                    kept_keys.append(key)
-                    kept.append(old)
-                    continue
-                found = derive(new, old, deleted=deleted, keys=keys, image=image)
-                if found is not None:
-                    counts.add(found.op)
-                if new is not None and not deleted:
-                    kept_keys.append(key)
-                    kept.append(new)
-        image_key = ""
-        if kept:
-            columns = [pa.array(kept_keys, pa.string())] + [
-                pa.array(list(column), pa.string()) for column in zip(*kept)] if width else [
-                pa.array(kept_keys, pa.string())]
-            image_key = f"{change.image_prefix(version)}part-{part:05d}.parquet"
-            write_parquet(_storage(destination), image_key, pa.Table.from_arrays(columns, schema=image_schema))
-        yield pa.RecordBatch.from_pylist([{"part": part, "inserts": counts.inserts, "updates": counts.updates,
-                                           "deletes": counts.deletes, "image_rows": len(kept),
-                                           "image_key": image_key}], schema=out_schema)
+            if batch.num_rows:
+                writer = writer or pq.ParquetWriter(sink, image_schema, compression="snappy")
+                writer.write_batch(pa.RecordBatch.from_arrays(batch.columns, schema=image_schema))
+        if writer is None:
+            yield pa.RecordBatch.from_pylist([{"image_key": None}], schema=out_schema)
+            return
+        writer.close()
+        with _storage(destination).open_object(key) as target:
+            target.write(sink.getvalue())
+            target.commit()
+        yield pa.RecordBatch.from_pylist([{"image_key": key}], schema=out_schema)
 
     return run
 
 
 def _ops_pass(change: ChangeStream, destination: Mapping[str, Any], version: int, offsets: Mapping[int, OpCounts],
               cursor: CursorInfo, mut_base: int):
-    """Pass two: render the partition's operations and write them as one file."""
-    keys, width, image, snapshot = set(change.keys), len(change.fields), change.image, not change.incremental
+    """Render the partition's operations (whole batches, :class:`.render.OpLines`) and write them as one file."""
+    width = len(change.fields)
     out_schema = _ddl_schema(_FILES_DDL)
     as_csv = change.format_type == "replicant_csv"
     table = table_name(change.catalog, change.schema, change.stream)
-    fields = change.fields
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         part = _partition()
         before = offsets.get(part, OpCounts())
-        counts = OpCounts(before.inserts, before.updates, before.deletes)
-        mut_id = mut_base + before.total
+        lines = OpLines(fields=change.fields, keys=set(change.keys), image=change.image, as_csv=as_csv,
+                        table=table, cursor=cursor, part=part, start=before, mut_id=mut_base + before.total)
         storage = target = None
         key = change.op_key(version, part)
         written = 0
         try:
             for batch in batches:
-                chunk: list[bytes] = []
-                for _, new, deleted, old in _joined_rows(batch, width):
-                    if new is None and not snapshot:
-                        continue
-                    found = derive(new, old, deleted=deleted, keys=keys, image=image)
-                    if found is None:
-                        continue
-                    counts.add(found.op)
-                    mut_id += 1
-                    text = cursor.as_json(mut_id, part)
-                    if as_csv:
-                        chunk.append(csv_line(found, text, counts.as_json()).encode("utf-8"))
-                    else:
-                        chunk.append(json_line(found, fields, table, text, counts.as_json()))
-                if chunk:
-                    if target is None:
-                        storage = _storage(destination)
-                        target = storage.open_object(key)
-                        if as_csv and change.include_header:
-                            target.write(csv_header(fields).encode("utf-8"))
-                    target.write(b"".join(chunk))
-                    written += len(chunk)
+                if not batch.num_rows:
+                    continue
+                columns = batch.columns
+                data = lines.render(columns[0], columns[1:1 + width], columns[1 + width:])
+                if target is None:
+                    storage = _storage(destination)
+                    target = storage.open_object(key)
+                    if as_csv and change.include_header:
+                        target.write(lines.header())
+                target.write(data)
+                written += batch.num_rows
             if target is not None:
                 target.commit()
         except BaseException:
@@ -311,6 +360,16 @@ def _clean_up(storage: Any, change: ChangeStream, version: int, staged_keys: lis
     victims = staged_keys + older
     if victims:
         storage.delete(victims)
+    from framework.sink.storage.local import LocalStorage
+
+    if isinstance(storage, LocalStorage):  # Spark's writer leaves checksum files that listings do not show
+        import shutil
+
+        folder = storage.path(f"{change.root}image")
+        keep = current.rstrip("/").rpartition("/")[2]
+        for name in os.listdir(folder) if os.path.isdir(folder) else ():
+            if name != keep:
+                shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
 
 
 def _gist(exc: BaseException) -> str:

@@ -28,12 +28,12 @@ import io
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from framework.sink.cdc.plan import ChangeStream
-from framework.sink.formats.replicant import render_column
+from framework.sink.cdc.render import json_key_texts
+from framework.sink.formats.replicant import render_array
 
 _MIB = 1024 * 1024
 _BATCH_ROWS = 32_768
@@ -77,22 +77,21 @@ def _batches(storage: Any, key: str, columns: list[str] | None = None) -> Iterat
     yield from handle.iter_batches(batch_size=_BATCH_ROWS, columns=present)
 
 
-def _texts(batch: pa.RecordBatch, names: tuple[str, ...]) -> list[list[str | None]]:
+def _texts(batch: pa.RecordBatch, names: tuple[str, ...]) -> list[pa.Array]:
     """Every field's values as texts; a field the batch lacks (an older schema) is all null."""
     out = []
     for name in names:
         index = batch.schema.get_field_index(name)
-        out.append(render_column(batch.column(index)) if index >= 0 else [None] * batch.num_rows)
+        out.append(render_array(batch.column(index)) if index >= 0 else pa.nulls(batch.num_rows, pa.string()))
     return out
 
 
-def key_texts(texts: list[list[str | None]], keys: tuple[int, ...], rows: int) -> list[str]:
+def key_texts(texts: list[pa.Array], keys: tuple[int, ...], rows: int) -> pa.Array:
     """The ``k`` column: each row's key values as a JSON array of texts."""
-    dumps = orjson.dumps
-    return [dumps(list(values)).decode() for values in zip(*(texts[i] for i in keys))] if keys else [""] * rows
+    return json_key_texts([texts[i] for i in keys], rows)
 
 
-def _order(batch: pa.RecordBatch, cursor: str | None, texts: list[list[str | None]],
+def _order(batch: pa.RecordBatch, cursor: str | None, texts: list[pa.Array],
            fields: tuple[str, ...]) -> tuple[pa.Array, pa.Array]:
     rows = batch.num_rows
     index = batch.schema.get_field_index(cursor) if cursor else -1
@@ -105,7 +104,7 @@ def _order(batch: pa.RecordBatch, cursor: str | None, texts: list[list[str | Non
         return column.cast(width).cast(pa.float64()), pa.nulls(rows, pa.string())
     if pa.types.is_integer(kind) or pa.types.is_floating(kind):
         return column.cast(pa.float64()), pa.nulls(rows, pa.string())
-    return pa.nulls(rows, pa.float64()), pa.array(texts[fields.index(cursor)], pa.string())
+    return pa.nulls(rows, pa.float64()), texts[fields.index(cursor)]
 
 
 def read_staged(change: ChangeStream, destination: Mapping[str, Any]) -> Callable[[Iterator[pa.RecordBatch]],
@@ -130,8 +129,7 @@ def read_staged(change: ChangeStream, destination: Mapping[str, Any]) -> Callabl
                     deleted = (batch.column(change.deleted_field).is_valid()
                                if change.deleted_field and change.deleted_field in batch.schema.names
                                else pa.repeat(pa.scalar(False), rows))
-                    arrays = [pa.array(key_texts(texts, change.keys, rows), pa.string()), o_num, o_text, o_at, seq,
-                              deleted] + [pa.array(t, pa.string()) for t in texts]
+                    arrays = [key_texts(texts, change.keys, rows), o_num, o_text, o_at, seq, deleted, *texts]
                     yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     return run
@@ -157,17 +155,6 @@ def read_image(change: ChangeStream, destination: Mapping[str, Any]) -> Callable
     return run
 
 
-def write_parquet(storage: Any, key: str, table: pa.Table) -> int:
-    """Write ``table`` as one Parquet object; its size in bytes."""
-    sink = io.BytesIO()
-    pq.write_table(table, sink, compression="snappy")
-    data = sink.getvalue()
-    with storage.open_object(key) as target:
-        target.write(data)
-        target.commit()
-    return len(data)
-
-
 _SPARK_TYPES = {"string": pa.string(), "double": pa.float64(), "bigint": pa.int64(), "boolean": pa.bool_(),
                 "int": pa.int32()}
 
@@ -181,5 +168,4 @@ def _ddl_schema(ddl: str) -> pa.Schema:
     return pa.schema(fields)
 
 
-__all__ = ["IMAGE_KEY", "image_ddl", "key_texts", "read_image", "read_staged", "staged_ddl", "staging_writer",
-           "write_parquet"]
+__all__ = ["IMAGE_KEY", "image_ddl", "key_texts", "read_image", "read_staged", "staged_ddl", "staging_writer"]

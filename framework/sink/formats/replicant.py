@@ -111,28 +111,38 @@ def data_names(schema: pa.Schema) -> list[str]:
 
 def render_column(column: pa.Array | pa.ChunkedArray) -> list[str | None]:
     """Every value of ``column`` as Replicant text (see the module docs); None for null."""
+    return render_array(column).to_pylist()
+
+
+def render_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """:func:`render_column` as an Arrow string array, in compute kernels (objects and arrays excepted)."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
     kind = column.type
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        return column.to_pylist()
+    if pa.types.is_string(kind):
+        return column
+    if pa.types.is_large_string(kind):
+        return column.cast(pa.string())
     if pa.types.is_timestamp(kind):
-        return pc.strftime(column, format=_TIMESTAMP_FORMAT).to_pylist()
+        return pc.strftime(column, format=_TIMESTAMP_FORMAT)
     if (pa.types.is_boolean(kind) or pa.types.is_integer(kind) or pa.types.is_floating(kind)
             or pa.types.is_date(kind) or pa.types.is_time(kind)):
-        return column.cast(pa.string()).to_pylist()
+        return column.cast(pa.string())
     if is_union(kind):
         return _render_union(column)
     if pa.types.is_null(kind):
-        return [None] * len(column)
-    return [None if value is None else orjson.dumps(_plain(value, kind)).decode()
-            for value in column.to_pylist()]
+        return pa.nulls(len(column), pa.string())
+    return pa.array([None if value is None else orjson.dumps(_plain(value, kind)).decode()
+                     for value in column.to_pylist()], pa.string())
 
 
-def _render_union(column: pa.StructArray) -> list[str | None]:
-    names = column.field(0).to_pylist()
-    members = {column.type.field(i).name: render_column(column.field(i)) for i in range(1, column.type.num_fields)}
-    return [None if name is None or name not in members else members[name][row] for row, name in enumerate(names)]
+def _render_union(column: pa.StructArray) -> pa.Array:
+    names = column.field(0)
+    out = pa.nulls(len(column), pa.string())
+    for i in range(1, column.type.num_fields):
+        member = column.type.field(i).name
+        out = pc.if_else(pc.equal(names, member), render_array(column.field(i)), out)
+    return out
 
 
 def _plain(value: Any, kind: pa.DataType) -> Any:
@@ -247,5 +257,5 @@ def open_replicant_writer(settings: Any, arrow_schema: pa.Schema | None, sink: B
 
 __all__ = [
     "ReplicantSnapshotCsvWriter", "ReplicantSnapshotJsonWriter", "csv_cell", "csv_line", "data_names", "is_union",
-    "java_objects_hash", "java_string_hash", "open_replicant_writer", "render_column", "table_name",
+    "java_objects_hash", "java_string_hash", "open_replicant_writer", "render_array", "render_column", "table_name",
 ]
