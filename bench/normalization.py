@@ -1,15 +1,20 @@
 """Benchmark of normalization: land N nested records as Parquet, normalize them, print rows/s and peak memory.
 
     .venv/bin/python bench/normalization.py --records 1000000 [--master local[*]] [--files 8] [--keep DIR]
+        [--full-jit] [--conf spark.driver.memory=2g ...]
 
 Each record has scalars of every type, a nested object and an array of
 objects (so three tables plus the raw table). The landed files are written
 with the sink's own typing and Parquet writer, without Spark or an API; the
 catalog says append, so the run is a full normalization of every record.
 Rows/s counts the stream's records (input rows); the child table rows are
-printed too. Peak memory is the largest resident size of the driver process
-and of any finished child process (Spark's JVM and Python workers), as the
-operating system reports it.
+printed too. Peak memory is the largest resident size of the Python driver
+process and of Spark's JVM (its ``VmHWM``), as the operating system reports it.
+
+The session is the one the commands use (:func:`framework.sink.spark.spark_session`),
+whose local JVM runs the quick JIT tier only (``-XX:TieredStopAtLevel=1``);
+``--full-jit`` starts it with the full JIT instead, which normalization's
+long-running JVM work profits from (see docs/normalization.md).
 """
 
 from __future__ import annotations
@@ -73,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--keep", metavar="DIR", help="use (and keep) this output folder")
+    parser.add_argument("--full-jit", action="store_true", help="start Spark's JVM with the full JIT (C2)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="more Spark settings")
     args = parser.parse_args(argv)
 
     from framework.models.destination import DestinationSettings
@@ -85,11 +92,20 @@ def main(argv: list[str] | None = None) -> int:
         land(output, args.records, args.files)
         print(f"landed {args.records:,} records in {args.files} Parquet file(s) in "
               f"{time.perf_counter() - began:.1f} s", file=sys.stderr)
-        spark = spark_session(args.master, app_name="bench-normalization")
+        conf = dict(item.split("=", 1) for item in args.conf)
+        if args.full_jit and "spark.driver.extraJavaOptions" not in conf:
+            from framework.sink.spark import _quiet_log_config
+
+            log_config = _quiet_log_config()
+            conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log_config}" if log_config else ""
+        spark = spark_session(args.master, app_name="bench-normalization", **conf)
         settings = DestinationSettings.model_validate({"output": output, "format": {"format_type": "Parquet"}})
+        jvm = _jvm_pid(spark)
+        cpu_before = _tree_cpu_seconds(jvm)
         began = time.perf_counter()
         result = normalize(spark, settings, full_refresh=True)
         seconds = time.perf_counter() - began
+        cpu = _tree_cpu_seconds(jvm) - cpu_before
         if result.failed:
             print(f"normalization failed: {result.streams[0].error}", file=sys.stderr)
             return 1
@@ -98,16 +114,60 @@ def main(argv: list[str] | None = None) -> int:
         counts = {t: pq.ParquetDataset(os.path.join(output, "normalized", t)).read(columns=[]).num_rows
                   for t in sorted(os.listdir(os.path.join(output, "normalized")))}
         peak_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        peak_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         print(f"normalized {args.records:,} records in {seconds:.1f} s: {args.records / seconds:,.0f} rows/s "
-              f"({spark.sparkContext.master}, {spark.sparkContext.defaultParallelism} cores)")
+              f"({spark.sparkContext.master}, {spark.sparkContext.defaultParallelism} cores"
+              f"{', full JIT' if args.full_jit else ''})")
         print("tables: " + ", ".join(f"{t}={n:,}" for t, n in counts.items()))
-        print(f"peak memory: driver {peak_self:,.0f} MB, largest finished child {peak_children:,.0f} MB "
-              f"(the Spark JVM is still running: see its own metrics)")
+        if cpu > 0:  # CPU seconds do not depend on what else the machine runs, as wall seconds do
+            print(f"CPU: {cpu:.1f} s in Spark's JVM and its Python workers ({args.records / cpu:,.0f} rows per CPU second)")
+        print(f"peak memory: Python driver {peak_self:,.0f} MB, Spark JVM {_jvm_peak_mb(jvm)}")
         return 0
     finally:
         if not args.keep:
             shutil.rmtree(output, ignore_errors=True)
+
+
+def _jvm_pid(spark: object) -> int | None:
+    try:
+        return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - a remote JVM, or no py4j gateway: no figures
+        return None
+
+
+def _jvm_peak_mb(pid: int | None) -> str:
+    """The peak resident size of Spark's (local) JVM, from /proc; "unknown" where there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return f"{int(line.split()[1]) / 1024:,.0f} MB"
+    except (OSError, ValueError):
+        pass
+    return "unknown"
+
+
+def _tree_cpu_seconds(pid: int | None) -> float:
+    """User and system CPU seconds of process ``pid`` and its descendants (live, or reaped by them), from /proc."""
+    if pid is None or not os.path.isdir("/proc"):
+        return 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, tuple[int, float]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # after the command: state ppid ... utime(12) stime(13) cutime(14) cstime(15), counted from state = 0
+        stats[int(entry)] = (int(fields[1]), sum(int(v) for v in fields[11:15]) / tick)
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        total += stats.get(current, (0, 0.0))[1]
+        todo.extend(child for child, (parent, _) in stats.items() if parent == current)
+    return total
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
 """Files under the output as Spark DataFrames, read and written by the executors through the sink's storage.
 
-Spark here has no S3 file system, so files are never handed to Spark's own
-readers and writers: a DataFrame of object keys is spread over the
-executors, and each task reads its files through
+Spark here has no S3 file system, so objects on S3 are never handed to
+Spark's own readers and writers: a DataFrame of object keys is spread over
+the executors, and each task reads its files through
 :func:`framework.sink.storage.storage_for` (a local folder or S3) into Arrow
 batches (:func:`read_files`), or writes the Arrow batches of its partition into
-one Parquet object (:func:`write_parquet`). The driver only sees keys,
-counts and schemas.
+one Parquet object (:func:`write_parquet`). Under a local output,
+:func:`write_parquet` uses Spark's own Parquet writer (no rows pass through
+Python), and readers may use Spark's own reader. The driver only sees keys,
+counts, schemas and Parquet footers.
 
 Readers:
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
@@ -249,6 +252,12 @@ def write_parquet(frame: Any, destination_json: Mapping[str, Any], prefix: str,
     arrow_schema = to_arrow_schema(frame.schema, timezone="UTC")
     tag = uuid.uuid4().hex[:12]
     column = emitted_at if emitted_at in frame.columns else None
+    storage = _storage(destination_json)
+    if _is_local(storage):
+        written = _write_with_spark(frame, storage, prefix, tag, column)
+        if written:
+            return written
+        return [_write_empty(storage, prefix, tag, arrow_schema)]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow.compute as pc
@@ -289,16 +298,86 @@ def write_parquet(frame: Any, destination_json: Mapping[str, Any], prefix: str,
                                              schema=_WRITTEN_ARROW)
 
     written = [row.asDict() for row in frame.mapInArrow(run, WRITTEN_DDL).collect()]
-    if not written:
-        import pyarrow.parquet as pq
+    return written or [_write_empty(storage, prefix, tag, arrow_schema)]
 
-        key = f"{prefix}/part-00000-{tag}.parquet"
-        storage = _storage(destination_json)
-        sink = io.BytesIO()
-        pq.write_table(arrow_schema.empty_table(), sink, compression="snappy")
-        storage.write_atomic(key, sink.getvalue())
-        written = [{"key": key, "rows": 0, "max_emitted_at": None}]
+
+def _is_local(storage: Any) -> bool:
+    path = getattr(storage, "path", None)
+    return path is not None and callable(path)
+
+
+def _write_empty(storage: Any, prefix: str, tag: str, arrow_schema: pa.Schema) -> dict:
+    """One Parquet file of no rows (the table keeps its schema)."""
+    import pyarrow.parquet as pq
+
+    key = f"{prefix}/part-00000-{tag}.parquet"
+    sink = io.BytesIO()
+    pq.write_table(arrow_schema.empty_table(), sink, compression="snappy")
+    storage.write_atomic(key, sink.getvalue())
+    return {"key": key, "rows": 0, "max_emitted_at": None}
+
+
+def _write_with_spark(frame: Any, storage: Any, prefix: str, tag: str, column: str | None) -> list[dict]:
+    """Write ``frame`` under the local folder of ``prefix`` with Spark's Parquet writer (timestamps as
+    microseconds, snappy); its files are renamed ``part-<n>-<tag>.parquet`` and Spark's other files removed.
+    Rows and the newest ``column`` value of each file come from its footer.
+    """
+    import pyarrow.parquet as pq
+
+    folder = storage.path(prefix)
+    conf = frame.sparkSession.conf
+    option = "spark.sql.parquet.outputTimestampType"
+    before = conf.get(option, None)
+    conf.set(option, "TIMESTAMP_MICROS")
+    try:
+        frame.write.mode("overwrite").option("compression", "snappy").parquet(folder)
+    finally:
+        if before is None:
+            conf.unset(option)
+        else:
+            conf.set(option, before)
+    names = sorted(name for name in os.listdir(folder) if name.endswith(".parquet") and name[0] not in "._")
+    written = []
+    for number, name in enumerate(names):
+        key = f"{prefix}/part-{number:05d}-{tag}.parquet"
+        metadata = pq.read_metadata(os.path.join(folder, name))
+        if metadata.num_rows == 0:
+            os.remove(os.path.join(folder, name))
+            continue
+        latest = _max_of(os.path.join(folder, name), metadata, column) if column else None
+        os.replace(os.path.join(folder, name), storage.path(key))
+        written.append({"key": key, "rows": metadata.num_rows, "max_emitted_at": latest})
+    kept = {key.rsplit("/", 1)[1] for key in (w["key"] for w in written)}
+    for name in os.listdir(folder):
+        if name not in kept:
+            os.remove(os.path.join(folder, name))  # Spark's _SUCCESS and .crc files, empty parts
     return written
+
+
+def _max_of(path: str, metadata: Any, column: str) -> datetime | None:
+    """The newest value of a timestamp ``column`` of a Parquet file: its row group statistics, else its values."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    names = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
+    if column not in names:
+        return None
+    index = names.index(column)
+    latest = None
+    for group in range(metadata.num_row_groups):
+        stats = metadata.row_group(group).column(index).statistics
+        if stats is None or not stats.has_min_max:
+            if stats is not None and stats.null_count == metadata.row_group(group).num_rows:
+                continue
+            value = pc.max(pq.read_table(path, columns=[column]).column(0)).as_py()
+            return None if value is None else _aware(value)
+        value = _aware(stats.max)
+        latest = value if latest is None or value > latest else latest
+    return latest
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
 
 
 _WRITTEN_ARROW = pa.schema([("key", pa.string()), ("rows", pa.int64()),

@@ -124,10 +124,15 @@ def _normalize_stream(spark: Any, destination: Any, storage: Any, target: Any, p
         watermark = target.max_emitted_at(plan.raw_table)
         if watermark is not None and not _same_shapes(spark, target, plan, when):
             watermark = None
-    raw = raw_frame(spark, destination, storage, plan, after=watermark)
-    nodes = tf.root_nodes(raw, plan, when, keep_data=True).persist()
+    landed = raw_frame(spark, destination, storage, plan, after=watermark)
     try:
-        raw_rows = nodes.select(AB_ID, EMITTED_AT, DATA)
+        # The nodes are not cached: every table reads the landed files again (Spark's vectorized reader,
+        # cheap) and recomputes its parents' hashids. Caching nested nodes costs more than that (building
+        # Spark's in-memory columns of nested values) and runs out of a default 1 GB heap at a million
+        # records. Rows read through Python are cached by raw_frame, as flat text.
+        raw = landed.frame
+        nodes = tf.root_nodes(raw, plan, when, keep_data=True)
+        raw_rows = raw.select(AB_ID, EMITTED_AT, DATA)
         if not plan.dedup:
             tables = tf.all_tables(nodes, plan)
             tables[plan.raw_table] = raw_rows
@@ -146,7 +151,7 @@ def _normalize_stream(spark: Any, destination: Any, storage: Any, target: Any, p
             replace[plan.scd_table].unpersist()
         return watermark is not None
     finally:
-        nodes.unpersist()
+        landed.release()
 
 
 def _deduped(target: Any, plan: StreamPlan, nodes: Any, when: datetime, incremental: bool) -> dict[str, Any]:

@@ -1,10 +1,12 @@
 """Raw records to typed, un-nested tables: Spark column expressions only, run on the executors.
 
-The record's JSON text is parsed once with ``from_json`` against a schema made
-from the plan, where every scalar is read as text (a JSON string as its
-value, any other JSON value as its JSON text); each column is then cast to
-its type with ``try_cast`` (a value that does not fit becomes null rather than
-failing the run). Objects and arrays stay structs and arrays to be un-nested
+The record is a *node*: a struct made from the plan, where every scalar is
+text (a JSON string as its value, any other JSON value as its JSON text),
+as ``from_json`` reads the record's JSON text against that schema (landed
+Parquet files build the same node from their typed columns without the
+JSON round trip: :mod:`.raw`); each column is then cast to its type with
+``try_cast`` (a value that does not fit becomes null rather than failing
+the run). Objects and arrays stay structs and arrays to be un-nested
 into child tables.
 
 A *node frame* holds one table's rows plus the hidden column ``__node``: the
@@ -83,12 +85,17 @@ def _hash_parts(table: TablePlan, node: Any, parent_hash: Any | None) -> list[An
 
 
 def root_nodes(raw: Any, plan: StreamPlan, normalized_at: datetime, keep_data: bool = False) -> Any:
-    """The stream's table rows (and their nodes) from a raw frame; with ``keep_data`` also ``_airbyte_data``."""
+    """The stream's table rows (and their nodes) from a raw frame; with ``keep_data`` also ``_airbyte_data``.
+
+    The node is the raw frame's ``__node`` when it has one, else parsed from ``_airbyte_data``.
+    """
     from pyspark.sql import functions as F
 
     table = plan.root
     record = plan.record_type
-    if isinstance(record, t.Object):
+    if NODE in raw.columns:
+        node = F.col(NODE)
+    elif isinstance(record, t.Object):
         node = F.from_json(F.col(DATA), parse_type(record))
     else:  # no properties: nothing to type or un-nest
         from pyspark.sql import types as T
