@@ -1,7 +1,7 @@
 """Benchmark of normalization: land N nested records as Parquet, normalize them, print rows/s and peak memory.
 
     .venv/bin/python bench/normalization.py --records 1000000 [--master local[*]] [--files 8] [--keep DIR]
-        [--full-jit] [--conf spark.driver.memory=2g ...]
+        [--quick-jit] [--conf spark.driver.memory=2g ...]
 
 Each record has scalars of every type, a nested object and an array of
 objects (so three tables plus the raw table). The landed files are written
@@ -11,10 +11,10 @@ Rows/s counts the stream's records (input rows); the child table rows are
 printed too. Peak memory is the largest resident size of the Python driver
 process and of Spark's JVM (its ``VmHWM``), as the operating system reports it.
 
-The session is the one the commands use (:func:`framework.sink.spark.spark_session`),
-whose local JVM runs the quick JIT tier only (``-XX:TieredStopAtLevel=1``);
-``--full-jit`` starts it with the full JIT instead, which normalization's
-long-running JVM work profits from (see docs/normalization.md).
+The session is the one ``normalize-output`` and ``run-manifest --normalize``
+use (:func:`framework.sink.spark.spark_session` with ``full_jit=True``);
+``--quick-jit`` starts it with the quick JIT tier only
+(``-XX:TieredStopAtLevel=1``), as a plain sync does, to compare.
 """
 
 from __future__ import annotations
@@ -78,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--keep", metavar="DIR", help="use (and keep) this output folder")
-    parser.add_argument("--full-jit", action="store_true", help="start Spark's JVM with the full JIT (C2)")
+    parser.add_argument("--quick-jit", action="store_true",
+                        help="start Spark's JVM with the quick JIT tier only, as a plain sync does (normalize-output "
+                             "and --normalize use the full JIT)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="more Spark settings")
     args = parser.parse_args(argv)
 
@@ -93,12 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"landed {args.records:,} records in {args.files} Parquet file(s) in "
               f"{time.perf_counter() - began:.1f} s", file=sys.stderr)
         conf = dict(item.split("=", 1) for item in args.conf)
-        if args.full_jit and "spark.driver.extraJavaOptions" not in conf:
-            from framework.sink.spark import _quiet_log_config
-
-            log_config = _quiet_log_config()
-            conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log_config}" if log_config else ""
-        spark = spark_session(args.master, app_name="bench-normalization", **conf)
+        spark = spark_session(args.master, app_name="bench-normalization", full_jit=not args.quick_jit, **conf)
         settings = DestinationSettings.model_validate({"output": output, "format": {"format_type": "Parquet"}})
         jvm = _jvm_pid(spark)
         cpu_before = _tree_cpu_seconds(jvm)
@@ -116,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         peak_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"normalized {args.records:,} records in {seconds:.1f} s: {args.records / seconds:,.0f} rows/s "
               f"({spark.sparkContext.master}, {spark.sparkContext.defaultParallelism} cores"
-              f"{', full JIT' if args.full_jit else ''})")
+              f"{', quick JIT' if args.quick_jit else ', full JIT'})")
         print("tables: " + ", ".join(f"{t}={n:,}" for t, n in counts.items()))
         if cpu > 0:  # CPU seconds do not depend on what else the machine runs, as wall seconds do
             print(f"CPU: {cpu:.1f} s in Spark's JVM and its Python workers ({args.records / cpu:,.0f} rows per CPU second)")

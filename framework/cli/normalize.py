@@ -78,7 +78,7 @@ def run(args: argparse.Namespace, err: IO[str]) -> int:
     settings = normalization_settings(destination, args.target, args.dialect)
     streams = [s.strip() for s in args.streams.split(",") if s.strip()] if args.streams else None
     started = time.perf_counter()
-    spark = spark_session(args.master, app_name="normalize-output")
+    spark = spark_session(args.master, app_name="normalize-output", full_jit=True)
     if not args.quiet:
         print(f"Spark ready in {time.perf_counter() - started:.1f} s; normalizing {destination.base_uri} "
               f"into {settings.target} ({'full refresh' if args.full_refresh else 'incremental'})", file=err)

@@ -72,13 +72,12 @@ def run_sync(args: Any, connector: Any, selections: list, states: dict, err: IO[
         reporter.failure(connector.mask(str(exc)))  # a script reading JSON lines gets JSON lines only
         return 2
     reporter.summary(result, settings.base_uri, time.perf_counter() - began)
-    wanted = getattr(args, "normalize", False) or bool(settings.normalization and settings.normalization.enabled)
-    if wanted and not result.failed:  # normalization (framework.normalization) runs after a successful sync
+    if _normalizes(args, settings) and not result.failed:  # normalization (framework.normalization) runs after a successful sync
         from framework.cli.normalize import normalization_settings
         from framework.normalization.runner import normalize
         from framework.sink.spark import spark_session
 
-        done = normalize(spark_session(args.master), settings, normalization_settings(settings),
+        done = normalize(spark_session(args.master, full_jit=True), settings, normalization_settings(settings),
                          progress=reporter.normalized)
         return 1 if done.failed else 0
     return 1 if result.failed else 0
@@ -93,13 +92,18 @@ def _sync(args: Any, connector: Any, selections: list, states: dict, reporter: R
                           "again and replaces the older files; drop --state, or use --sync-mode append")
     settings = destination_settings(args)
     started = time.perf_counter()
-    spark = spark_session(args.master)
+    # The session normalizes too when asked: that work runs in the JVM and wants its full JIT.
+    spark = spark_session(args.master, full_jit=_normalizes(args, settings))
     reporter.started(spark.sparkContext.master, settings.base_uri, settings.format.format_type,
                      time.perf_counter() - started)
     options = PipelineOptions(sync_mode=args.sync_mode)
     result = run_pipeline(connector, args.manifest, selections, settings, spark, given_states=states or None,
                           options=options, progress=reporter.progress)
     return result, settings
+
+
+def _normalizes(args: Any, settings: Any) -> bool:
+    return bool(getattr(args, "normalize", False) or (settings.normalization and settings.normalization.enabled))
 
 
 def summary_table(result: Any, settings: Any) -> str:

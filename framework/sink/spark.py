@@ -24,8 +24,15 @@ import sys
 from typing import Any
 
 
-def spark_session(master: str | None = None, app_name: str = "run-manifest", **conf: str) -> Any:
-    """A SparkSession for the pipeline (created, or the active one reused)."""
+def spark_session(master: str | None = None, app_name: str = "run-manifest", *, full_jit: bool = False,
+                  **conf: str) -> Any:
+    """A SparkSession for the pipeline (created, or the active one reused).
+
+    A local JVM runs the quick JIT tier only unless ``full_jit``: that halves
+    the start of a sync, whose JVM mostly passes Arrow batches along, but
+    costs work done in the JVM itself (normalization: about 2x at 1,000,000
+    records in bench/normalization.py), which asks for the full JIT.
+    """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -49,9 +56,9 @@ def spark_session(master: str | None = None, app_name: str = "run-manifest", **c
     log_config = _quiet_log_config()
     if log_config:
         java_options.append(f"-Dlog4j2.configurationFile={log_config}")
-    if local:
-        # A local run is short and its JVM mostly passes small rows around: the quick JIT tier
-        # starts Spark in about half the time (measured in bench/pipeline.py), at no cost here.
+    if local and not full_jit:
+        # A local sync is short and its JVM mostly passes Arrow batches around: the quick JIT tier
+        # starts Spark in about half the time (measured in bench/pipeline.py), at no cost there.
         java_options.append("-XX:TieredStopAtLevel=1")
     if java_options:
         settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
