@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
-from urllib.parse import urlencode, urljoin
+from urllib.parse import urlencode
 
 Mask = Callable[[str], str]
 

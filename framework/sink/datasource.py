@@ -129,13 +129,13 @@ class ManifestDataSource(DataSource):
         return from_arrow_schema(converter.schema)
 
     def reader(self, schema: Any) -> DataSourceReader:
-        from framework.sink.pipeline import _all_schemas
+        from framework.sink.pipeline import all_schemas
 
         source = self._source()
         connector = self._connector(source)
         connector.stream(source.stream)  # an unknown stream fails here, on the driver
         source = _Source(source.manifest_text, source.manifest_file, source.base_dir, dict(source.config),
-                         source.stream, _all_schemas(connector), source.state, source.partitions)
+                         source.stream, all_schemas(connector), source.state, source.partitions)
         return _ManifestReader(source, connector, schema)
 
 

@@ -127,7 +127,7 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
         connection=ConnectionState(saved.sync_id + 1, {name: dict(entry) for name, entry in saved.streams.items()}),
         manifest_text=manifest_text,
         manifest_path=manifest_path, base_dir=os.path.dirname(os.path.abspath(manifest_path)),
-        destination=orjson.loads(settings.model_dump_json(by_alias=True)), schemas=_all_schemas(connector),
+        destination=orjson.loads(settings.model_dump_json(by_alias=True)), schemas=all_schemas(connector),
         cores=max(1, int(spark.sparkContext.defaultParallelism)), options=options,
     )
     CatalogStore(storage).merge([
@@ -307,7 +307,7 @@ def _spark_failure(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def _all_schemas(connector: Connector) -> dict[str, dict]:
+def all_schemas(connector: Connector) -> dict[str, dict]:
     """Every stream's schema by name, parents of substreams included (executors may lack the files)."""
     from framework.partitions import parents_of
 
@@ -323,4 +323,4 @@ def _all_schemas(connector: Connector) -> dict[str, dict]:
     return found
 
 
-__all__ = ["PipelineOptions", "PipelineResult", "StreamResult", "run_pipeline"]
+__all__ = ["PipelineOptions", "PipelineResult", "StreamResult", "all_schemas", "run_pipeline"]
