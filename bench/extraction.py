@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import PAGE_SIZE, ApiServer, peers_python, run_manifest_command
+from harness import PAGE_SIZE, ApiServer, bench_manifest, peers_python, run_manifest_command
 
 STREAM = "records"
 START_MARK = b"started\n"  # what the bare loop prints once its imports are done
@@ -46,53 +46,6 @@ PROTOCOL = "run-manifest --protocol"
 PROTOCOL_DOUBLE = "run-manifest --protocol (2x records)"
 CDK = "airbyte-cdk source-declarative-manifest"
 
-MANIFEST = """\
-version: 6.7.0
-type: DeclarativeSource
-check:
-  type: CheckStream
-  stream_names: [records]
-streams:
-  - type: DeclarativeStream
-    name: records
-    primary_key: id
-    schema_loader:
-      type: InlineSchemaLoader
-      schema: {type: object, properties: {}}
-    retriever:
-      type: SimpleRetriever
-      requester:
-        type: HttpRequester
-        url_base: "{{ config['base_url'] }}"
-        path: /records
-        http_method: GET
-      record_selector:
-        type: RecordSelector
-        extractor:
-          type: DpathExtractor
-          field_path: ["data"]
-      paginator:
-        type: DefaultPaginator
-        pagination_strategy:
-          type: PageIncrement
-          page_size: %(page_size)d
-          start_from_page: 1
-        page_token_option:
-          type: RequestOption
-          inject_into: request_parameter
-          field_name: page
-        page_size_option:
-          type: RequestOption
-          inject_into: request_parameter
-          field_name: per_page
-spec:
-  type: Spec
-  connection_specification:
-    type: object
-    required: [base_url]
-    properties:
-      base_url: {type: string}
-"""
 
 
 # -- the bare loop (runs in its own process: `extraction.py --bare-loop URL`) ---------------------------------
@@ -217,7 +170,7 @@ def _write_inputs(folder: Path, url: str) -> dict[str, str]:
     import yaml
 
     folder.mkdir(parents=True, exist_ok=True)
-    manifest_text = MANIFEST % {"page_size": PAGE_SIZE}
+    manifest_text = bench_manifest(PAGE_SIZE)
     config = {"base_url": url}
     paths = {name: str(folder / name) for name in ("manifest.yaml", "config.json", "cdk_config.json", "catalog.json")}
     Path(paths["manifest.yaml"]).write_text(manifest_text)

@@ -43,6 +43,56 @@ class ApiServer:
             self.process.wait(timeout=10)
 
 
+# The typed schema of the benchmark's records (bench/api_server.py makes them).
+RECORD_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"}, "account_id": {"type": "integer"}, "status": {"type": "string"},
+        "amount": {"type": "number"}, "currency": {"type": "string"},
+        "created_at": {"type": "string", "format": "date-time"},
+        "updated_at": {"type": "string", "format": "date-time"},
+        "customer": {"type": "object", "properties": {
+            "name": {"type": "string"}, "email": {"type": "string"}, "tier": {"type": "string"},
+            "address": {"type": "object", "properties": {"city": {"type": "string"}, "country": {"type": "string"}}},
+        }},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+}
+
+
+def bench_manifest(page_size: int = PAGE_SIZE, shards: int | None = None, typed: bool = False) -> str:
+    """The benchmark's manifest: one stream ``records`` paged by page number; with ``shards``, one partition
+    per shard (a ListPartitionRouter); with ``typed``, :data:`RECORD_SCHEMA` instead of an empty schema."""
+    import yaml
+
+    requester: dict = {"type": "HttpRequester", "url_base": "{{ config['base_url'] }}", "path": "/records",
+                       "http_method": "GET"}
+    retriever: dict = {"type": "SimpleRetriever", "requester": requester}
+    if shards is not None:
+        requester["request_parameters"] = {"shards": str(shards)}
+        retriever["partition_router"] = {
+            "type": "ListPartitionRouter", "values": [str(shard) for shard in range(shards)], "cursor_field": "shard",
+            "request_option": {"type": "RequestOption", "inject_into": "request_parameter", "field_name": "shard"}}
+    retriever["record_selector"] = {"type": "RecordSelector",
+                                    "extractor": {"type": "DpathExtractor", "field_path": ["data"]}}
+    retriever["paginator"] = {
+        "type": "DefaultPaginator",
+        "pagination_strategy": {"type": "PageIncrement", "page_size": page_size, "start_from_page": 1},
+        "page_token_option": {"type": "RequestOption", "inject_into": "request_parameter", "field_name": "page"},
+        "page_size_option": {"type": "RequestOption", "inject_into": "request_parameter", "field_name": "per_page"}}
+    manifest = {
+        "version": "6.7.0", "type": "DeclarativeSource",
+        "check": {"type": "CheckStream", "stream_names": ["records"]},
+        "streams": [{"type": "DeclarativeStream", "name": "records", "primary_key": "id",
+                     "schema_loader": {"type": "InlineSchemaLoader",
+                                       "schema": RECORD_SCHEMA if typed else {"type": "object", "properties": {}}},
+                     "retriever": retriever}],
+        "spec": {"type": "Spec", "connection_specification": {
+            "type": "object", "required": ["base_url"], "properties": {"base_url": {"type": "string"}}}},
+    }
+    return yaml.safe_dump(manifest, sort_keys=False)
+
+
 def run_manifest_command() -> list[str]:
     """``run-manifest`` from this venv (or the module when the script is not installed)."""
     script = shutil.which("run-manifest", path=os.path.dirname(sys.executable))

@@ -46,89 +46,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness import PAGE_SIZE, REPO, ApiServer, peers_python, run_manifest_command
+from harness import PAGE_SIZE, REPO, ApiServer, bench_manifest, peers_python, run_manifest_command
 
 STREAM = "records"
 RESULT_MARK = "bench-result "  # the line a child process reports its measurements on
 
-MANIFEST = """\
-version: 6.7.0
-type: DeclarativeSource
-check:
-  type: CheckStream
-  stream_names: [records]
-streams:
-  - type: DeclarativeStream
-    name: records
-    primary_key: id
-    schema_loader:
-      type: InlineSchemaLoader
-      schema:
-        type: object
-        properties:
-          id: {type: integer}
-          account_id: {type: integer}
-          status: {type: string}
-          amount: {type: number}
-          currency: {type: string}
-          created_at: {type: string, format: date-time}
-          updated_at: {type: string, format: date-time}
-          customer:
-            type: object
-            properties:
-              name: {type: string}
-              email: {type: string}
-              tier: {type: string}
-              address:
-                type: object
-                properties:
-                  city: {type: string}
-                  country: {type: string}
-          tags: {type: array, items: {type: string}}
-    retriever:
-      type: SimpleRetriever
-      requester:
-        type: HttpRequester
-        url_base: "{{ config['base_url'] }}"
-        path: /records
-        http_method: GET
-        request_parameters:
-          shards: "%(shards)d"
-      partition_router:
-        type: ListPartitionRouter
-        values: %(values)s
-        cursor_field: shard
-        request_option:
-          type: RequestOption
-          inject_into: request_parameter
-          field_name: shard
-      record_selector:
-        type: RecordSelector
-        extractor:
-          type: DpathExtractor
-          field_path: ["data"]
-      paginator:
-        type: DefaultPaginator
-        pagination_strategy:
-          type: PageIncrement
-          page_size: %(page_size)d
-          start_from_page: 1
-        page_token_option:
-          type: RequestOption
-          inject_into: request_parameter
-          field_name: page
-        page_size_option:
-          type: RequestOption
-          inject_into: request_parameter
-          field_name: per_page
-spec:
-  type: Spec
-  connection_specification:
-    type: object
-    required: [base_url]
-    properties:
-      base_url: {type: string}
-"""
 
 # What the peers venv runs for dlt (argv: base_url shards per_page output_folder work_folder).
 DLT_SCRIPT = """\
@@ -167,9 +89,8 @@ print("bench-result " + json.dumps({"start": ready - started, "sync": ended - re
 def write_inputs(folder: Path, url: str, shards: int) -> tuple[str, str]:
     """The manifest and config for a server; their paths."""
     folder.mkdir(parents=True, exist_ok=True)
-    values = json.dumps([str(shard) for shard in range(shards)])
     manifest = folder / "manifest.yaml"
-    manifest.write_text(MANIFEST % {"shards": shards, "values": values, "page_size": PAGE_SIZE})
+    manifest.write_text(bench_manifest(PAGE_SIZE, shards=shards, typed=True))
     config = folder / "config.json"
     config.write_text(json.dumps({"base_url": url}))
     return str(manifest), str(config)
