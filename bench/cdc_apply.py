@@ -6,7 +6,7 @@ No HTTP and no tasks: the script writes staged Parquet files itself (the
 typed batches a sync's tasks would land: ``_airbyte_extracted_at`` and six
 data fields, ``id`` the primary key, ``updated_at`` the cursor,
 ``_ab_cdc_deleted_at`` the delete mark) under a temp output folder and calls
-:func:`framework.sink.cdc.apply_changes` on a ``local[2]`` session, twice:
+:func:`framework.cdc.apply_changes` on a ``local[2]`` session, twice:
 
 * **first**: N new keys, so N inserts and the first image;
 * **second**: N staged records against that image: 40 % unchanged, 40 %
@@ -127,17 +127,17 @@ def _hwm(pid: int) -> float:
 
 
 def _warm(batches):
-    import framework.sink.cdc.apply  # noqa: F401 - what the workers of a sync have imported
+    import framework.cdc.apply  # noqa: F401 - what the workers of a sync have imported
 
     yield from batches
 
 
 def child(keys: int, fmt: str, image: str, keep: str | None, cold: bool) -> None:
-    from framework.clock import FixedClock
+    from framework.temporal.clock import FixedClock
     from framework.models.destination import DestinationSettings
-    from framework.sink.cdc import ChangeStream, apply_changes
-    from framework.sink.spark import spark_session
-    from framework.sink.storage import storage_for
+    from framework.cdc import ChangeStream, apply_changes
+    from framework.spark.session import spark_session
+    from framework.storage import storage_for
 
     out = Path(keep) / str(keys) if keep else Path(tempfile.mkdtemp(prefix="cdc-bench-"))
     out.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ printed too. Peak memory is the largest resident size of the Python driver
 process and of Spark's JVM (its ``VmHWM``), as the operating system reports it.
 
 The session is the one ``normalize-output`` and ``run-manifest --normalize``
-use (:func:`framework.sink.spark.spark_session` with ``full_jit=True``);
+use (:func:`framework.spark.session.spark_session` with ``full_jit=True``);
 ``--quick-jit`` starts it with the quick JIT tier only
 (``-XX:TieredStopAtLevel=1``), as a plain sync does, to compare.
 """
@@ -42,11 +42,11 @@ SCHEMA = {"type": "object", "properties": {
 
 def land(output: str, records: int, files: int) -> None:
     from framework.models.destination import DestinationSettings
-    from framework.sink.formats import open_format_writer
-    from framework.sink.layout import StreamLayout
-    from framework.sink.state_store import CatalogStore
-    from framework.sink.storage import storage_for
-    from framework.sink.typing import RecordConverter
+    from framework.formats import open_format_writer
+    from framework.storage.layout import StreamLayout
+    from framework.storage.state_store import CatalogStore
+    from framework.storage import storage_for
+    from framework.typed import RecordConverter
 
     settings = DestinationSettings.model_validate({"output": output, "format": {"format_type": "Parquet"}})
     storage = storage_for(settings)
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from framework.models.destination import DestinationSettings
     from framework.normalization.runner import normalize
-    from framework.sink.spark import spark_session
+    from framework.spark.session import spark_session
 
     output = args.keep or tempfile.mkdtemp(prefix="bench-normalization-")
     try:

@@ -282,9 +282,9 @@ def spark_child(manifest: str, config: str, output: str) -> int:
     sys.path.insert(0, str(REPO))
     from framework.cli.sync_command import destination_settings
     from framework.protocol.catalog import select_streams
-    from framework.sink.pipeline import run_pipeline
-    from framework.sink.spark import spark_session
-    from framework.streams.connector import open_connector, read_config
+    from framework.spark.pipeline import run_pipeline
+    from framework.spark.session import spark_session
+    from framework.engine.connector import open_connector, read_config
 
     connector = open_connector(manifest, read_config(config), config_path=config)
     selections = select_streams(connector.streams, None, None)

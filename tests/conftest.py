@@ -33,6 +33,9 @@ def corpus_dir() -> str | None:
 # The fake HTTP API (tests/fakes/api_server.py) as a fixture for every test module.
 from fakes.api_server import fake_api  # noqa: E402,F401
 
+#: The local S3 server (moto) and its buckets, for every test that lands on S3.
+pytest_plugins = ["s3_fixtures"]
+
 
 @pytest.fixture(scope="session")
 def spark():
@@ -40,7 +43,7 @@ def spark():
 
     Tests that take it are marked ``@pytest.mark.spark``. It is stopped when the session ends.
     """
-    from framework.sink.spark import spark_session
+    from framework.spark.session import spark_session
 
     session = spark_session(master="local[2]", app_name="tests", **{"spark.sql.shuffle.partitions": "2"})
     yield session

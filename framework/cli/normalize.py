@@ -71,7 +71,7 @@ def run(args: argparse.Namespace, err: IO[str]) -> int:
 
     from framework.cli.sync_command import destination_settings
     from framework.normalization.runner import normalize
-    from framework.sink.spark import spark_session
+    from framework.spark.session import spark_session
 
     spec = argparse.Namespace(destination=args.destination, output=args.output, format=None)
     destination = destination_settings(spec)

@@ -119,7 +119,7 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
         print("run-manifest: --config CONFIG.json is required (only --spec works without one)", file=sys.stderr)
         return 2
     from framework.errors import ConfigError
-    from framework.streams.connector import open_connector, read_config
+    from framework.engine.connector import open_connector, read_config
 
     try:
         config = read_config(args.config)

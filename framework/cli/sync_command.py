@@ -75,7 +75,7 @@ def run_sync(args: Any, connector: Any, selections: list, states: dict, err: IO[
     if _normalizes(args, settings) and not result.failed:  # normalization (framework.normalization) runs after a successful sync
         from framework.cli.normalize import normalization_settings
         from framework.normalization.runner import normalize
-        from framework.sink.spark import spark_session
+        from framework.spark.session import spark_session
 
         done = normalize(spark_session(args.master, full_jit=True), settings, normalization_settings(settings),
                          progress=reporter.normalized)
@@ -84,8 +84,8 @@ def run_sync(args: Any, connector: Any, selections: list, states: dict, err: IO[
 
 
 def _sync(args: Any, connector: Any, selections: list, states: dict, reporter: Reporter) -> tuple[Any, Any]:
-    from framework.sink.pipeline import PipelineOptions, run_pipeline
-    from framework.sink.spark import spark_session
+    from framework.spark.pipeline import PipelineOptions, run_pipeline
+    from framework.spark.session import spark_session
 
     if args.sync_mode == "overwrite" and getattr(args, "state", None):
         raise ConfigError("--state cannot be used with --sync-mode overwrite: an overwrite reads everything "

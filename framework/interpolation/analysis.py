@@ -12,7 +12,7 @@ from typing import Any, Literal
 from jinja2 import meta
 from jinja2.exceptions import TemplateError, TemplateSyntaxError
 
-from framework.clock import SystemClock
+from framework.temporal.clock import SystemClock
 from framework.interpolation import checks
 from framework.interpolation.environment import SandboxEnvironment, build_environment
 from framework.interpolation.macros import MACROS

@@ -33,7 +33,7 @@ from jinja2.exceptions import SecurityError, TemplateError, TemplateSyntaxError,
 from jinja2.runtime import Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from framework.clock import Clock, SystemClock
+from framework.temporal.clock import Clock, SystemClock
 from framework.errors import FrameworkError, InterpolationError
 from framework.interpolation import checks, limits
 from framework.interpolation.conversions import (

@@ -2,7 +2,7 @@
 
 Every macro that needs the current time reads it from the :class:`Clock` given
 to :func:`build_macros`, never from the system directly, so a test with a
-:class:`~framework.clock.FixedClock` is deterministic.
+:class:`~framework.temporal.clock.FixedClock` is deterministic.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import isodate
 from dateutil import parser as dateutil_parser
 
-from framework import datetime_formats
-from framework.clock import Clock
-from framework.durations import parse_duration
+from framework.temporal import datetime_formats
+from framework.temporal.clock import Clock
+from framework.temporal.durations import parse_duration
 
 __all__ = ["DEFAULT_DAY_DELTA_FORMAT", "MACROS", "build_macros", "to_datetime"]
 

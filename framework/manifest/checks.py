@@ -14,9 +14,9 @@ from typing import Any, Iterator
 
 
 
-from framework.datetime_formats import format_problems
+from framework.temporal.datetime_formats import format_problems
 from framework.diagnostics import Diagnostic
-from framework.durations import duration_problem
+from framework.temporal.durations import duration_problem
 from framework.interpolation import DEPRECATED_VARIABLES, VARIABLES, analyze_template
 from framework.manifest.components import Placement, Site, field_aliases
 from framework.models import (

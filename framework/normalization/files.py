@@ -3,7 +3,7 @@
 Spark here has no S3 file system, so objects on S3 are never handed to
 Spark's own readers and writers: a DataFrame of object keys is spread over
 the executors, and each task reads its files through
-:func:`framework.sink.storage.storage_for` (a local folder or S3) into Arrow
+:func:`framework.storage.storage_for` (a local folder or S3) into Arrow
 batches (:func:`read_files`), or writes the Arrow batches of its partition into
 one Parquet object (:func:`write_parquet`). Under a local output,
 :func:`write_parquet` uses Spark's own Parquet writer (no rows pass through
@@ -48,7 +48,7 @@ _BATCH_ROWS = 65536
 
 def landed_files(storage: Any, destination: Any, stream: str, namespace: str = "") -> dict[str, list[str]]:
     """The keys of a stream's landed files by reader (``parquet``, ``avro``, ``text``), from every sync."""
-    from framework.sink.layout import StreamLayout
+    from framework.storage.layout import StreamLayout
 
     layouts = {ext: StreamLayout.of(destination, stream, namespace, extension=ext) for ext in EXTENSIONS}
     prefixes = {layout.scan_prefix for layout in layouts.values()}
@@ -64,7 +64,7 @@ def landed_files(storage: Any, destination: Any, stream: str, namespace: str = "
 
 def _storage(destination_json: Mapping[str, Any]) -> Any:
     from framework.models.destination import DestinationSettings
-    from framework.sink.storage import storage_for
+    from framework.storage import storage_for
 
     return storage_for(DestinationSettings.model_validate(destination_json))
 
@@ -264,7 +264,7 @@ def write_parquet(frame: Any, destination_json: Mapping[str, Any], prefix: str,
         import pyarrow.parquet as pq
         from pyspark import TaskContext
 
-        from framework.sink.formats import CountingSink
+        from framework.formats import CountingSink
 
         context = TaskContext.get()
         part = context.partitionId() if context else 0

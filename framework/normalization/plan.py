@@ -1,7 +1,7 @@
 """From the landed catalog to a plan of tables: which tables a stream becomes, their columns and types (pure).
 
 Types come from the stream's JSON Schema only (never from values), read with
-the sink's :func:`~framework.sink.typing.parse_schema`:
+the sink's :func:`~framework.typed.parse_schema`:
 
 ====================================== ==============================
 JSON Schema                            column type
@@ -41,7 +41,7 @@ from typing import Any
 
 from framework.errors import ConfigError
 from framework.normalization import naming
-from framework.sink.typing import types as t
+from framework.typed import types as t
 
 AB_ID, EMITTED_AT, NORMALIZED_AT = "_airbyte_ab_id", "_airbyte_emitted_at", "_airbyte_normalized_at"
 START_AT, END_AT, ACTIVE_ROW = "_airbyte_start_at", "_airbyte_end_at", "_airbyte_active_row"
@@ -211,7 +211,7 @@ def plan_catalog(entries: Sequence[Mapping[str, Any]], dialect: str,
 
     ``destination_sync_mode`` replaces every entry's own when given.
     """
-    from framework.sink.typing import parse_schema
+    from framework.typed import parse_schema
 
     ordered = sorted(entries, key=lambda e: str(e["stream"]["name"]))
     tables = naming.NameSet()

@@ -44,7 +44,7 @@ from framework.normalization.files import (
 )
 from framework.normalization.plan import AB_ID, DATA, EMITTED_AT, StreamPlan
 from framework.normalization.transform import NODE, parse_type
-from framework.sink.typing import types as t
+from framework.typed import types as t
 
 #: How ``to_json`` writes a timestamp (Spark's JSON default); the node holds timestamps as this text.
 JSON_TIMESTAMP = "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"
@@ -218,7 +218,7 @@ def _field_kinds(plan: StreamPlan) -> dict[str, str]:
 
 def _reader_schema(plan: StreamPlan) -> pa.Schema:
     """The landed Parquet schema of the stream, without ``_airbyte_meta``."""
-    from framework.sink.typing import arrow_schema
+    from framework.typed import arrow_schema
 
     schema = arrow_schema(plan.record_type, plan.stream)
     return pa.schema([f for f in schema if f.name != "_airbyte_meta"])

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from framework.normalization.plan import AB_ID, DATA, EMITTED_AT, StreamPlan, TablePlan
-from framework.sink.typing import types as t
+from framework.typed import types as t
 
 NODE = "__node"
 _SPARK_TYPES = {"string": "string", "bigint": "bigint", "double": "double", "boolean": "boolean",

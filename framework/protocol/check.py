@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from framework.protocol.read import describe_failure
-from framework.streams.connector import Connector
-from framework.streams.sync import StreamSync
+from framework.engine.connector import Connector
+from framework.engine.sync import StreamSync
 
 
 def check_connection(connector: Connector) -> tuple[bool, str | None]:

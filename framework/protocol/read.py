@@ -19,9 +19,9 @@ from typing import IO, Any, Mapping, Sequence
 from framework.errors import FrameworkError, ReadError
 from framework.protocol import messages
 from framework.protocol.catalog import Selection
-from framework.streams.connector import Connector
-from framework.streams.scheduler import read_units
-from framework.streams.sync import StreamSync
+from framework.engine.connector import Connector
+from framework.engine.scheduler import read_units
+from framework.engine.sync import StreamSync
 
 
 @dataclass

@@ -26,7 +26,7 @@ from framework.cli.progress import (
     reporter_for,
     summary_table,
 )
-from framework.sink.pipeline import PipelineResult, StreamResult
+from framework.spark.pipeline import PipelineResult, StreamResult
 
 EPOCH = 1_790_000_000.0  # 2026-09-21T14:13:20Z
 
@@ -245,7 +245,7 @@ def test_summary_table_marks_state():
 
 @pytest.mark.spark
 def test_run_manifest_log_format_json_prints_only_json_lines(spark, fake_api, tmp_path, capsys):
-    from sink.test_pipeline import MANIFEST, SECRET, config_for, serve
+    from spark.test_pipeline import MANIFEST, SECRET, config_for, serve
 
     from framework.cli.run import main
 
@@ -280,7 +280,7 @@ def test_run_manifest_log_format_json_prints_only_json_lines(spark, fake_api, tm
 
 
 def test_run_manifest_log_format_json_reports_a_bad_output_as_json(fake_api, tmp_path, capsys):
-    from sink.test_pipeline import MANIFEST, config_for, serve
+    from spark.test_pipeline import MANIFEST, config_for, serve
 
     from framework.cli.run import main
 
@@ -297,7 +297,7 @@ def test_run_manifest_log_format_json_reports_a_bad_output_as_json(fake_api, tmp
 
 
 def test_run_manifest_log_format_json_reports_a_bad_config_file_as_json(tmp_path, capsys):
-    from sink.test_pipeline import MANIFEST
+    from spark.test_pipeline import MANIFEST
 
     from framework.cli.run import main
 

@@ -24,7 +24,7 @@ import pytest
 from fakes.api_server import Reply, paged
 
 from framework.cli.run import main
-from framework.streams.connector import open_connector
+from framework.engine.connector import open_connector
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "shop" / "manifest.yaml"

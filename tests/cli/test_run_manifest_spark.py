@@ -19,7 +19,7 @@ import time
 
 import pyarrow.parquet as pq
 import pytest
-from sink.test_pipeline import (
+from spark.test_pipeline import (
     MANIFEST,
     SECRET,
     config_for,

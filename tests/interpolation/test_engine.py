@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from framework.clock import FixedClock
+from framework.temporal.clock import FixedClock
 from framework.errors import InterpolationError
 from framework.interpolation import FALSE_TEXTS, RESULT_TYPES, TemplateEngine, VARIABLES
 

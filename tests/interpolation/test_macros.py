@@ -4,7 +4,7 @@ from datetime import date, datetime, timedelta, timezone
 import isodate
 import pytest
 
-from framework.clock import FixedClock
+from framework.temporal.clock import FixedClock
 from framework.errors import InterpolationError
 from framework.interpolation import MACROS, TemplateEngine
 from framework.interpolation.macros import build_macros

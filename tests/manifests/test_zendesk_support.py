@@ -20,10 +20,10 @@ import pytest
 from fakes.api_server import ApiError, FakeApi, RecordedRequest, Reply
 from manifests.harness import MANIFESTS, assert_clean, run_connector
 
-from framework.http.transport import FunctionTransport
+from framework.components.http.transport import FunctionTransport
 from framework.protocol.catalog import select_streams
 from framework.protocol.read import read
-from framework.streams.connector import open_connector
+from framework.engine.connector import open_connector
 
 EMAIL = "agent@example.com"
 TOKEN = "6wiIBWbGkBMo1mRDMuVwkw1EPsNkeUj95PIz2akv"

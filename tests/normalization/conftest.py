@@ -26,11 +26,11 @@ def land(settings: Any, stream: str, records: Sequence[dict], schema: dict, *, e
          primary_key: Sequence[str] = (), cursor: str | None = None, sync_mode: str = "incremental",
          destination_sync_mode: str = "append", ids: Sequence[str] | None = None) -> str:
     """Write one landed file of ``records`` and merge ``stream`` into the catalog; returns the file's key."""
-    from framework.sink.formats import open_format_writer, raw_batch
-    from framework.sink.layout import StreamLayout
-    from framework.sink.state_store import CatalogStore
-    from framework.sink.storage import storage_for
-    from framework.sink.typing import RecordConverter
+    from framework.formats import open_format_writer, raw_batch
+    from framework.storage.layout import StreamLayout
+    from framework.storage.state_store import CatalogStore
+    from framework.storage import storage_for
+    from framework.typed import RecordConverter
 
     storage = storage_for(settings)
     at_ms = int(emitted_at.timestamp() * 1000)
@@ -95,5 +95,3 @@ def local_settings(output):
     return make
 
 
-# The moto S3 fixtures of the sink tests (s3_endpoint, s3_client, s3_bucket, s3_settings).
-from sink.conftest import s3_bucket, s3_client, s3_endpoint, s3_settings  # noqa: F401

@@ -8,7 +8,7 @@ import os
 
 import pyarrow.parquet as pq
 import pytest
-from sink.test_pipeline import MANIFEST, config_for, serve
+from spark.test_pipeline import MANIFEST, config_for, serve
 
 from framework.cli.normalize import main as normalize_main
 from framework.cli.run import main as run_main

@@ -48,7 +48,7 @@ class ParquetTarget:
     name = "parquet"
 
     def __init__(self, spark: Any, destination: Any, dialect: str = "spark", storage: Any = None):
-        from framework.sink.storage import storage_for
+        from framework.storage import storage_for
 
         self.spark = spark
         self.destination = destination

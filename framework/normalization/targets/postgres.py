@@ -30,7 +30,7 @@ Column types, from the DataFrame's Spark types:
   (``to_json`` on the executors); binary: ``bytea``.
 
 SQL on the driver goes through a JDBC connection made in the driver JVM
-(``org.postgresql.Driver`` on Spark's classpath: see ``framework.sink.spark``).
+(``org.postgresql.Driver`` on Spark's classpath: see ``framework.spark.session``).
 ``java.sql.DriverManager`` cannot be used from Python: it refuses drivers loaded by Spark's
 class loader.
 """

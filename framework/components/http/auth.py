@@ -1,0 +1,661 @@
+"""Runtime authenticators: what puts credentials on a request.
+
+Every authenticator follows the :class:`Authenticator` protocol:
+
+* ``apply(parts)`` adds its header, query parameter or body field to a
+  :class:`~framework.components.http.request.RequestParts` being assembled;
+* ``refresh()`` is called once after a 401 and says whether the request is
+  worth retrying (only authenticators that obtain credentials at run time
+  can get new ones: OAuth and session tokens);
+* ``secrets()`` lists the credential values in use right now (tokens obtained
+  at run time, passwords), so that logs and messages can mask them.
+
+Templates are rendered once, when the authenticator is built: the config does
+not change during a sync, so a request costs no template work. No ``repr``
+shows a credential.
+
+Tokens obtained at run time (:class:`OAuth`, :class:`SessionToken`) are
+shared by every stream, which may be read on several threads: a lock guards
+renewal, and after a 401 a thread that finds the token already renewed by
+another thread retries with the new one instead of fetching yet another.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Protocol
+
+from framework.temporal.datetime_formats import parse_datetime
+from framework.temporal.durations import parse_duration
+from framework.errors import (
+    AuthenticationError,
+    ConfigError,
+    DatetimeFormatError,
+    TransportError,
+)
+from framework.components.http.request import (
+    HttpRequest,
+    Injection,
+    RequestParts,
+    injection_of,
+    join_url,
+)
+from framework.components.http.transport import HttpResponse
+from framework.components.registry import BuildContext, builds
+
+__all__ = [
+    "TOKEN_RENEW_MARGIN",
+    "TOKEN_RETRIES",
+    "ApiKeyAuth",
+    "Authenticator",
+    "BasicAuth",
+    "BearerAuth",
+    "NoAuth",
+    "OAuth",
+    "SessionToken",
+]
+
+#: How many times a token or login request is retried after a 429, a 5xx or a connection failure.
+TOKEN_RETRIES = 3
+#: A token is renewed this long before it expires (or half its lifetime, when that is shorter).
+TOKEN_RENEW_MARGIN = timedelta(seconds=60)
+_MAX_BACKOFF = 60.0  # seconds; a longer Retry-After is cut to this
+
+
+class Authenticator(Protocol):
+    """What the requester needs from an authenticator."""
+
+    def apply(self, parts: RequestParts) -> None:
+        """Add the credentials to a request being built."""
+
+    def refresh(self) -> bool:
+        """Get new credentials after a 401; True if the request should be retried."""
+
+    def secrets(self) -> tuple[str, ...]:
+        """The credential values in use now, for masking."""
+
+
+# --- static credentials ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NoAuth:
+    """Requests carry no credentials."""
+
+    def apply(self, parts: RequestParts) -> None:
+        return None
+
+    def refresh(self) -> bool:
+        return False
+
+    def secrets(self) -> tuple[str, ...]:
+        return ()
+
+
+@dataclass(frozen=True)
+class ApiKeyAuth:
+    """An API key put where ``injection`` says (a header, a query parameter or a body field)."""
+
+    injection: Injection
+    token: str = field(repr=False)
+
+    def apply(self, parts: RequestParts) -> None:
+        self.injection.apply(parts, self.token)
+
+    def refresh(self) -> bool:
+        return False
+
+    def secrets(self) -> tuple[str, ...]:
+        return _present(self.token)
+
+
+@dataclass(frozen=True)
+class BearerAuth:
+    """``Authorization: Bearer <token>``."""
+
+    token: str = field(repr=False)
+
+    def apply(self, parts: RequestParts) -> None:
+        parts.headers["Authorization"] = f"Bearer {self.token}"
+
+    def refresh(self) -> bool:
+        return False
+
+    def secrets(self) -> tuple[str, ...]:
+        return _present(self.token)
+
+
+@dataclass(frozen=True)
+class BasicAuth:
+    """``Authorization: Basic base64(username:password)``."""
+
+    username: str = field(repr=False)
+    password: str = field(repr=False)
+    encoded: str = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        raw = f"{self.username}:{self.password}".encode()
+        object.__setattr__(self, "encoded", base64.b64encode(raw).decode("ascii"))
+
+    def apply(self, parts: RequestParts) -> None:
+        parts.headers["Authorization"] = f"Basic {self.encoded}"
+
+    def refresh(self) -> bool:
+        return False
+
+    def secrets(self) -> tuple[str, ...]:
+        # With an empty password the user name is the key (as some APIs take it).
+        return _present(self.password or self.username, self.encoded)
+
+
+def _present(*values: str | None) -> tuple[str, ...]:
+    return tuple(value for value in values if value)
+
+
+@builds("NoAuth")
+def _build_no_auth(model: Any, ctx: BuildContext, path: tuple) -> NoAuth:
+    return NoAuth()
+
+
+@builds("ApiKeyAuthenticator")
+def _build_api_key(model: Any, ctx: BuildContext, path: tuple) -> ApiKeyAuth:
+    token = _text(ctx.render(model.api_token, model.parameters))
+    if model.inject_into is not None:
+        injection = injection_of(model.inject_into, ctx)
+    else:
+        injection = Injection("header", (_text(ctx.render(model.header, model.parameters)),))
+    return ApiKeyAuth(injection, token)
+
+
+@builds("BearerAuthenticator")
+def _build_bearer(model: Any, ctx: BuildContext, path: tuple) -> BearerAuth:
+    return BearerAuth(_text(ctx.render(model.api_token, model.parameters)))
+
+
+@builds("BasicHttpAuthenticator")
+def _build_basic(model: Any, ctx: BuildContext, path: tuple) -> BasicAuth:
+    return BasicAuth(
+        _text(ctx.render(model.username, model.parameters)),
+        _text(ctx.render(model.password, model.parameters)),
+    )
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+# --- tokens obtained at run time --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Token:
+    """A token and when to stop using it (``renew_at``; None: until a 401)."""
+
+    value: str
+    renew_at: datetime | None
+
+
+class _RenewedToken:
+    """A token fetched on first use and renewed when due or after a 401; thread-safe.
+
+    Subclasses define :meth:`_fetch` (may raise AuthenticationError) and may
+    set ``_fetchable`` to False when no new token can be had.
+    """
+
+    _fetchable = True
+
+    def __init__(self, clock: Any, initial: _Token | None = None):
+        self._clock = clock
+        self._token = initial
+        self._lock = threading.Lock()
+        self._local = threading.local()  # the token this thread sent last
+
+    def _fetch(self) -> _Token:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _due(self, token: _Token | None) -> bool:
+        if token is None:
+            return True
+        return token.renew_at is not None and self._fetchable and self._clock.now() >= token.renew_at
+
+    def token(self) -> str:
+        """The token to send now, fetched or renewed first when needed."""
+        token = self._token
+        if self._due(token):
+            with self._lock:
+                token = self._token
+                if self._due(token):
+                    token = self._token = self._fetch()
+        assert token is not None
+        self._local.sent = token.value
+        return token.value
+
+    def refresh(self) -> bool:
+        with self._lock:
+            current = self._token
+            sent = getattr(self._local, "sent", None)
+            if current is not None and sent is not None and current.value != sent:
+                return True  # another thread renewed it since this one sent its request
+            if not self._fetchable:
+                return False
+            self._token = self._fetch()
+            return True
+
+    def _current_secret(self) -> tuple[str, ...]:
+        token = self._token
+        return _present(token.value) if token is not None else ()
+
+
+def _renew_at(now: datetime, expires: datetime) -> datetime:
+    """When to renew a token that expires at ``expires``: a minute early, or halfway for short lives."""
+    margin = min(TOKEN_RENEW_MARGIN, max(expires - now, timedelta(0)) / 2)
+    return expires - margin
+
+
+def _exchange(ctx: BuildContext, request: HttpRequest, failed: Callable[..., AuthenticationError]) -> HttpResponse:
+    """Send a token or login request, retrying 429, 5xx and connection failures with backoff.
+
+    ``failed(reason, hint, transient)`` makes the error raised when retries are
+    exhausted or the answer is a non-retryable error status.
+    """
+    for attempt in range(TOKEN_RETRIES + 1):
+        last = attempt == TOKEN_RETRIES
+        try:
+            response = ctx.transport.send(request)
+        except TransportError as exc:
+            if last:
+                raise failed(f"the connection failed ({exc.reason})", "check the URL or try again later",
+                             True) from None
+            ctx.sleep(_backoff(attempt, None))
+            continue
+        if 200 <= response.status < 300:
+            return response
+        retryable = response.status == 429 or response.status >= 500
+        if retryable and not last:
+            ctx.sleep(_backoff(attempt, response))
+            continue
+        raise failed(f"it answered HTTP {response.status}{_error_detail(response)}", None, retryable)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _backoff(attempt: int, response: HttpResponse | None) -> float:
+    if response is not None:
+        header = response.headers.get("Retry-After")
+        try:
+            return min(max(float(header), 0.0), _MAX_BACKOFF)
+        except (TypeError, ValueError):
+            pass
+    return float(2**attempt)
+
+
+def _error_detail(response: HttpResponse) -> str:
+    """The OAuth ``error`` code of a failed response (never its description, which may echo input)."""
+    try:
+        body = response.json()
+    except ValueError:
+        return ""
+    code = body.get("error") if isinstance(body, dict) else None
+    if isinstance(code, str) and code.replace("_", "").isalnum() and len(code) <= 40:
+        return f" ({code})"
+    return ""
+
+
+def _json_object(response: HttpResponse) -> dict | None:
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def _expiry_of(value: Any, fmt: str | None) -> datetime:
+    """An expiry written as a datetime: with ``fmt`` when given, otherwise ISO 8601 (UTC when naive)."""
+    if fmt:
+        return parse_datetime(value, fmt)
+    from dateutil.parser import isoparse
+
+    try:
+        parsed = isoparse(str(value))
+    except (ValueError, OverflowError):
+        raise DatetimeFormatError(f"{value!r} is not an ISO 8601 datetime") from None
+    return parsed.replace(tzinfo=timezone.utc) if parsed.tzinfo is None else parsed.astimezone(timezone.utc)
+
+
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+@dataclass(frozen=True)
+class _OAuthSettings:
+    """An OAuthAuthenticator with its templates rendered."""
+
+    endpoint: str
+    grant_type: str
+    body: Mapping[str, Any] = field(repr=False)
+    headers: Mapping[str, str] = field(repr=False)
+    access_token_name: str
+    expires_in_name: str
+    expiry_format: str | None
+    hidden: tuple[str, ...] = field(repr=False)  # client secret and refresh token
+
+
+class OAuth(_RenewedToken):
+    """OAuth 2.0 access tokens (``refresh_token`` or ``client_credentials`` grant), sent as a bearer token."""
+
+    def __init__(self, settings: _OAuthSettings, ctx: BuildContext, place: str | None,
+                 initial: _Token | None = None):
+        super().__init__(ctx.clock, initial)
+        self._settings = settings
+        self._ctx = ctx
+        self._place = place
+        self._fetchable = bool(settings.endpoint)
+
+    def __repr__(self) -> str:
+        endpoint = self._ctx.mask(self._settings.endpoint) if self._settings.endpoint else None
+        return f"OAuth(endpoint={endpoint!r}, grant_type={self._settings.grant_type!r})"
+
+    def apply(self, parts: RequestParts) -> None:
+        parts.headers["Authorization"] = f"Bearer {self.token()}"
+
+    def secrets(self) -> tuple[str, ...]:
+        return self._current_secret() + self._settings.hidden
+
+    def _fetch(self) -> _Token:
+        settings = self._settings
+        request = HttpRequest("POST", settings.endpoint, headers=dict(settings.headers), data=dict(settings.body))
+        where = request.describe(self._mask)
+        credentials = "check client_id, client_secret and refresh_token in the config"
+
+        def failed(reason: str, hint: str | None, transient: bool) -> AuthenticationError:
+            fix = hint or ("the token endpoint may be down; try again later" if transient else credentials)
+            return AuthenticationError(
+                f"could not get an OAuth access token from {where}: {reason}; {fix}",
+                request=where, place=self._place, failure_type="transient_error" if transient else None,
+            )
+
+        started = self._clock.now()
+        response = _exchange(self._ctx, request, failed)
+        body = _json_object(response)
+        if body is None:
+            raise failed("its answer is not a JSON object", None, False)
+        value = body.get(settings.access_token_name)
+        if not isinstance(value, str) or not value:
+            keys = ", ".join(f"`{key}`" for key in sorted(map(str, body))) or "none"
+            raise failed(
+                f"its answer has no `{settings.access_token_name}` (its keys: {keys})",
+                f"set `access_token_name` if the token is under another key; otherwise {credentials}", False,
+            )
+        return _Token(value, self._expiry(body.get(settings.expires_in_name), started, failed))
+
+    def _expiry(self, raw: Any, started: datetime, failed: Callable[..., AuthenticationError]) -> datetime | None:
+        if raw is None or raw == "":
+            return None  # no lifetime given: use the token until a 401
+        fmt = self._settings.expiry_format
+        seconds = None if fmt else _seconds(raw)
+        if seconds is not None:
+            return _renew_at(started, started + timedelta(seconds=seconds))
+        try:
+            expires = _expiry_of(raw, fmt)
+        except DatetimeFormatError:
+            name = self._settings.expires_in_name
+            raise AuthenticationError(
+                f"the token endpoint {self._settings.endpoint and self._mask(self._settings.endpoint)} gave "
+                f"`{name}` as {raw!r}, which is neither seconds nor a datetime"
+                + (f" in the format {fmt!r}" if fmt else "")
+                + "; set `token_expiry_date_format` to the format of that value",
+                place=self._place,
+            ) from None
+        return _renew_at(started, expires)
+
+    def _mask(self, text: str) -> str:
+        text = self._ctx.mask(text)
+        for secret in self.secrets():
+            text = text.replace(secret, "****")
+        return text
+
+
+@builds("OAuthAuthenticator")
+def _build_oauth(model: Any, ctx: BuildContext, path: tuple) -> OAuth:
+    params = model.parameters
+
+    def render(value: Any) -> str:
+        return _text(ctx.render(value, params)) if value is not None else ""
+
+    grant_type = render(model.grant_type) or "refresh_token"
+    client_id, client_secret = render(model.client_id), render(model.client_secret)
+    refresh_token = render(model.refresh_token)
+    body: dict[str, Any] = {model.grant_type_name: grant_type}
+    if client_id:
+        body[model.client_id_name] = client_id
+    if client_secret:
+        body[model.client_secret_name] = client_secret
+    if grant_type == "refresh_token" and refresh_token:
+        body[model.refresh_token_name] = refresh_token
+    if model.scopes:
+        body["scope"] = " ".join(model.scopes)
+    body.update(_render_mapping(ctx, model.refresh_request_body, params))
+    headers = {str(k): _text(v) for k, v in _render_mapping(ctx, model.refresh_request_headers, params).items()}
+    settings = _OAuthSettings(
+        endpoint=render(model.token_refresh_endpoint),
+        grant_type=grant_type,
+        body=body,
+        headers=headers,
+        access_token_name=model.access_token_name,
+        expires_in_name=model.expires_in_name,
+        expiry_format=model.token_expiry_date_format,
+        hidden=_present(client_secret, refresh_token),
+    )
+    place = ctx.place(path)
+    initial = None
+    access_token = render(model.access_token_value)
+    if access_token:
+        expiry_text = render(model.token_expiry_date)
+        renew_at = None
+        if expiry_text:
+            try:
+                expires = _expiry_of(expiry_text, model.token_expiry_date_format)
+            except DatetimeFormatError as exc:
+                raise ConfigError(
+                    f"the OAuth `token_expiry_date` could not be read: {exc}; give it as an ISO 8601 datetime"
+                    + (f" or in the format {model.token_expiry_date_format!r}" if model.token_expiry_date_format else "")
+                    + (f" (manifest: {place})" if place else "")
+                ) from None
+            renew_at = _renew_at(ctx.clock.now(), expires)
+        initial = _Token(access_token, renew_at)
+    elif not settings.endpoint:
+        raise ConfigError(
+            "the OAuth authenticator has neither an access token (`access_token_value` rendered empty) "
+            "nor a `token_refresh_endpoint` to get one; set the access token in the config"
+            + (f" (manifest: {place})" if place else "")
+        )
+    return OAuth(settings, ctx, place, initial)
+
+
+def _render_mapping(ctx: BuildContext, values: Any, parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """Keys and text values of a mapping rendered; a single template string must render an object."""
+    if isinstance(values, str):
+        rendered = ctx.render(values, parameters, "object")
+        return dict(rendered) if isinstance(rendered, Mapping) else {}
+    return {_text(ctx.render(k, parameters)): ctx.render(v, parameters) for k, v in values.items()}
+
+
+def _render_deep(ctx: BuildContext, value: Any, parameters: Mapping[str, Any]) -> Any:
+    """Every string inside ``value`` (keys too) rendered; for JSON bodies."""
+    if isinstance(value, str):
+        return ctx.render(value, parameters)
+    if isinstance(value, Mapping):
+        return {_text(ctx.render(k, parameters)): _render_deep(ctx, v, parameters) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_render_deep(ctx, v, parameters) for v in value]
+    return value
+
+
+# --- session tokens ---------------------------------------------------------------------
+
+
+class SessionToken(_RenewedToken):
+    """Logs in with one request and sends the session token it returned, renewing it when it expires."""
+
+    def __init__(self, login: HttpRequest, login_auth: Any, token_path: tuple[str, ...],
+                 lifetime: Any, send: Callable[[RequestParts, str], None],
+                 shown: Callable[[str], tuple[str, ...]], ctx: BuildContext, place: str | None):
+        super().__init__(ctx.clock)
+        self._login = login
+        self._login_auth = login_auth
+        self._token_path = token_path
+        self._lifetime = lifetime
+        self._send = send
+        self._shown = shown  # the values sent for a token (the token itself, or its rendered api_token)
+        self._ctx = ctx
+        self._place = place
+
+    def __repr__(self) -> str:
+        return f"SessionToken(login={self._login.describe(self._ctx.mask)!r}, token_path={self._token_path!r})"
+
+    def apply(self, parts: RequestParts) -> None:
+        self._send(parts, self.token())
+
+    def secrets(self) -> tuple[str, ...]:
+        token = self._token
+        sent = self._shown(token.value) if token is not None else ()
+        return tuple(dict.fromkeys(sent + tuple(self._login_auth.secrets())))
+
+    def _fetch(self) -> _Token:
+        parts = RequestParts(
+            method=self._login.method, url=self._login.url, params=dict(self._login.params),
+            headers=dict(self._login.headers), json=self._login.json,
+            data=dict(self._login.data) if isinstance(self._login.data, Mapping) else self._login.data,
+        )
+        self._login_auth.apply(parts)
+        request = parts.to_request()
+        where = request.describe(self._ctx.mask)
+
+        def failed(reason: str, hint: str | None, transient: bool) -> AuthenticationError:
+            fix = hint or ("the login endpoint may be down; try again later" if transient
+                           else "check the login credentials in the config")
+            return AuthenticationError(
+                f"could not log in to get a session token from {where}: {reason}; {fix}",
+                request=where, place=self._place, failure_type="transient_error" if transient else None,
+            )
+
+        started = self._clock.now()
+        response = _exchange(self._ctx, request, failed)
+        node: Any = _json_object(response)
+        if node is None:
+            raise failed("its answer is not a JSON object", None, False)
+        for key in self._token_path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is None or isinstance(node, (dict, list)) or node == "":
+            raise failed(
+                f"its answer has no token at `{'.'.join(self._token_path)}`",
+                "set `session_token_path` to where the login response holds the token, "
+                "or check the login credentials in the config", False,
+            )
+        renew_at = started + self._lifetime if self._lifetime is not None else None
+        return _Token(str(node), renew_at)
+
+
+@builds("SessionTokenAuthenticator")
+def _build_session_token(model: Any, ctx: BuildContext, path: tuple) -> SessionToken:
+    login = model.login_requester
+    params = login.parameters
+    url = join_url(_text(ctx.render(login.url_base, params)), _text(ctx.render(login.path, params)))
+    json_body = _render_body_json(ctx, login.request_body_json, params)
+    data_body = _render_body_data(ctx, login.request_body_data, params)
+    request = HttpRequest(
+        login.http_method,
+        url,
+        params=tuple((k, _text(v)) for k, v in _render_mapping(ctx, login.request_parameters, params).items()
+                     if v is not None),
+        headers={k: _text(v) for k, v in _render_mapping(ctx, login.request_headers, params).items()
+                 if v is not None},
+        json=json_body or None,
+        data=data_body or None,
+    )
+    if login.authenticator is not None:
+        login_auth = ctx.build(login.authenticator, path + ("login_requester", "authenticator"))
+    else:
+        login_auth = NoAuth()
+
+    use = model.request_authentication
+    if use.type == "ApiKey":
+        injection = injection_of(use.inject_into, ctx)
+        template = use.api_token
+        use_params = {**model.parameters, **use.parameters}
+
+        def value_of(token: str) -> str:
+            return _text(ctx.render(template, use_params, session_token=token))
+
+        def send(parts: RequestParts, token: str) -> None:
+            injection.apply(parts, value_of(token))
+
+        def shown(token: str) -> tuple[str, ...]:
+            return tuple(dict.fromkeys(_present(token, value_of(token))))
+    else:
+
+        def send(parts: RequestParts, token: str) -> None:
+            parts.headers["Authorization"] = f"Bearer {token}"
+
+        def shown(token: str) -> tuple[str, ...]:
+            return _present(token)
+
+    lifetime = parse_duration(model.expiration_duration) if model.expiration_duration else None
+    return SessionToken(request, login_auth, tuple(model.session_token_path), lifetime, send, shown,
+                        ctx, ctx.place(path))
+
+
+def _render_body_json(ctx: BuildContext, body: Any, parameters: Mapping[str, Any]) -> Any:
+    if isinstance(body, str):
+        return ctx.render(body, parameters, "object")
+    return _render_deep(ctx, body, parameters)
+
+
+def _render_body_data(ctx: BuildContext, body: Any, parameters: Mapping[str, Any]) -> Any:
+    if isinstance(body, str):
+        return ctx.render(body, parameters, "any")
+    return {k: _text(v) for k, v in _render_mapping(ctx, body, parameters).items() if v is not None}
+
+
+# --- choosing one by the config ---------------------------------------------------------
+
+
+@builds("SelectiveAuthenticator")
+def _build_selective(model: Any, ctx: BuildContext, path: tuple) -> Any:
+    where = ".".join(map(str, model.authenticator_selection_path))
+    node: Any = ctx.config
+    for key in model.authenticator_selection_path:
+        if not isinstance(node, Mapping) or key not in node:
+            raise ConfigError(
+                f"the config has no value at `{where}`, which chooses the authenticator; "
+                f"set it to one of: {_choices(model)}" + _at(ctx, path)
+            )
+        node = node[key]
+    choice = node if isinstance(node, str) else str(node)
+    if choice not in model.authenticators:
+        raise ConfigError(
+            f"the config value at `{where}` is {ctx.mask(repr(choice))}, which names no authenticator; "
+            f"use one of: {_choices(model)}" + _at(ctx, path)
+        )
+    return ctx.build(model.authenticators[choice], path + ("authenticators", choice))
+
+
+def _choices(model: Any) -> str:
+    return ", ".join(f"`{name}`" for name in model.authenticators) or "(none defined)"
+
+
+def _at(ctx: BuildContext, path: tuple) -> str:
+    place = ctx.place(path)
+    return f" (manifest: {place})" if place else ""

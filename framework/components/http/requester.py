@@ -1,0 +1,138 @@
+"""The runtime of an HttpRequester: what a stream's requests look like, and sending them.
+
+:meth:`Requester.parts` renders the URL, path, query parameters, headers and
+body for one request from the per-request variables (``stream_slice``,
+``next_page_token``, ...); the paginator, the cursor and the partition router
+then add their own values (see :class:`~framework.components.http.request.Injection`)
+before :meth:`Requester.send` hands the request to the
+:class:`~framework.components.http.client.HttpClient`, which authenticates, retries and
+interprets errors.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+from urllib.parse import quote, quote_plus
+
+from framework.errors import InterpolationError, ReadError
+from framework.components.http.client import MASKED, HttpClient
+from framework.components.http.error_handler import default_error_handler
+from framework.components.http.request import HttpRequest, RequestParts
+from framework.components.http.transport import HttpResponse
+from framework.models import HttpRequester
+from framework.components.registry import BuildContext, builds
+from framework.components.templates import TemplateValue
+
+
+@dataclass(frozen=True)
+class Requester:
+    method: str
+    url_base: TemplateValue
+    path: TemplateValue
+    params: TemplateValue
+    headers: TemplateValue
+    body_json: TemplateValue | None
+    body_data: TemplateValue | None
+    client: HttpClient
+    parameters: Mapping[str, Any]
+    mask: Callable[[str], str]
+    place: str | None = None
+
+    def parts(self, variables: Mapping[str, Any]) -> RequestParts:
+        """The request's own parts for these variables (before pagination and slice options)."""
+        variables = {**variables, "parameters": self.parameters}
+        try:
+            parts = RequestParts(
+                method=self.method,
+                url_base=self.url_base.render(variables),
+                path=self.path.render(variables),
+                params=_drop_empty(self.params.render(variables)),
+                headers=_drop_empty(self.headers.render(variables)),
+            )
+            if self.body_json is not None:
+                body = self.body_json.render(variables)
+                # a constant body is shared by every request: options are put into a copy of it
+                constant = self.body_json.constant  # type: ignore[attr-defined]
+                parts.json = (copy.deepcopy(dict(body)) if constant else dict(body)) if body else None
+            if self.body_data is not None:
+                data = self.body_data.render(variables)
+                parts.data = (dict(data) if isinstance(data, Mapping) else str(data)) if data else None
+        except InterpolationError as exc:
+            raise ReadError(f"the request could not be built: {exc}", place=self.place) from None
+        return parts
+
+    def describe(self, request: HttpRequest) -> str:
+        """Method and URL of ``request`` with secrets masked."""
+        return request.describe(self.mask)
+
+    def hide_secrets(self, exc: ReadError) -> ReadError:
+        """``exc`` with secrets masked in its message (a response body may echo a token); returns ``exc``."""
+        exc.reason = self.mask(exc.reason)
+        exc.args = (exc.reason,)
+        if exc.request:
+            exc.request = self.mask(exc.request)
+        return exc
+
+    def send(self, parts: RequestParts) -> HttpResponse | None:
+        """Send; None when the error handler says to ignore the response."""
+        try:
+            return self.client.send(parts)
+        except ReadError as exc:
+            raise exc.with_context(place=self.place)
+
+
+def _drop_empty(values: Any) -> dict:
+    # An option that renders to nothing (an optional config value left out) is not sent.
+    if not values:
+        return {}
+    if not isinstance(values, Mapping):
+        raise InterpolationError(f"request options must render to an object, got {type(values).__name__}")
+    return {k: v for k, v in values.items() if v is not None and v != ""}
+
+
+@builds("HttpRequester")
+def build_requester(model: HttpRequester, ctx: BuildContext, path: tuple) -> Requester:
+    engine = ctx.engine
+    authenticator = ctx.build(model.authenticator, path + ("authenticator",)) if model.authenticator else None
+    if model.error_handler is not None:
+        handler = ctx.build(model.error_handler, path + ("error_handler",))
+    else:
+        handler = default_error_handler(ctx)
+    client = HttpClient(ctx.transport, handler, authenticator, sleep=ctx.sleep, mask=ctx.mask)
+    mask = ctx.mask if authenticator is None else _mask_with(authenticator, ctx.mask)
+
+    def value(raw: Any, result: str = "string", inner: str = "string") -> TemplateValue:
+        return TemplateValue(raw, engine, result, inner)
+
+    return Requester(
+        method=model.http_method,
+        url_base=value(model.url_base),
+        path=value(model.path),
+        params=value(model.request_parameters, "object"),
+        headers=value(model.request_headers, "object"),
+        body_json=value(model.request_body_json, "object", "any") if model.request_body_json else None,
+        body_data=value(model.request_body_data, "any") if model.request_body_data else None,
+        client=client,
+        parameters=model.parameters,
+        mask=mask,
+        place=ctx.place(path),
+    )
+
+
+def _mask_with(authenticator: Any, mask: Callable[[str], str]) -> Callable[[str], str]:
+    """A mask that also hides the authenticator's credentials as they are when a message is made
+    (tokens obtained at run time are not in the config)."""
+
+    def masked(text: str) -> str:
+        secrets = {variant for secret in authenticator.secrets() if secret
+                   for variant in (secret, quote(secret, safe=""), quote_plus(secret))}
+        for secret in sorted(secrets, key=len, reverse=True):
+            text = text.replace(secret, MASKED)
+        return mask(text)
+
+    return masked
+
+
+__all__ = ["Requester", "build_requester"]

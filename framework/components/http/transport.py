@@ -1,0 +1,188 @@
+"""The transport: the one place where requests leave the process.
+
+Everything above it works with :class:`HttpRequest` and :class:`HttpResponse`
+values, so tests can replace the network with a function
+(:class:`FunctionTransport`) and the real one (:class:`RequestsTransport`) is
+a thin adapter over a ``requests`` session per thread (connection reuse).
+Connection failures and timeouts are raised as
+:class:`~framework.errors.TransportError`; status codes are not errors here.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol
+
+import orjson
+
+from framework.errors import ReadError, TransportError
+from framework.components.http.request import HttpRequest
+
+DEFAULT_TIMEOUT = 60.0  # seconds, for connecting and for each read
+
+
+class CaseInsensitiveHeaders(dict):
+    """Response headers, looked up without regard to case."""
+
+    def __init__(self, items: Mapping[str, str] | None = None):
+        super().__init__()
+        for key, value in (items or {}).items():
+            self[key] = value
+
+    def __setitem__(self, key: str, value: str) -> None:
+        super().__setitem__(key.lower(), value)
+
+    def __getitem__(self, key: str) -> str:
+        return super().__getitem__(key.lower())
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and super().__contains__(key.lower())
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return super().get(key.lower(), default)
+
+
+_UNSET: Any = object()
+
+
+@dataclass(eq=False)
+class HttpResponse:
+    """A response: status, headers and the raw body; ``json()`` decodes once, with orjson."""
+
+    status: int
+    headers: CaseInsensitiveHeaders
+    content: bytes
+    request: HttpRequest
+    _json: Any = field(default=_UNSET, repr=False)
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 400
+
+    def json(self) -> Any:
+        """The body as JSON; raises ``orjson.JSONDecodeError`` (a ValueError) when it is not."""
+        if self._json is _UNSET:
+            self._json = orjson.loads(self.content) if self.content.strip() else None
+        return self._json
+
+
+class Transport(Protocol):
+    """Sends one request and returns its response, whatever the status."""
+
+    def send(self, request: HttpRequest, timeout: float = DEFAULT_TIMEOUT) -> HttpResponse: ...
+
+
+class RequestsTransport:
+    """The real network, through ``requests`` (one session per thread, so connections are reused)."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def _session(self) -> Any:
+        session = getattr(self._local, "session", None)
+        if session is None:
+            import requests
+
+            session = self._local.session = requests.Session()
+            # requests reads proxies, CA bundle and .netrc from the environment on every request (a few per
+            # cent of a fast read); we read them once per scheme and host instead (see _environment).
+            session.trust_env = False
+            self._local.environment = {}
+        return session
+
+    def _environment(self, url: str) -> tuple[dict, Any, Any]:
+        """Proxies, ``verify`` and .netrc auth from the environment for ``url``'s scheme and host, as
+        requests would find them (``HTTPS_PROXY``, ``NO_PROXY``, ``REQUESTS_CA_BUNDLE``, ``~/.netrc``)."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        key = (parts.scheme, parts.netloc)
+        found = self._local.environment.get(key)
+        if found is None:
+            import requests.utils
+
+            base = f"{parts.scheme}://{parts.netloc}/"
+            proxies = requests.utils.get_environ_proxies(base)
+            verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+            found = self._local.environment[key] = (proxies, verify, requests.utils.get_netrc_auth(base))
+        return found
+
+    def send(self, request: HttpRequest, timeout: float = DEFAULT_TIMEOUT) -> HttpResponse:
+        import requests
+
+        body: Any = None
+        headers = dict(request.headers)
+        if request.json is not None:
+            body = orjson.dumps(request.json)
+            headers.setdefault("Content-Type", "application/json")
+        elif request.data is not None:
+            body = request.data
+        try:
+            session = self._session()
+            proxies, verify, netrc_auth = self._environment(request.url)
+            auth = netrc_auth if netrc_auth is not None and "Authorization" not in headers else None
+            raw = session.request(
+                request.method, request.url, params=list(request.params) or None,
+                headers=headers, data=body, timeout=timeout, proxies=proxies, verify=verify, auth=auth,
+            )
+        except (requests.exceptions.MissingSchema, requests.exceptions.InvalidSchema,
+                requests.exceptions.InvalidURL, requests.exceptions.InvalidHeader) as exc:
+            # A malformed URL or header never gets better by retrying: say what to fix, at once.
+            raise ReadError(f"the request is invalid: {_reason(exc)}; check `url_base` and `path` in the manifest "
+                            "and the URL values in the config (a URL needs http:// or https://)",
+                            failure_type="config_error") from None
+        except requests.exceptions.Timeout as exc:
+            raise TransportError(f"the request timed out after {timeout:g} s ({type(exc).__name__})") from None
+        except requests.exceptions.ConnectionError as exc:
+            raise TransportError(f"could not connect: {_reason(exc)}") from None
+        except requests.exceptions.RequestException as exc:
+            raise TransportError(f"the request failed: {_reason(exc)}") from None
+        return HttpResponse(raw.status_code, CaseInsensitiveHeaders(raw.headers), raw.content, request)
+
+
+def _reason(exc: BaseException) -> str:
+    # requests wraps urllib3 errors several levels deep; the innermost says what happened.
+    inner: BaseException = exc
+    while inner.args and isinstance(inner.args[0], BaseException):
+        inner = inner.args[0]
+    reason = getattr(inner, "reason", None)
+    text = str(reason if reason is not None else inner)
+    # urllib3 puts the connection object's repr in front of the reason
+    return text.split(">: ", 1)[-1] if ">: " in text else text
+
+
+class FunctionTransport:
+    """A transport made of a function: the test seam. ``handler(request)`` returns
+    ``(status, headers, body)`` with ``body`` as bytes, text or JSON-able data,
+    or raises :class:`~framework.errors.TransportError`."""
+
+    def __init__(self, handler: Callable[[HttpRequest], tuple[int, Mapping[str, str], Any]]):
+        self.handler = handler
+        self.requests: list[HttpRequest] = []
+
+    def send(self, request: HttpRequest, timeout: float = DEFAULT_TIMEOUT) -> HttpResponse:
+        self.requests.append(request)
+        status, headers, body = self.handler(request)
+        if isinstance(body, str):
+            content = body.encode()
+        elif isinstance(body, (bytes, bytearray)):
+            content = bytes(body)
+        else:
+            content = orjson.dumps(body)
+        return HttpResponse(status, CaseInsensitiveHeaders(headers), content, request)
+
+
+__all__ = [
+    "CaseInsensitiveHeaders",
+    "DEFAULT_TIMEOUT",
+    "FunctionTransport",
+    "HttpResponse",
+    "RequestsTransport",
+    "Transport",
+]

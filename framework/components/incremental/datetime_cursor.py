@@ -1,0 +1,339 @@
+"""DatetimeBasedCursor at run time: the value logic of incremental reads.
+
+:class:`DatetimeCursor` knows how to turn a saved state into datetime windows,
+how to read, compare and write cursor values, and where a window goes in a
+request. It holds no sync progress of its own (apart from parse caches), so
+one instance serves every partition of a stream; the reader keeps the
+latest cursor value seen and asks :meth:`DatetimeCursor.state_of` for the state.
+
+Rules it follows:
+
+* values are compared as instants (aware UTC datetimes), never as text;
+* the range read is ``max(start_datetime, state - lookback_window)`` ..
+  ``min(end_datetime, now)``, ``now`` coming from the injected clock;
+* windows are cut by :func:`~framework.components.incremental.windows.datetime_windows`;
+  with ``is_compare_strictly`` a window whose start equals its end is dropped
+  (for APIs that refuse such a query);
+* cursor values in records and state are read with ``cursor_datetime_formats``
+  in order, then ``datetime_format``; windows and state are written in
+  ``datetime_format`` (an ``int`` for ``%s``, ``%ms``, ``%epoch_microseconds``,
+  a ``float`` for ``%s_as_float``, text otherwise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Mapping
+
+from framework.temporal.clock import Clock
+from framework.temporal.datetime_formats import FormattedValue, format_datetime
+from framework.temporal.durations import parse_duration
+from framework.errors import DatetimeFormatError, DurationError, StateError
+from framework.components.http.request import Injection, RequestParts, injection_of
+from framework.temporal.iso_parse import parser_of
+from framework.components.incremental.min_max import MinMax, min_max_of
+from framework.components.incremental.windows import Step, datetime_windows, describe_duration, shift
+from framework.models.incremental import DatetimeBasedCursor
+from framework.components.registry import BuildContext, builds
+
+__all__ = ["DatetimeCursor"]
+
+_EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
+_CACHE_LIMIT = 4096
+# The instant shown in "write it like ..." hints.
+_EXAMPLE = datetime(2024, 1, 31, 12, 30, 0, tzinfo=timezone.utc)
+
+
+def _utc(dt: datetime) -> datetime:
+    if dt.tzinfo is None or dt.utcoffset() is None:
+        return dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc)
+
+
+@dataclass(frozen=True)
+class DatetimeCursor:
+    """The runtime form of a DatetimeBasedCursor (see the module docstring)."""
+
+    cursor_field: str
+    datetime_format: str
+    start: MinMax
+    end: MinMax | None
+    clock: Clock
+    step: Step | None = None
+    granularity: Step | None = None
+    lookback: Step | None = None
+    cursor_datetime_formats: tuple[str, ...] = ()
+    start_option: Injection | None = None
+    end_option: Injection | None = None
+    partition_field_start: str = "start_time"
+    partition_field_end: str = "end_time"
+    is_data_feed: bool = False
+    is_client_side_incremental: bool = False
+    is_compare_strictly: bool = False
+    global_substream_cursor: bool = False
+    place: str | None = None
+    # Record and state values are tried against these, in order (cursor formats, then datetime_format).
+    formats: tuple[str, ...] = field(init=False)
+    _parsers: tuple = field(init=False, repr=False, compare=False)
+    _limits: dict = field(init=False, default_factory=dict, repr=False, compare=False)
+    _floors: dict = field(init=False, default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        formats = tuple(dict.fromkeys((*self.cursor_datetime_formats, self.datetime_format)))
+        object.__setattr__(self, "formats", formats)
+        object.__setattr__(self, "_parsers", tuple(parser_of(fmt) for fmt in formats))
+
+    # -- the range and its windows ---------------------------------------
+
+    def bounds(self) -> tuple[datetime, datetime]:
+        """``start_datetime`` and ``min(end_datetime, now)``; ``now`` when there is no end."""
+        now = _utc(self.clock.now())
+        start = self.start.value()
+        end = now if self.end is None else min(self.end.value(), now)
+        return start, end
+
+    def windows(self, state_value: datetime | None, *, min_lookback: Step | None = None) -> list[dict]:
+        """The cursor slices to read, oldest first: ``{partition_field_start: ..., partition_field_end: ...}``.
+
+        The range starts at ``start_datetime`` or, when a state is given, at
+        ``state - lookback_window`` if that is later. ``min_lookback`` widens
+        the lookback (a global substream cursor passes the previous sync's
+        duration); the larger of the two applies.
+        """
+        start, end = self.bounds()
+        if state_value is not None:
+            start = max(start, self.floor(state_value, min_lookback))
+        pairs = datetime_windows(start, end, self.step, self.granularity)
+        if self.is_compare_strictly:
+            pairs = [(low, high) for low, high in pairs if low < high]
+        fmt, start_key, end_key = self.datetime_format, self.partition_field_start, self.partition_field_end
+        return [{start_key: format_datetime(low, fmt), end_key: format_datetime(high, fmt)} for low, high in pairs]
+
+    def floor(self, state_value: datetime, min_lookback: Step | None = None) -> datetime:
+        """The earliest instant to read again after ``state_value``: ``state - lookback``."""
+        key = (state_value, min_lookback)
+        found = self._floors.get(key)
+        if found is None:
+            found = state_value
+            for back in (self.lookback, min_lookback):
+                if back is not None:
+                    found = min(found, shift(state_value, back, -1) or _EARLIEST)
+            if len(self._floors) >= _CACHE_LIMIT:
+                self._floors.clear()
+            self._floors[key] = found
+        return found
+
+    # -- reading and writing values --------------------------------------
+
+    def parse(self, value: Any) -> datetime:
+        """Read a cursor value with the first format that fits (``cursor_datetime_formats``, then
+        ``datetime_format``); :class:`DatetimeFormatError` names every format tried."""
+        found = self._parse(value)
+        if found is None:
+            tried = ", ".join(repr(f) for f in self.formats)
+            raise DatetimeFormatError(
+                f"cannot read {value!r} in `{self.cursor_field}` as a datetime: it fits none of the formats "
+                f"{tried}; add the format the API uses to `cursor_datetime_formats`"
+            )
+        return found
+
+    def _parse(self, value: Any) -> datetime | None:
+        if isinstance(value, datetime):
+            return _utc(value)
+        for parse in self._parsers:
+            try:
+                return parse(value)
+            except DatetimeFormatError:
+                continue
+        return None
+
+    def format(self, dt: datetime) -> FormattedValue:
+        """``dt`` in ``datetime_format``: ``int``/``float`` for the epoch formats, else text."""
+        return format_datetime(dt, self.datetime_format)
+
+    def record_value(self, record: Mapping[str, Any]) -> datetime | None:
+        """The record's cursor value, or ``None`` when it is missing or unreadable."""
+        value = record.get(self.cursor_field)
+        if value is None or value == "":
+            return None
+        return self._parse(value)
+
+    def state_value(self, stream_state: Mapping[str, Any] | None) -> datetime | None:
+        """The cursor value saved in ``{"<cursor_field>": value}``; ``None`` when there is none.
+
+        Accepts any of the cursor's formats (so an epoch number as ``int`` or text
+        for the epoch formats). :class:`StateError` when the value is unreadable.
+        """
+        if not stream_state:
+            return None
+        if not isinstance(stream_state, Mapping):
+            raise StateError(
+                f"the saved state should be an object like {self.state_of(_EXAMPLE)!r}, "
+                f"not a {type(stream_state).__name__}; fix it or clear the state"
+            )
+        value = stream_state.get(self.cursor_field)
+        if value is None or value == "":
+            return None
+        found = None if isinstance(value, bool) else self._parse(value)
+        if found is None:
+            tried = ", ".join(repr(f) for f in self.formats)
+            raise StateError(
+                f"the saved state's `{self.cursor_field}` is {value!r}, which fits none of the formats {tried}; "
+                f"write it like {self.format(_EXAMPLE)!r} (the cursor's datetime_format "
+                f"{self.datetime_format!r}) or clear the state to read from start_datetime"
+            )
+        return found
+
+    def state_of(self, dt: datetime) -> dict[str, FormattedValue]:
+        """The state that records ``dt``: ``{"<cursor_field>": dt in datetime_format}``.
+
+        Always text, as Airbyte writes it: an epoch format (``%s``, ``%ms``, ...) gives
+        ``"1704180600"``, not a number, so state moves between the two systems unchanged.
+        """
+        value = self.format(dt)
+        return {self.cursor_field: value if isinstance(value, str) else str(value)}
+
+    # -- filtering records -------------------------------------------------
+
+    def window_bounds(self, cursor_slice: Mapping[str, Any]) -> tuple[datetime, datetime]:
+        """A cursor slice's start and end as datetimes (read back from their formatted values)."""
+        low, high, _, _ = self._window_limits(cursor_slice)
+        return low, high
+
+    def _window_limits(self, cursor_slice: Mapping[str, Any]) -> tuple[datetime, datetime, datetime, bool]:
+        """``(start, end, limit, open)``: a value is in the window when ``start <= value`` and
+        ``value < limit`` (``open``) or ``value <= limit``. Cached by the slice's values."""
+        key = (cursor_slice.get(self.partition_field_start), cursor_slice.get(self.partition_field_end))
+        found = self._limits.get(key)
+        if found is None:
+            low, high = self.parse(key[0]), self.parse(key[1])
+            # The next window starts one granularity after this one's end, so values between the
+            # two (finer than the format can say) belong to this window: value < end + granularity.
+            limit = None if self.granularity is None else shift(high, self.granularity)
+            found = (low, high, limit, True) if limit is not None and limit > high else (low, high, high, False)
+            if len(self._limits) >= _CACHE_LIMIT:
+                self._limits.clear()
+            self._limits[key] = found
+        return found
+
+    def in_window(self, record_dt: datetime, cursor_slice: Mapping[str, Any]) -> bool:
+        """Whether a record's cursor value falls in the slice's window (client-side filtering).
+
+        ``start <= value <= end``; with a granularity, values finer than the
+        format up to the next window's start count too (``value < end + granularity``).
+        """
+        low, _, limit, open_end = self._window_limits(cursor_slice)
+        if record_dt < low:
+            return False
+        return record_dt < limit if open_end else record_dt <= limit
+
+    def after_state(self, record_dt: datetime, state_dt: datetime | None) -> bool:
+        """Whether a record is new enough to emit: ``record >= state - lookback`` (always, with no state).
+
+        Equal values are kept: records sharing the state's instant may have arrived since.
+        """
+        if state_dt is None:
+            return True
+        return record_dt >= self.floor(state_dt)
+
+    def stop_feed(self, record_dt: datetime, state_dt: datetime | None) -> bool:
+        """For ``is_data_feed`` (newest first): stop paging at a record older than ``state - lookback``."""
+        if not self.is_data_feed or state_dt is None:
+            return False
+        return record_dt < self.floor(state_dt)
+
+    # -- requests ----------------------------------------------------------
+
+    def apply(self, parts: RequestParts, cursor_slice: Mapping[str, Any]) -> None:
+        """Put the slice's start and end where ``start_time_option``/``end_time_option`` say."""
+        if self.start_option is not None:
+            self.start_option.apply(parts, cursor_slice.get(self.partition_field_start))
+        if self.end_option is not None:
+            self.end_option.apply(parts, cursor_slice.get(self.partition_field_end))
+
+
+# -- building ----------------------------------------------------------------
+
+
+def _where(place: str | None) -> str:
+    return f" (manifest: {place})" if place else ""
+
+
+def _rendered(text: str | None, ctx: BuildContext, parameters: Any) -> str | None:
+    return None if text is None else str(ctx.render(text, parameters) or "")
+
+
+def _duration(text: str | None, name: str, place: str | None) -> Step | None:
+    if text is None or not text.strip():
+        return None
+    try:
+        return parse_duration(text)
+    except DurationError as exc:
+        raise DurationError(f"`{name}`: {exc}{_where(place)}") from None
+
+
+def _check_durations(step: Step | None, granularity: Step | None, lookback: Step | None, place: str | None) -> None:
+    probe = datetime(2000, 1, 1, tzinfo=timezone.utc)
+    if step is not None and probe + step <= probe:
+        raise DurationError(
+            f"`step` is {describe_duration(step)}; it must be a positive duration like `P1D`{_where(place)}"
+        )
+    if granularity is not None and probe + granularity < probe:
+        raise DurationError(
+            f"`cursor_granularity` is {describe_duration(granularity)}; it must not be negative{_where(place)}"
+        )
+    if (
+        step is not None
+        and granularity is not None
+        and isinstance(step, timedelta)
+        and isinstance(granularity, timedelta)
+        and granularity > step
+    ):
+        raise DurationError(
+            f"`cursor_granularity` {describe_duration(granularity)} is longer than `step` "
+            f"{describe_duration(step)}; windows would end before they start. Use a granularity "
+            f"smaller than the step (the smallest unit of the cursor values, like `PT1S`){_where(place)}"
+        )
+    if lookback is not None and probe + lookback < probe:
+        raise DurationError(
+            f"`lookback_window` is {describe_duration(lookback)}; it must not be negative{_where(place)}"
+        )
+
+
+@builds("DatetimeBasedCursor")
+def _build(model: DatetimeBasedCursor, ctx: BuildContext, path: tuple) -> DatetimeCursor:
+    place = ctx.place(path)
+    parameters = model.parameters
+    fmt = model.datetime_format
+    start = min_max_of(model.start_datetime, ctx, (*path, "start_datetime"), fmt, "start_datetime", parameters)
+    end = None
+    if model.end_datetime is not None:
+        end = min_max_of(model.end_datetime, ctx, (*path, "end_datetime"), fmt, "end_datetime", parameters)
+    lookback = None
+    if model.lookback_window is not None:
+        lookback = _duration(str(ctx.render(model.lookback_window, parameters) or ""), "lookback_window", place)
+    # Airbyte's schema lets both be templates (`P{{ config.window_days }}D`): rendered once, here.
+    step = _duration(_rendered(model.step, ctx, parameters), "step", place)
+    granularity = _duration(_rendered(model.cursor_granularity, ctx, parameters), "cursor_granularity", place)
+    _check_durations(step, granularity, lookback, place)
+    return DatetimeCursor(
+        cursor_field=str(ctx.render(model.cursor_field, parameters)),
+        datetime_format=fmt,
+        start=start,
+        end=end,
+        clock=ctx.clock,
+        step=step,
+        granularity=granularity,
+        lookback=lookback,
+        cursor_datetime_formats=tuple(model.cursor_datetime_formats),
+        start_option=None if model.start_time_option is None else injection_of(model.start_time_option, ctx),
+        end_option=None if model.end_time_option is None else injection_of(model.end_time_option, ctx),
+        partition_field_start=model.partition_field_start,
+        partition_field_end=model.partition_field_end,
+        is_data_feed=model.is_data_feed,
+        is_client_side_incremental=model.is_client_side_incremental,
+        is_compare_strictly=model.is_compare_strictly,
+        global_substream_cursor=model.global_substream_cursor,
+        place=place,
+    )

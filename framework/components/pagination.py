@@ -1,0 +1,448 @@
+"""Paginators: which page to ask for next, and when there is none.
+
+A manifest's ``DefaultPaginator`` (or ``NoPagination``) is built once into a
+:class:`Paginator`, an immutable object shared by every thread reading the
+stream. Each stream slice calls :meth:`Paginator.start` for a :class:`Pager`
+that holds that slice's state (the current token, the tokens already seen)::
+
+    pager = paginator.start()
+    while True:
+        parts = ...                       # the requester assembles the request,
+        pager.apply(parts)                # rendering templates with pager.token_variables()
+        response = send(parts.to_request())
+        records = extract(response)
+        if not pager.advance(response, records, variables):
+            break
+
+The three strategies behave as in Airbyte's declarative language:
+
+* ``CursorPagination`` renders ``cursor_value`` from the response; the pages
+  end when ``stop_condition`` renders true or the token is empty. A token the
+  API already sent for this slice raises
+  :class:`~framework.errors.PaginationLoopError` instead of reading forever.
+* ``PageIncrement`` counts pages from ``start_from_page``; a page with fewer
+  records than ``page_size`` (or none) is the last.
+* ``OffsetIncrement`` adds each page's record count to the offset; a short or
+  empty page is the last.
+
+Templates are compiled when the paginator is built and rendered once per page
+at most (never per record); page sizes that only read ``config`` and
+``parameters`` are rendered once, at build time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import orjson
+
+from framework.errors import ConfigError, PaginationLoopError
+from framework.components.http.request import Injection, RequestParts, injection_of
+from framework.components.http.transport import CaseInsensitiveHeaders, HttpResponse
+from framework.interpolation import TemplateEngine
+from framework.models.pagination import CursorPagination, OffsetIncrement, PageIncrement
+from framework.models.requests import RequestPath
+from framework.components.registry import BuildContext, builds
+
+__all__ = [
+    "CursorStrategy",
+    "NoPaginator",
+    "OffsetStrategy",
+    "PageNumberStrategy",
+    "Pager",
+    "Paginator",
+    "StrategyPager",
+    "StrategyPaginator",
+    "parse_link_header",
+]
+
+_SHOWN_TOKEN_CHARS = 80
+_NO_TOKEN: Mapping[str, Any] = {"next_page_token": {}}
+
+
+class Pager(Protocol):
+    """The pagination state of one stream slice."""
+
+    token: Any
+
+    def token_variables(self) -> dict: ...
+
+    def apply(self, parts: RequestParts) -> None: ...
+
+    def advance(self, response: HttpResponse, records: list, variables: Mapping[str, Any]) -> bool: ...
+
+
+class Paginator(Protocol):
+    """Shared by all threads of a stream; :meth:`start` gives fresh state for one slice."""
+
+    def start(self) -> Pager: ...
+
+
+# -- what templates see ----------------------------------------------------------------
+
+
+def parse_link_header(text: str | None) -> dict[str, dict[str, str]]:
+    """An RFC 8288 ``Link`` header as ``{rel: {"url": ..., "rel": ..., ...}}``.
+
+    This is what ``headers.link`` holds in pagination templates, so
+    ``{{ headers.link.next.url }}`` reads the next page's URL. A link without
+    ``rel`` is keyed by its URL.
+    """
+    links: dict[str, dict[str, str]] = {}
+    if not text:
+        return links
+    for match in re.finditer(r"<([^>]*)>([^<]*)", text):
+        entry = {"url": match.group(1).strip()}
+        for param in match.group(2).split(";"):
+            name, sep, value = param.partition("=")
+            name = name.strip().strip(",").strip().lower()
+            if sep and name:
+                entry[name] = value.strip().rstrip(",").strip().strip("\"'")
+        links[entry.get("rel") or entry["url"]] = entry
+    return links
+
+
+def _decoded(response: HttpResponse) -> Any:
+    try:
+        return response.json()
+    except ValueError:  # not JSON: templates see no body (they may read headers only)
+        return None
+
+
+def _headers(response: HttpResponse) -> CaseInsensitiveHeaders:
+    headers = CaseInsensitiveHeaders(response.headers)
+    headers["link"] = parse_link_header(response.headers.get("link"))  # type: ignore[assignment]
+    return headers
+
+
+@dataclass(frozen=True)
+class _Templates:
+    """Renders a strategy's response templates with the page's variables."""
+
+    engine: TemplateEngine
+    parameters: Mapping[str, Any]
+    wants_headers: bool
+
+    def scope(self, variables: Mapping[str, Any], response: HttpResponse, records: list, token: Any) -> dict:
+        scope = dict(variables)
+        scope["parameters"] = self.parameters
+        scope["response"] = _decoded(response)
+        scope["headers"] = _headers(response) if self.wants_headers else response.headers
+        scope["last_records"] = records
+        scope["last_record"] = records[-1] if records else None
+        scope["last_page_size"] = len(records)
+        scope["next_page_token"] = {"next_page_token": token} if token is not None else {}
+        scope["last_page_token_value"] = token
+        return scope
+
+
+def _reads_headers(engine: TemplateEngine, *sources: Any) -> bool:
+    return any(isinstance(s, str) and "headers" in engine.compile(s).names for s in sources)
+
+
+# -- strategies ---------------------------------------------------------------------
+#
+# A strategy is immutable. Its per-slice state (``state`` below: a page number, an
+# offset, ...) lives in the pager: ``first()`` gives the state and token of the first
+# request, ``following(...)`` those of the next request, or None when there is none.
+
+
+@dataclass(frozen=True)
+class CursorStrategy:
+    """The next token is rendered from the response (``cursor_value``)."""
+
+    cursor_value: str
+    stop_condition: str | None
+    page_size: int | None
+    templates: _Templates
+    checks_loops = True
+
+    def first(self) -> tuple[Any, Any]:
+        return None, None
+
+    def request_page_size(self, state: Any) -> int | None:
+        return self.page_size
+
+    def following(self, state: Any, response: HttpResponse, records: list,
+                  variables: Mapping[str, Any], token: Any) -> tuple[Any, Any] | None:
+        engine = self.templates.engine
+        scope = self.templates.scope(variables, response, records, token)
+        if self.stop_condition is not None and engine.evaluate(self.stop_condition, scope, "boolean"):
+            return None
+        following = engine.evaluate(self.cursor_value, scope, "any")
+        if following is None or (isinstance(following, str) and not following.strip()):
+            return None
+        return None, following
+
+
+@dataclass(frozen=True)
+class PageNumberStrategy:
+    """Pages numbered from ``start_from_page``; a short or empty page is the last."""
+
+    start_from_page: int
+    page_size: int | None
+    inject_on_first_request: bool
+    checks_loops = False
+
+    def first(self) -> tuple[Any, Any]:
+        page = self.start_from_page
+        return page, (page if self.inject_on_first_request else None)
+
+    def request_page_size(self, state: Any) -> int | None:
+        return self.page_size
+
+    def following(self, state: int, response: HttpResponse, records: list,
+                  variables: Mapping[str, Any], token: Any) -> tuple[Any, Any] | None:
+        count = len(records)
+        if count == 0 or (self.page_size is not None and count < self.page_size):
+            return None
+        return state + 1, state + 1
+
+
+@dataclass(frozen=True)
+class OffsetStrategy:
+    """Offsets grow by each page's record count; a short or empty page is the last.
+
+    ``page_size`` is known at build time unless its template reads ``response``;
+    then it is rendered from each response (``size_template``) and the size sent
+    with a request is the one rendered from the previous response (none is sent
+    with the first request).
+    """
+
+    page_size: int | None
+    inject_on_first_request: bool
+    size_template: str | None = None
+    templates: _Templates | None = None
+    checks_loops = False
+
+    def first(self) -> tuple[Any, Any]:
+        return (0, self.page_size), (0 if self.inject_on_first_request else None)
+
+    def request_page_size(self, state: tuple[int, int | None]) -> int | None:
+        return state[1]
+
+    def following(self, state: tuple[int, int | None], response: HttpResponse, records: list,
+                  variables: Mapping[str, Any], token: Any) -> tuple[Any, Any] | None:
+        offset, size = state
+        if self.size_template is not None and self.templates is not None:
+            scope = self.templates.scope(variables, response, records, token)
+            size = self.templates.engine.evaluate(self.size_template, scope, "integer")
+            if size <= 0:  # the API says nothing useful: only an empty page ends the reading
+                size = None
+        count = len(records)
+        if count == 0 or (size is not None and count < size):
+            return None
+        offset += count
+        return (offset, size), offset
+
+
+Strategy = CursorStrategy | PageNumberStrategy | OffsetStrategy
+
+
+# -- runtime paginators ------------------------------------------------------------
+
+
+def _shown_token(token: Any, mask: Any) -> str:
+    text = token if isinstance(token, str) else repr(token)
+    text = mask(text)
+    if len(text) > _SHOWN_TOKEN_CHARS:
+        text = text[:_SHOWN_TOKEN_CHARS] + "..."
+    return f"`{text}`"
+
+
+def _token_key(token: Any) -> Any:
+    """A hashable stand-in for a token (tokens rendered as `any` may be lists or dicts)."""
+    if isinstance(token, (str, int, float, bool)):
+        return (type(token).__name__, token)
+    try:
+        return ("json", orjson.dumps(token, option=orjson.OPT_SORT_KEYS))
+    except TypeError:
+        return ("repr", repr(token))
+
+
+@dataclass(frozen=True)
+class StrategyPaginator:
+    """A ``DefaultPaginator``: a strategy, and where its token and page size go.
+
+    ``token_into`` is None when the token is not sent; ``token_is_path`` sends
+    it in place of the request path (a next-page URL replaces the whole URL).
+    ``mask`` hides secrets in messages; ``place`` is the manifest place.
+    """
+
+    strategy: Strategy
+    token_into: Injection | None = None
+    token_is_path: bool = False
+    size_into: Injection | None = None
+    place: str | None = None
+    mask: Any = field(default=lambda text: text, repr=False)
+
+    def start(self) -> StrategyPager:
+        return StrategyPager(self)
+
+
+class StrategyPager:
+    """The pages of one stream slice under a :class:`StrategyPaginator`."""
+
+    __slots__ = ("_done", "_seen", "_state", "_variables", "pages", "paginator", "token")
+
+    def __init__(self, paginator: StrategyPaginator):
+        self.paginator = paginator
+        self._state, self.token = paginator.strategy.first()
+        self.pages = 0  # pages read so far
+        self._seen: set = set()
+        self._variables: dict | None = None
+        self._done = False
+
+    def token_variables(self) -> dict:
+        """``{"next_page_token": {"next_page_token": token}}`` (or ``{}`` inside before a token).
+
+        The same dict is returned until the token changes: do not modify it.
+        """
+        if self._variables is None:
+            token = self.token
+            self._variables = {"next_page_token": {"next_page_token": token} if token is not None else {}}
+        return self._variables
+
+    def apply(self, parts: RequestParts) -> None:
+        """Put the page size and the current token (when there is one) into the request."""
+        paginator = self.paginator
+        if paginator.size_into is not None:
+            paginator.size_into.apply(parts, paginator.strategy.request_page_size(self._state))
+        token = self.token
+        if token is None:
+            return
+        if paginator.token_is_path:
+            text = str(token)
+            if "://" in text:
+                parts.url = text
+            else:
+                parts.path = text
+        elif paginator.token_into is not None:
+            paginator.token_into.apply(parts, token)
+
+    def advance(self, response: HttpResponse, records: list, variables: Mapping[str, Any]) -> bool:
+        """Work out the next page from ``response``; False when this was the last page."""
+        if self._done:
+            return False
+        self.pages += 1
+        paginator = self.paginator
+        strategy = paginator.strategy
+        step = strategy.following(self._state, response, records, variables, self.token)
+        if step is None:
+            self._done = True
+            return False
+        state, token = step
+        if strategy.checks_loops:
+            self._check_loop(token, response)
+        self._state = state
+        self.token = token
+        self._variables = None
+        return True
+
+    def _check_loop(self, token: Any, response: HttpResponse) -> None:
+        seen = self._seen
+        if self.paginator.token_is_path and response.request.method == "GET":
+            # a next-page URL equal to the URL just read is a loop as well
+            seen.add(_token_key(response.request.full_url()))
+        key = _token_key(token)
+        if key in seen:
+            paginator = self.paginator
+            pages = f"{self.pages} page" + ("" if self.pages == 1 else "s")
+            raise PaginationLoopError(
+                f"the API returned the page token {_shown_token(token, paginator.mask)} again after {pages}: "
+                "pagination would never end; check `cursor_value` / `stop_condition`",
+                request=response.request.describe(paginator.mask),
+                place=paginator.place,
+            )
+        seen.add(key)
+
+
+class _OnePage:
+    """The pager of ``NoPagination``: one request, no token. Stateless, so shared."""
+
+    __slots__ = ()
+    token = None
+
+    def token_variables(self) -> dict:
+        return {"next_page_token": {}}
+
+    def apply(self, parts: RequestParts) -> None:
+        return None
+
+    def advance(self, response: HttpResponse, records: list, variables: Mapping[str, Any]) -> bool:
+        return False
+
+
+_ONE_PAGE = _OnePage()
+
+
+@dataclass(frozen=True)
+class NoPaginator:
+    """``NoPagination``: every slice is read with a single request."""
+
+    def start(self) -> _OnePage:
+        return _ONE_PAGE
+
+
+# -- building ------------------------------------------------------------------------
+
+
+def _positive(value: Any, place: str | None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        where = f" (manifest: {place})" if place else ""
+        raise ConfigError(
+            f"`page_size` must be a positive whole number, not {value!r}{where}; "
+            "set it (or the config value it reads) to the number of records per page"
+        )
+    return value
+
+
+def _page_size(model: Any, ctx: BuildContext, path: tuple) -> tuple[int | None, str | None]:
+    """The page size rendered now, or the template when it reads ``response``."""
+    source = model.page_size
+    if source is None:
+        return None, None
+    place = ctx.place(path + ("page_size",))
+    if isinstance(source, str) and "response" in ctx.engine.compile(source).names:
+        return None, source
+    return _positive(ctx.render(source, model.parameters, result="integer"), place), None
+
+
+def _strategy(model: Any, ctx: BuildContext, path: tuple) -> Strategy:
+    size, size_template = _page_size(model, ctx, path)
+    if isinstance(model, CursorPagination):
+        templates = _Templates(ctx.engine, model.parameters,
+                               _reads_headers(ctx.engine, model.cursor_value, model.stop_condition))
+        # compile now, so a broken template fails the build, not the first page
+        ctx.engine.compile(model.cursor_value)
+        if model.stop_condition is not None:
+            ctx.engine.compile(model.stop_condition)
+        return CursorStrategy(model.cursor_value, model.stop_condition, size, templates)
+    if isinstance(model, PageIncrement):
+        return PageNumberStrategy(model.start_from_page, size, model.inject_on_first_request)
+    if isinstance(model, OffsetIncrement):
+        templates = None
+        if size_template is not None:
+            templates = _Templates(ctx.engine, model.parameters, _reads_headers(ctx.engine, size_template))
+        return OffsetStrategy(size, model.inject_on_first_request, size_template, templates)
+    raise NotImplementedError(f"no pagination strategy {getattr(model, 'type', model)!r}")  # pragma: no cover
+
+
+@builds("DefaultPaginator")
+def _build_default(model: Any, ctx: BuildContext, path: tuple) -> StrategyPaginator:
+    strategy = _strategy(model.pagination_strategy, ctx, path + ("pagination_strategy",))
+    option = model.page_token_option
+    token_into = None
+    token_is_path = isinstance(option, RequestPath)
+    if option is not None and not token_is_path:
+        token_into = injection_of(option, ctx)
+    size_into = injection_of(model.page_size_option, ctx) if model.page_size_option is not None else None
+    return StrategyPaginator(strategy, token_into, token_is_path, size_into, ctx.place(path), ctx.mask)
+
+
+@builds("NoPagination")
+def _build_none(model: Any, ctx: BuildContext, path: tuple) -> NoPaginator:
+    return NoPaginator()

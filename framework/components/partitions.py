@@ -1,0 +1,185 @@
+"""Partition routers: which partitions a stream is read in.
+
+A router lists partitions (the ``partition`` part of a
+:class:`~framework.components.slices.StreamSlice`) and puts a partition's values into a
+request. :class:`ListRouter` takes them from a list; :class:`SubstreamRouter`
+from the records of parent streams, which the caller reads and hands in (so
+that parent state and progress stay with the sync, not with the router).
+Several routers in a list form the cartesian product of their partitions.
+
+Partitions are Airbyte's: ``{cursor_field: value}`` for a list,
+``{partition_field: key, "parent_slice": <the parent's own partition>}`` for a
+parent record (a record whose key is missing or null makes none), merged dicts
+for a product. A parent's ``extra_fields`` go to the slice's ``extra_fields``
+under their dotted path (``owner.name``), not into the partition.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from framework.errors import ConfigError
+from framework.components.http.request import Injection, RequestParts, injection_of
+from framework.models import ListPartitionRouter, SubstreamPartitionRouter
+from framework.components.registry import BuildContext, builds
+from framework.components.slices import StreamSlice
+
+# A parent's records as the sync reads them: (tag, records) pairs, where the tag says which unit
+# of the parent's sync the records came from, so the parent's state can wait for the children.
+ParentPages = Iterator[tuple[Any, list[dict]]]
+ReadParent = Callable[["ParentConfig"], ParentPages]
+
+
+@dataclass(frozen=True)
+class RoutedPartition:
+    """A partition and, for substreams, the parent units it came from (``tags``)."""
+
+    partition: Mapping[str, Any]
+    extra_fields: Mapping[str, Any]
+    tags: tuple = ()
+
+
+@dataclass(frozen=True)
+class ListRouter:
+    """ListPartitionRouter: one partition per value."""
+
+    values: tuple[Any, ...]
+    cursor_field: str
+    option: Injection | None
+
+    def partitions(self, read_parent: ReadParent) -> Iterator[RoutedPartition]:
+        for value in self.values:
+            yield RoutedPartition({self.cursor_field: value}, {})
+
+    def apply(self, parts: RequestParts, stream_slice: StreamSlice) -> None:
+        if self.option is not None:
+            self.option.apply(parts, stream_slice.partition.get(self.cursor_field))
+
+
+@dataclass(frozen=True)
+class ParentConfig:
+    """ParentStreamConfig at run time; ``parent_key`` and each extra field are paths (``a/b`` split)."""
+
+    stream: Any  # framework.components.stream.Stream
+    parent_key: tuple[str, ...]
+    partition_field: str
+    option: Injection | None
+    incremental_dependency: bool
+    extra_fields: tuple[tuple[str, ...], ...]
+
+
+def _dig(record: Any, path: Sequence[str]) -> Any:
+    for key in path:
+        if isinstance(record, Mapping):
+            record = record.get(key)
+        elif isinstance(record, list) and key.isdigit() and int(key) < len(record):
+            record = record[int(key)]
+        else:
+            return None
+    return record
+
+
+@dataclass(frozen=True)
+class SubstreamRouter:
+    """SubstreamPartitionRouter: one partition per parent record (per parent, in order)."""
+
+    parents: tuple[ParentConfig, ...]
+
+    def partitions(self, read_parent: ReadParent) -> Iterator[RoutedPartition]:
+        """The partitions of the parent records ``read_parent`` yields, tagged with their parent unit."""
+        for parent in self.parents:
+            for tag, records in read_parent(parent):
+                for record in records:
+                    value = _dig(record, parent.parent_key)
+                    if value is None:  # parent records without the key are skipped
+                        continue
+                    extra = {".".join(path): _dig(record, path) for path in parent.extra_fields}
+                    yield RoutedPartition({parent.partition_field: value, "parent_slice": tag_partition(tag)},
+                                          extra, (tag,))
+
+    def apply(self, parts: RequestParts, stream_slice: StreamSlice) -> None:
+        for parent in self.parents:
+            if parent.option is not None and parent.partition_field in stream_slice.partition:
+                parent.option.apply(parts, stream_slice.partition[parent.partition_field])
+
+
+def tag_partition(tag: Any) -> Mapping[str, Any]:
+    """The parent's own partition, carried in the tag (``(parent name, unit index, partition)``)."""
+    return tag[2] if isinstance(tag, tuple) and len(tag) > 2 else {}
+
+
+@dataclass(frozen=True)
+class ProductRouter:
+    """A list of routers: every combination of their partitions, the first router's varying slowest."""
+
+    routers: tuple[Any, ...]
+
+    def partitions(self, read_parent: ReadParent) -> Iterator[RoutedPartition]:
+        lists = [list(router.partitions(read_parent)) for router in self.routers]
+        for combo in itertools.product(*lists):
+            partition: dict[str, Any] = {}
+            extra: dict[str, Any] = {}
+            tags: tuple = ()
+            for part in combo:
+                partition.update(part.partition)
+                extra.update(part.extra_fields)
+                tags += part.tags
+            yield RoutedPartition(partition, extra, tags)
+
+    def apply(self, parts: RequestParts, stream_slice: StreamSlice) -> None:
+        for router in self.routers:
+            router.apply(parts, stream_slice)
+
+
+@builds("ListPartitionRouter")
+def _list_router(model: ListPartitionRouter, ctx: BuildContext, path: tuple) -> ListRouter:
+    values = model.values
+    if isinstance(values, str):
+        values = ctx.render(values, model.parameters, "object")
+        if not isinstance(values, (list, tuple)):
+            raise ConfigError(f"ListPartitionRouter.values must render to a list, got {type(values).__name__}"
+                              f" ({ctx.place(path + ('values',)) or 'manifest'})")
+    cursor_field = ctx.render(model.cursor_field, model.parameters)
+    option = injection_of(model.request_option, ctx) if model.request_option else None
+    return ListRouter(tuple(values), cursor_field, option)
+
+
+@builds("SubstreamPartitionRouter")
+def _substream_router(model: SubstreamPartitionRouter, ctx: BuildContext, path: tuple) -> SubstreamRouter:
+    parents = []
+    for i, config in enumerate(model.parent_stream_configs):
+        here = path + ("parent_stream_configs", i)
+        parent_key = ctx.render(config.parent_key, config.parameters)
+        parents.append(ParentConfig(
+            stream=ctx.build(config.stream, here + ("stream",)),
+            parent_key=tuple(parent_key.split("/")),
+            partition_field=ctx.render(config.partition_field, config.parameters),
+            option=injection_of(config.request_option, ctx) if config.request_option else None,
+            incremental_dependency=config.incremental_dependency,
+            extra_fields=tuple(tuple(ctx.render(p, config.parameters) for p in extra) for extra in config.extra_fields),
+        ))
+    return SubstreamRouter(tuple(parents))
+
+
+def build_router(model: Any, ctx: BuildContext, path: tuple) -> Any:
+    """A router, or the product of a list of routers."""
+    if isinstance(model, (list, tuple)):
+        routers = tuple(ctx.build(m, path + (i,)) for i, m in enumerate(model))
+        return routers[0] if len(routers) == 1 else ProductRouter(routers)
+    return ctx.build(model, path)
+
+
+def parents_of(router: Any) -> Iterable[ParentConfig]:
+    """The parent configs of a router (or of the routers in a product)."""
+    if isinstance(router, SubstreamRouter):
+        return router.parents
+    if isinstance(router, ProductRouter):
+        return tuple(p for r in router.routers for p in parents_of(r))
+    return ()
+
+
+__all__ = ["ListRouter", "ParentConfig", "ProductRouter", "RoutedPartition", "SubstreamRouter", "build_router",
+           "parents_of", "tag_partition"]

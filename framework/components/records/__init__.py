@@ -1,0 +1,34 @@
+"""Records: where they are in a response, which to keep, how to change them, and their schema.
+
+Runtimes of the manifest's record components, with their builders:
+
+* :class:`DpathExtractor` (:mod:`.extraction`): the records at a path of the JSON body;
+* :class:`RecordFilter` and :class:`RecordSelector` (:mod:`.selection`): extract,
+  transform and filter, then cast to the stream schema;
+* :class:`AddFields` and :class:`RemoveFields` (:mod:`.transformations`), both
+  :class:`Transformation` implementations;
+* :func:`load_schema` (:mod:`.schemas`): a stream's JSON Schema, inline or from a file;
+* :func:`compile_normalizer` (:mod:`.schema_normalization`): ``schema_normalization: Default``.
+"""
+
+from framework.components.records.extraction import DpathExtractor, decode_body, find_records
+from framework.components.records.schema_normalization import compile_cast, compile_normalizer
+from framework.components.records.schemas import PERMISSIVE_SCHEMA, default_schema_path, load_schema
+from framework.components.records.selection import RecordFilter, RecordSelector
+from framework.components.records.transformations import AddFields, RemoveFields, Transformation
+
+__all__ = [
+    "AddFields",
+    "DpathExtractor",
+    "PERMISSIVE_SCHEMA",
+    "RecordFilter",
+    "RecordSelector",
+    "RemoveFields",
+    "Transformation",
+    "compile_cast",
+    "compile_normalizer",
+    "decode_body",
+    "default_schema_path",
+    "find_records",
+    "load_schema",
+]

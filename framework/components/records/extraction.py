@@ -1,0 +1,147 @@
+"""Finding the records in a response body: the runtime of ``DpathExtractor``.
+
+The body is decoded as JSON once (``HttpResponse.json`` caches it). The
+``field_path`` is a tuple of keys rendered at build time:
+
+* empty: the body itself; a list gives its items, an object gives one record;
+* keys are looked up in objects; on a list a key that is a number
+  (``"0"``) picks that item;
+* ``*`` matches every value of an object or every item of a list at its level;
+  all matches are collected and a match that is a list contributes its items;
+* a path that leads nowhere, or to ``null``, gives no records (not an error).
+
+Records must be JSON objects: anything else raises
+:class:`~framework.errors.DecodeError`, as does a body that is not JSON. A path
+without ``*`` is a few lookups, and records are never copied.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from framework.errors import DecodeError
+from framework.components.http.transport import HttpResponse
+
+WILDCARD = "*"
+SHOWN_BODY_CHARS = 100
+
+Mask = Callable[[str], str]
+
+
+def _no_mask(text: str) -> str:
+    return text
+
+
+def json_type_name(value: Any) -> str:
+    """The JSON name of a decoded value's type (for messages)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def describe_path(field_path: tuple[str, ...]) -> str:
+    return f"`{'.'.join(field_path)}`" if field_path else "the top of the response body"
+
+
+def decode_body(response: HttpResponse, mask: Mask = _no_mask, place: str | None = None) -> Any:
+    """The body as JSON (``None`` when empty); a DecodeError naming status, type and start of body if not JSON."""
+    try:
+        return response.json()
+    except ValueError:
+        content_type = response.headers.get("Content-Type") or "not given"
+        start = mask(response.text[:SHOWN_BODY_CHARS])
+        raise DecodeError(
+            f"the response body is not JSON (HTTP {response.status}, Content-Type: {content_type}); "
+            f"it starts with {start!r}. The API did not return JSON; check url_base/path "
+            "or the API's error page",
+            request=response.request.describe(mask),
+            place=place,
+        ) from None
+
+
+def _step(value: Any, key: str) -> Any:
+    """One key down: an object's value or a list's item; None when there is none."""
+    if type(value) is dict:
+        return value.get(key)
+    if type(value) is list and key.isascii() and key.isdigit():
+        index = int(key)
+        return value[index] if index < len(value) else None
+    return None
+
+
+def _matches(value: Any, path: tuple[str, ...], depth: int) -> Iterator[Any]:
+    if depth == len(path):
+        yield value
+        return
+    key = path[depth]
+    if key == WILDCARD:
+        if type(value) is dict:
+            children: Any = value.values()
+        elif type(value) is list:
+            children = value
+        else:
+            return
+        for child in children:
+            yield from _matches(child, path, depth + 1)
+    else:
+        child = _step(value, key)
+        if child is not None:
+            yield from _matches(child, path, depth + 1)
+
+
+def find_records(body: Any, field_path: tuple[str, ...]) -> list[Any]:
+    """What ``field_path`` selects in ``body`` (not yet checked to be objects)."""
+    if WILDCARD in field_path:
+        found: list[Any] = []
+        for match in _matches(body, field_path, 0):
+            if type(match) is list:
+                found.extend(match)
+            elif match is not None:
+                found.append(match)
+        return found
+    value = body
+    for key in field_path:
+        value = _step(value, key)
+        if value is None:
+            return []
+    if type(value) is list:
+        return value
+    return [] if value is None else [value]
+
+
+@dataclass(frozen=True)
+class DpathExtractor:
+    """Takes the records at ``field_path`` out of a response."""
+
+    field_path: tuple[str, ...] = ()
+    place: str | None = None
+    mask: Mask = _no_mask
+
+    def extract(self, response: HttpResponse) -> list[dict]:
+        records = find_records(decode_body(response, self.mask, self.place), self.field_path)
+        for index, record in enumerate(records):
+            if type(record) is not dict:
+                raise DecodeError(
+                    f"records at {describe_path(self.field_path)} must be JSON objects, found "
+                    f"{json_type_name(record)} (item {index}); set field_path to where the "
+                    "objects are",
+                    request=response.request.describe(self.mask),
+                    place=self.place,
+                )
+        return records
+
+
+__all__ = ["DpathExtractor", "WILDCARD", "decode_body", "describe_path", "find_records", "json_type_name"]

@@ -1,0 +1,148 @@
+"""Loading a stream's JSON Schema: inline in the manifest or from a file beside it.
+
+``$ref`` references are resolved by copying what they point to in place of
+the reference: ``#/definitions/x`` in the same document, and
+``shared.json`` or ``shared.json#/definitions/x`` relative to the folder of
+the document that holds the reference (the manifest's folder for an inline
+schema). Keys written next to a ``$ref`` are kept over the copied ones. A
+reference that points back into itself (a recursive schema) is left as it is,
+and so are references to URLs.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+from urllib.parse import unquote
+
+import orjson
+
+from framework.errors import ConfigError
+from framework.models.records import InlineSchemaLoader, JsonFileSchemaLoader
+from framework.components.registry import BuildContext
+
+#: What a stream without a schema loader and without a default schema file gets.
+PERMISSIVE_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
+
+
+def default_schema_path(ctx: BuildContext, stream_name: str) -> str:
+    """``schemas/<stream_name>.json`` in the manifest's folder."""
+    return os.path.join(ctx.base_dir or os.getcwd(), "schemas", f"{stream_name}.json")
+
+
+def load_schema(model: InlineSchemaLoader | JsonFileSchemaLoader | None, ctx: BuildContext,
+                stream_name: str, path: tuple) -> dict:
+    """The JSON Schema of a stream's records, with ``$ref``s resolved.
+
+    Without a loader, the default file is read when it exists; otherwise a
+    permissive schema equal to :data:`PERMISSIVE_SCHEMA` is returned (the
+    caller may warn). A file that is missing or not a JSON object raises
+    :class:`~framework.errors.ConfigError`.
+    """
+    base_dir = ctx.base_dir or os.getcwd()
+    where = ctx.place(path)
+    if isinstance(model, InlineSchemaLoader):
+        resolver = _Resolver(stream_name, where)
+        return resolver.resolve(model.schema_, None, model.schema_, frozenset(), base_dir)
+    if model is None:
+        file = default_schema_path(ctx, stream_name)
+        if not os.path.exists(file):
+            return {"type": "object", "properties": {}}
+    elif model.file_path:
+        file = str(ctx.render(model.file_path, model.parameters))
+        file = os.path.normpath(os.path.join(base_dir, file))
+    else:
+        file = default_schema_path(ctx, stream_name)
+    resolver = _Resolver(stream_name, where)
+    document = resolver.load(file)
+    if not isinstance(document, dict):
+        raise resolver.error(file, f"holds {_json_kind(document)}, not a JSON object",
+                             "write the stream's JSON Schema as an object")
+    return resolver.resolve(document, file, document, frozenset(), os.path.dirname(file))
+
+
+def _json_kind(value: Any) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number")
+
+
+class _Resolver:
+    """Reads schema files (each once) and copies ``$ref`` targets into a schema."""
+
+    def __init__(self, stream_name: str, place: str | None):
+        self.stream_name = stream_name
+        self.place = place
+        self.documents: dict[str, Any] = {}
+
+    def error(self, file: str | None, problem: str, fix: str) -> ConfigError:
+        subject = f"the schema file {file}" if file else "the inline schema"
+        where = f" (schema loader at {self.place})" if self.place else ""
+        return ConfigError(f"stream `{self.stream_name}`: {subject} {problem}{where}; {fix}")
+
+    def load(self, file: str) -> Any:
+        if file not in self.documents:
+            try:
+                with open(file, "rb") as handle:
+                    content = handle.read()
+            except FileNotFoundError:
+                raise self.error(file, "does not exist",
+                                 "create it, correct file_path, or give the schema inline with an "
+                                 "InlineSchemaLoader") from None
+            except OSError as exc:
+                raise self.error(file, f"cannot be read ({exc.strerror})", "check the file") from None
+            try:
+                self.documents[file] = orjson.loads(content)
+            except orjson.JSONDecodeError as exc:
+                raise self.error(file, f"is not valid JSON ({exc})", "correct the JSON") from None
+        return self.documents[file]
+
+    def resolve(self, node: Any, file: str | None, document: Any, active: frozenset, folder: str) -> Any:
+        """A plain copy of ``node`` with references replaced by their targets.
+
+        ``file``/``document``: the document ``node`` is in (None for an inline
+        schema), ``folder``: where its relative references start, ``active``:
+        the references being resolved (to stop on recursion).
+        """
+        if isinstance(node, Mapping):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and "://" not in ref:
+                return self._follow(node, ref, file, document, active, folder)
+            return {key: self.resolve(value, file, document, active, folder) for key, value in node.items()}
+        if isinstance(node, (list, tuple)):
+            return [self.resolve(item, file, document, active, folder) for item in node]
+        return node
+
+    def _follow(self, node: Mapping, ref: str, file: str | None, document: Any, active: frozenset,
+                folder: str) -> Any:
+        target_part, _, pointer = ref.partition("#")
+        if target_part:
+            target_file = os.path.normpath(os.path.join(folder, unquote(target_part)))
+            target_document = self.load(target_file)
+            target_folder = os.path.dirname(target_file)
+        else:
+            target_file, target_document, target_folder = file, document, folder
+        key = (target_file, pointer)
+        siblings = {k: v for k, v in node.items() if k != "$ref"}
+        if key in active:
+            return {"$ref": ref, **self.resolve(siblings, file, document, active, folder)}
+        target = self._point(target_document, pointer, ref, file)
+        resolved = self.resolve(target, target_file, target_document, active | {key}, target_folder)
+        if siblings and isinstance(resolved, dict):
+            resolved.update(self.resolve(siblings, file, document, active, folder))
+        return resolved
+
+    def _point(self, document: Any, pointer: str, ref: str, file: str | None) -> Any:
+        value = document
+        for token in unquote(pointer).split("/")[1:] if pointer else ():
+            token = token.replace("~1", "/").replace("~0", "~")
+            if isinstance(value, Mapping) and token in value:
+                value = value[token]
+            elif isinstance(value, list) and token.isascii() and token.isdigit() and int(token) < len(value):
+                value = value[int(token)]
+            else:
+                raise self.error(file, f"has a $ref `{ref}` that points to nothing",
+                                 "correct the reference or add what it points to")
+        return value
+
+
+__all__ = ["PERMISSIVE_SCHEMA", "default_schema_path", "load_schema"]

@@ -1,0 +1,145 @@
+"""From a response to the records a stream emits: the runtimes of ``RecordFilter`` and ``RecordSelector``.
+
+``RecordSelector.select`` extracts the records, then transforms and filters
+them (in the order ``transform_before_filtering`` says), then casts them to the
+stream schema when ``schema_normalization`` is ``Default`` and a schema was
+given with :meth:`RecordSelector.with_schema`. Steps that have nothing to do
+cost nothing: with no filter, no transformation and no schema the extracted
+list is returned as it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from framework.components.http.transport import HttpResponse
+from framework.interpolation import TemplateEngine
+from framework.models import records as models
+from framework.components.records.extraction import DpathExtractor
+from framework.components.records.schema_normalization import compile_normalizer
+from framework.components.records.transformations import Condition, Transformation
+from framework.components.registry import BuildContext, builds
+
+
+@dataclass(frozen=True)
+class RecordFilter:
+    """Keeps the records for which ``condition`` is true (``None``: a constant condition)."""
+
+    condition: Condition | None
+    parameters: Mapping[str, Any]
+    engine: TemplateEngine
+
+    def keep(self, records: list[dict], variables: Mapping[str, Any]) -> list[dict]:
+        condition = self.condition
+        if condition is None:
+            return records
+        if condition.never:
+            return []
+        context = dict(variables)
+        if self.parameters:
+            context["parameters"] = self.parameters
+        kept = []
+        evaluate, source = self.engine.evaluate, condition.source
+        for record in records:
+            context["record"] = record
+            if evaluate(source, context, "boolean"):
+                kept.append(record)
+        return kept
+
+
+@dataclass(frozen=True)
+class RecordSelector:
+    """Extracts, transforms, filters and normalizes the records of one response."""
+
+    extractor: DpathExtractor
+    record_filter: RecordFilter | None = None
+    transformations: tuple[Transformation, ...] = ()
+    transform_before_filtering: bool = False
+    normalize: bool = False  # schema_normalization: Default
+    normalizer: Callable[[dict], None] | None = None
+
+    def with_transformations(self, transformations: Sequence[Transformation]) -> "RecordSelector":
+        """A selector that also applies ``transformations`` (after those it has)."""
+        return dataclasses.replace(self, transformations=self.transformations + tuple(transformations))
+
+    def with_schema(self, schema: Mapping[str, Any]) -> "RecordSelector":
+        """A selector that casts records to ``schema``; itself when normalization is off."""
+        if not self.normalize:
+            return self
+        return dataclasses.replace(self, normalizer=compile_normalizer(schema))
+
+    def select(self, response: HttpResponse, variables: Mapping[str, Any]) -> list[dict]:
+        return self.select_page(response, variables)[1]
+
+    def select_page(self, response: HttpResponse, variables: Mapping[str, Any]) -> tuple[list[dict], list[dict]]:
+        """``(page, records)``: every record the response holds, and those this selector keeps.
+
+        Paginators judge the page (a short page is the last one; ``last_record``) by what
+        the API returned, not by what a filter kept: a page thinned out by a filter is not
+        the last page.
+        """
+        page = self.extractor.extract(response)
+        return page, self._select(page, variables)
+
+    def _select(self, records: list[dict], variables: Mapping[str, Any]) -> list[dict]:
+        if not records:
+            return records
+        if self.transform_before_filtering:
+            records = self._transform(records, variables)
+            records = self._filter(records, variables)
+        else:
+            records = self._filter(records, variables)
+            records = self._transform(records, variables)
+        normalizer = self.normalizer
+        if normalizer is not None:
+            for record in records:
+                normalizer(record)
+        return records
+
+    def _filter(self, records: list[dict], variables: Mapping[str, Any]) -> list[dict]:
+        if self.record_filter is None:
+            return records
+        return self.record_filter.keep(records, variables)
+
+    def _transform(self, records: list[dict], variables: Mapping[str, Any]) -> list[dict]:
+        transformations = self.transformations
+        if not transformations or not records:
+            return records
+        changed = []
+        for record in records:
+            for transformation in transformations:
+                record = transformation.apply(record, variables)
+            changed.append(record)
+        return changed
+
+
+@builds("DpathExtractor")
+def _build_extractor(model: models.DpathExtractor, ctx: BuildContext, path: tuple) -> DpathExtractor:
+    field_path = tuple(str(ctx.render(key, model.parameters)) for key in model.field_path)
+    return DpathExtractor(field_path, ctx.place(path), ctx.mask)
+
+
+@builds("RecordFilter")
+def _build_filter(model: models.RecordFilter, ctx: BuildContext, path: tuple) -> RecordFilter:
+    return RecordFilter(Condition.of(model.condition, ctx.engine), model.parameters, ctx.engine)
+
+
+@builds("RecordSelector")
+def _build_selector(model: models.RecordSelector, ctx: BuildContext, path: tuple) -> RecordSelector:
+    extractor = _build_extractor(model.extractor, ctx, path + ("extractor",))
+    record_filter = None
+    if model.record_filter is not None:
+        record_filter = _build_filter(model.record_filter, ctx, path + ("record_filter",))
+        if record_filter.condition is None:  # always true: no work per record
+            record_filter = None
+    return RecordSelector(
+        extractor,
+        record_filter,
+        transform_before_filtering=model.transform_before_filtering,
+        normalize=model.schema_normalization == "Default",
+    )
+
+
+__all__ = ["RecordFilter", "RecordSelector"]

@@ -1,0 +1,131 @@
+"""Building runtime components from manifest models: a registry keyed by ``type``.
+
+Each runtime module registers a builder next to the component it builds::
+
+    @builds("BearerAuthenticator")
+    def _bearer(model: BearerAuthenticator, ctx: BuildContext, path: tuple) -> BearerAuth:
+        return BearerAuth(ctx.render(model.api_token, model.parameters), ...)
+
+and ``ctx.build(model, path)`` finds the builder by the model's ``type``.
+Everything a component needs from outside (config, clock, transport, sleep,
+the template engine, the manifest's folder) comes through the
+:class:`BuildContext`; nothing reads a global. ``path`` is where the
+component sits in the resolved manifest (``("streams", 0, "retriever")``),
+so errors can point at the manifest place with :meth:`BuildContext.place`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from framework.temporal.clock import Clock, SystemClock
+from framework.interpolation import TemplateEngine
+
+Builder = Callable[[Any, "BuildContext", tuple], Any]
+
+_BUILDERS: dict[str, Builder] = {}
+
+# The modules that register builders; imported on first use so that importing the
+# registry (or validate-manifest) stays cheap.
+_MODULES = (
+    "framework.components.http.auth",
+    "framework.components.http.error_handler",
+    "framework.components.pagination",
+    "framework.components.records",
+    "framework.components.incremental",
+    "framework.components.partitions",
+    "framework.components.http.requester",
+    "framework.components.retriever",
+    "framework.components.stream",
+)
+_loaded = False
+
+
+def builds(*type_names: str) -> Callable[[Builder], Builder]:
+    """Register the decorated function as the builder of components of these types."""
+
+    def register(func: Builder) -> Builder:
+        for name in type_names:
+            if name in _BUILDERS and _BUILDERS[name] is not func:
+                raise RuntimeError(f"two builders for component type {name!r}")
+            _BUILDERS[name] = func
+        return func
+
+    return register
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        for module in _MODULES:
+            importlib.import_module(module)
+        _loaded = True
+
+
+def _identity(text: str) -> str:
+    return text
+
+
+def _nowhere(path: tuple) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What builders and the components they build may use from outside.
+
+    ``locate(path)`` gives ``file:line:col`` for a manifest path (or None);
+    ``mask(text)`` hides secret config values in a message. ``schemas`` holds stream
+    schemas loaded already (by the driver, for executors without the schema files).
+    """
+
+    config: Mapping[str, Any]
+    engine: TemplateEngine | None = None  # built on ``clock`` when None, so macros read the same clock
+    transport: Any = None  # framework.components.http.transport.Transport; RequestsTransport when None
+    clock: Clock = field(default_factory=SystemClock)
+    sleep: Callable[[float], None] = time.sleep
+    base_dir: str | None = None
+    locate: Callable[[tuple], str | None] = _nowhere
+    mask: Callable[[str], str] = _identity
+    schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # stream schemas loaded already
+
+    def __post_init__(self) -> None:
+        if self.engine is None:
+            object.__setattr__(self, "engine", TemplateEngine(self.clock))
+        if self.transport is None:
+            from framework.components.http.transport import RequestsTransport
+
+            object.__setattr__(self, "transport", RequestsTransport())
+
+    def build(self, model: Any, path: tuple) -> Any:
+        """The runtime component of ``model`` (found by its ``type``)."""
+        _load()
+        kind = getattr(model, "type", None)
+        builder = _BUILDERS.get(kind)  # type: ignore[arg-type]
+        if builder is None:
+            raise NotImplementedError(f"no builder for component type {kind!r} at {'.'.join(map(str, path))}")
+        return builder(model, self, path)
+
+    def variables(self, parameters: Mapping[str, Any], **more: Any) -> dict[str, Any]:
+        """Template variables: ``config``, ``parameters`` and whatever else is given."""
+        found = {"config": self.config, "parameters": parameters}
+        found.update(more)
+        return found
+
+    def render(self, source: Any, parameters: Mapping[str, Any], result: str = "string", **more: Any) -> Any:
+        """Evaluate a template field with ``config``, ``parameters`` and ``more``.
+
+        Non-text values (numbers in the manifest) are returned as they are.
+        """
+        if not isinstance(source, str):
+            return source
+        return self.engine.evaluate(source, self.variables(parameters, **more), result)
+
+    def place(self, path: tuple) -> str | None:
+        return self.locate(path)
+
+
+__all__ = ["BuildContext", "builds"]

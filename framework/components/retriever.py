@@ -1,0 +1,102 @@
+"""Reading one stream slice: requests, pages and records.
+
+The loop fits on one screen on purpose: build the request, let the slice
+(cursor window, partition) and the pager add their values, send, select the
+records, ask the pager for the next page. Records come out one page at a time
+(a list per page), so callers move them in batches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping
+from urllib.parse import parse_qs, urlsplit
+
+from framework.errors import InterpolationError, ReadError
+from framework.components.http.request import RequestParts
+from framework.models import SimpleRetriever
+from framework.components.registry import BuildContext, builds
+from framework.components.slices import StreamSlice
+from framework.components.http.requester import Requester
+
+SliceOptions = Callable[[RequestParts, StreamSlice], None]
+
+
+def _no_options(parts: RequestParts, stream_slice: StreamSlice) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Retriever:
+    requester: Requester
+    selector: Any  # framework.components.records.RecordSelector
+    paginator: Any  # framework.components.pagination.Paginator
+    parameters: Mapping[str, Any]
+    slice_options_on_every_page: bool = True
+
+    def read(self, stream_slice: StreamSlice, config: Mapping[str, Any], *,
+             slice_options: SliceOptions = _no_options,
+             stream_state: Mapping[str, Any] | None = None) -> Iterator[list[dict]]:
+        """The records of one slice, one list per page."""
+        variables = {"config": config, "parameters": self.parameters,
+                     "stream_state": stream_state or {}, **stream_slice.template_variables()}
+        pager = self.paginator.start()
+        first = True
+        while True:
+            page_variables = {**variables, **pager.token_variables()}
+            parts = self.requester.parts(page_variables)
+            if first or self.slice_options_on_every_page:
+                slice_options(parts, stream_slice)
+            pager.apply(parts)
+            _drop_params_in_url(parts)
+            response = self.requester.send(parts)
+            if response is None:  # the error handler said to ignore this response
+                return
+            try:
+                page, records = self.selector.select_page(response, page_variables)
+                more = pager.advance(response, page, variables)  # judged by the page as the API sent it
+            except ReadError as exc:  # the body may echo a token: mask it again, with the credentials too
+                raise self.requester.hide_secrets(exc).with_context(
+                    request=self.requester.describe(response.request))
+            except InterpolationError as exc:  # a template that fails on this response
+                raise ReadError(self.requester.mask(str(exc)),
+                                request=self.requester.describe(response.request)) from None
+            if records:
+                yield records
+            if not more:
+                return
+            first = False
+
+
+def _drop_params_in_url(parts: RequestParts) -> None:
+    """Leave out query parameters the URL already carries with the same value (a next-page URL
+    usually repeats the page size, say): sending them twice confuses some APIs."""
+    url = parts.url if parts.url is not None else parts.path
+    if not parts.params or "?" not in url:
+        return
+    in_url = parse_qs(urlsplit(url).query, keep_blank_values=True)
+    for name, values in in_url.items():
+        if name in parts.params:
+            value = parts.params[name]
+            text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+            if text == values[0]:
+                del parts.params[name]
+
+
+@builds("SimpleRetriever")
+def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> Retriever:
+    paginator_model = model.paginator
+    if paginator_model is None:
+        from framework.models import NoPagination
+
+        paginator_model = NoPagination()
+    return Retriever(
+        requester=ctx.build(model.requester, path + ("requester",)),
+        selector=ctx.build(model.record_selector, path + ("record_selector",)),
+        paginator=ctx.build(paginator_model, path + ("paginator",)),
+        parameters=model.parameters,
+        slice_options_on_every_page=not model.ignore_stream_slicer_parameters_on_paginated_requests,
+    )
+
+
+__all__ = ["Retriever", "build_retriever"]

@@ -1,0 +1,163 @@
+"""A manifest built for one config: the streams, the spec, the connection check.
+
+:func:`open_connector` reads and checks the manifest (raising
+:class:`~framework.errors.ManifestError` with every problem), checks the
+config against the spec (:class:`~framework.errors.ConfigError`), and builds
+the runtime streams with the injected transport, clock and sleep. Secret
+config values (``airbyte_secret: true`` in the spec) are masked in every
+message the connector produces.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from framework.temporal.clock import Clock, SystemClock
+from framework.errors import ConfigError, ManifestError
+from framework.interpolation import TemplateEngine
+from framework.models import DeclarativeSource
+from framework.components.registry import BuildContext
+from framework.components.stream import Stream
+
+
+@dataclass(frozen=True)
+class Connector:
+    source: DeclarativeSource
+    config: Mapping[str, Any]
+    context: BuildContext
+    streams: Mapping[str, Stream] = field(default_factory=dict)
+
+    @property
+    def spec(self) -> dict[str, Any] | None:
+        spec = self.source.spec_
+        if spec is None:
+            return None
+        out: dict[str, Any] = {"connectionSpecification": dict(spec.connection_specification)}
+        if spec.documentation_url:
+            out["documentationUrl"] = spec.documentation_url
+        if spec.advanced_auth:
+            out["advanced_auth"] = dict(spec.advanced_auth)
+        return out
+
+    @property
+    def check_streams(self) -> tuple[str, ...]:
+        return tuple(self.source.check.stream_names)
+
+    def stream(self, name: str) -> Stream:
+        try:
+            return self.streams[name]
+        except KeyError:
+            known = ", ".join(self.streams) or "none"
+            raise ConfigError(f"the manifest has no stream `{name}`; its streams are: {known}") from None
+
+    def mask(self, text: str) -> str:
+        return self.context.mask(text)
+
+    def concurrency(self, requested: int | None = None) -> int:
+        """Partitions read at once: ``requested`` (a flag), else the manifest's level, else 1."""
+        if requested:
+            return max(1, requested)
+        level = self.source.concurrency_level
+        if level is None:
+            return 1
+        value = self.context.render(level.default_concurrency, level.parameters, "integer")
+        if level.max_concurrency:
+            value = min(value, level.max_concurrency)
+        return max(1, int(value))
+
+
+def read_config(path: str) -> dict[str, Any]:
+    """The config file as a mapping; ConfigError naming the file when it is not a JSON object."""
+    import orjson
+
+    try:
+        with open(path, "rb") as handle:
+            data = orjson.loads(handle.read())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file; pass an existing JSON file to --config") from None
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc}); the config must be a JSON object") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the config must be a JSON object, not {type(data).__name__}")
+    return data
+
+
+def open_connector(manifest_path: str, config: Mapping[str, Any], *, config_path: str | None = None,
+                   transport: Any = None, clock: Clock | None = None,
+                   sleep: Callable[[float], None] = time.sleep) -> Connector:
+    """Load ``manifest_path`` and build its streams for ``config``."""
+    from framework.manifest import check_manifest
+
+    checked = check_manifest(manifest_path)
+    return _build(checked, config, os.path.dirname(os.path.abspath(manifest_path)), config_path=config_path,
+                  transport=transport, clock=clock, sleep=sleep)
+
+
+def open_connector_text(text: str, config: Mapping[str, Any], *, file: str = "<manifest>",
+                        base_dir: str | None = None, schemas: Mapping[str, Mapping[str, Any]] | None = None,
+                        transport: Any = None, clock: Clock | None = None,
+                        sleep: Callable[[float], None] = time.sleep) -> Connector:
+    """Like :func:`open_connector` for manifest text in memory (what a Spark executor gets).
+
+    ``schemas`` are stream schemas already loaded (by the driver), used instead of reading
+    schema files, which an executor on another machine may not have.
+    """
+    from framework.manifest import check_manifest_text
+
+    checked = check_manifest_text(text, file, base_dir)
+    return _build(checked, config, base_dir, transport=transport, clock=clock, sleep=sleep,
+                  schemas=schemas or {})
+
+
+def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *, config_path: str | None = None,
+           transport: Any = None, clock: Clock | None = None, sleep: Callable[[float], None] = time.sleep,
+           schemas: Mapping[str, Mapping[str, Any]] | None = None) -> Connector:
+    from framework.manifest.config_check import mask, secret_values
+
+    if not checked.ok or checked.source is None:
+        raise ManifestError(checked.diagnostics)
+    source = checked.source
+    spec = source.spec_.connection_specification if source.spec_ is not None else None
+    secrets = frozenset(secret_values(spec, config)) if spec else frozenset()
+    if spec and config_path is not None:
+        from framework.manifest.config_check import check_config
+
+        problems = [d for d in check_config(spec, config_path) if d.severity == "error"]
+        if problems:
+            raise ConfigError("\n".join(d.format() for d in problems))
+    elif spec:
+        _check_config_value(spec, config, secrets)
+    clock = clock or SystemClock()
+    context = BuildContext(
+        config=config,
+        engine=TemplateEngine(clock),
+        transport=transport,
+        clock=clock,
+        sleep=sleep,
+        base_dir=base_dir,
+        locate=checked.locate,
+        mask=lambda text: mask(text, secrets),
+        schemas=schemas or {},
+    )
+    streams = {}
+    for index, model in enumerate(source.streams):
+        streams[model.name] = context.build(model, ("streams", index))
+    return Connector(source, config, context, streams)
+
+
+def _check_config_value(spec: Mapping[str, Any], config: Mapping[str, Any], secrets: frozenset[str]) -> None:
+    import jsonschema
+
+    from framework.manifest.config_check import mask
+
+    validator_class = jsonschema.validators.validator_for(spec, default=jsonschema.Draft7Validator)
+    errors = sorted(validator_class(spec).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        lines = [f"config{''.join(f'[{p!r}]' for p in e.absolute_path)}: {mask(e.message, secrets)}" for e in errors]
+        raise ConfigError("the config does not fit the manifest's spec:\n" + "\n".join(lines))
+
+
+__all__ = ["Connector", "open_connector", "open_connector_text", "read_config"]

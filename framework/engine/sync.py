@@ -1,0 +1,434 @@
+"""One sync of one stream: the plan of units, reading them, and the state they allow.
+
+A *unit* is one partition (from the partition router) times one datetime
+window (from the cursor): a small picklable :class:`Unit` that
+:func:`read_unit` reads with nothing but the stream (built from the manifest)
+and the config, so units can be read anywhere. :class:`StreamSync` keeps what
+changes while the stream is read: which units are finished, the latest cursor
+value seen in each, and the state that allows. State shapes, as Airbyte's:
+
+* **no cursor** or a full refresh: no state.
+* **one partition**: ``{"<cursor_field>": value}``.
+* **per partition** (a cursor and a router, the default)::
+
+      {"states": [{"partition": {...}, "cursor": {"<cursor_field>": value}}, ...],
+       "state": {...}, "use_global_cursor": false, "lookback_window": N}
+
+  ``states`` holds at most :data:`MAX_PARTITION_STATES` partitions, the ones
+  finished last; older ones are compacted (see
+  :mod:`framework.engine.partition_states`) rather than forgotten.
+  ``state`` is the latest value seen in the last successful sync.
+* **global cursor** (``global_substream_cursor``, or ``use_global_cursor`` in
+  the saved state): ``{"use_global_cursor": true, "state": {...},
+  "lookback_window": N}``. ``state`` moves only at the end of a successful
+  sync; ``lookback_window`` is that sync's duration in seconds, and the next
+  sync looks back at least that far.
+* **incremental dependency**: ``"parent_state": {"<parent>": <its state>}`` is
+  added; the parent's state moves only over parent units (windows) whose child
+  units are all finished.
+
+Saved states in any of these shapes are read back; a state without
+``states`` (a flat ``{"<cursor_field>": value}`` or a global one) is applied to
+every partition, as Airbyte does. A partition that is in no saved state is new
+and starts at ``start_datetime``.
+
+Parent streams are read while planning (the child's partitions are their
+records); each parent record is tagged with the parent unit it came from, and
+that unit is finished only when every child unit made from it is.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from framework.temporal.clock import Clock, SystemClock
+from framework.errors import StateError
+from framework.components.partitions import ParentConfig, RoutedPartition
+from framework.components.slices import StreamSlice
+from framework.engine.partition_states import COMPACT_KEY, PartitionStates
+from framework.engine.window_progress import WindowProgress
+from framework.components.stream import Stream
+
+__all__ = ["MAX_PARTITION_STATES", "StreamSync", "Unit", "read_unit"]
+
+#: Partitions kept in full in a per-partition state (Airbyte's limit); older ones are compacted.
+MAX_PARTITION_STATES = 10_000
+
+_NO_WINDOW: list[tuple[tuple[None, None], dict]] = [((None, None), {})]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One partition times one window: the unit of work, of checkpointing, and of Spark tasks.
+
+    ``prior`` is the partition's saved cursor value (None on a first read) and
+    ``floor`` the instant before which records are already synced (``prior``
+    minus the lookback): what client-side filtering and data feeds compare with.
+    ``tags`` name the parent units the partition came from.
+    """
+
+    index: int
+    slice: StreamSlice
+    partition: int  # index of the partition in this sync's plan
+    window: int  # index of the window within the partition (0 without a cursor)
+    tags: tuple = ()
+    prior: datetime | None = None
+    floor: datetime | None = None
+
+
+def read_unit(stream: Stream, config: Mapping[str, Any], unit: Unit,
+              prior: datetime | None = None) -> Iterator[tuple[list[dict], datetime | None]]:
+    """The records of one unit, page by page, each page with its latest cursor value.
+
+    Needs only the stream (built from the manifest), the config and the unit, so
+    it runs anywhere (a Spark task, say). ``prior`` may repeat the unit's saved
+    cursor value (:meth:`StreamSync.prior_of`); a different one replaces it.
+
+    Applies the cursor's client-side rules: with ``is_client_side_incremental``
+    records outside the unit's window are dropped; with ``is_data_feed`` (newest
+    first) paging stops at the first record older than the unit's floor (its
+    prior minus the lookback). Records without a readable cursor value are
+    kept. A page is passed on as it came when no rule applies.
+    """
+    cursor = stream.cursor
+    floor = unit.floor
+    if prior is None or prior == unit.prior:
+        prior = unit.prior
+    elif cursor is not None:
+        floor = cursor.floor(prior)
+    stream_state = cursor.state_of(prior) if cursor is not None and prior is not None else {}
+    pages = stream.read_slice(unit.slice, config, stream_state)
+    if cursor is None:
+        for records in pages:
+            yield records, None
+        return
+    record_value = cursor.record_value
+    feed = cursor.is_data_feed and floor is not None
+    client_side = cursor.is_client_side_incremental
+    cursor_slice = unit.slice.cursor_slice
+    in_window = cursor.in_window
+    try:
+        for records in pages:
+            latest = None
+            if not (feed or client_side):
+                for record in records:
+                    value = record_value(record)
+                    if value is not None and (latest is None or value > latest):
+                        latest = value
+                yield records, latest
+                continue
+            kept = []
+            stop = False
+            for record in records:
+                value = record_value(record)
+                if value is not None:
+                    if feed and value < floor:  # type: ignore[operator]
+                        stop = True
+                        continue
+                    if client_side and (not in_window(value, cursor_slice) if cursor_slice
+                                        else floor is not None and value < floor):
+                        continue
+                    if latest is None or value > latest:
+                        latest = value
+                kept.append(record)
+            yield kept, latest
+            if stop:
+                return
+    finally:
+        pages.close()
+
+
+@dataclass
+class _Partition:
+    routed: RoutedPartition
+    progress: WindowProgress
+    units_left: int
+    recorded: datetime | None  # the value last put in the per-partition states
+
+
+def _tag_key(tag: tuple) -> tuple:
+    return (tag[0], tag[1])
+
+
+def _unique(routed: Iterable[RoutedPartition]) -> list[RoutedPartition]:
+    """Partitions in order, each once; a repeated one adds its parent tags to the first."""
+    index: dict[Any, int] = {}
+    out: list[RoutedPartition] = []
+    for part in routed:
+        key = StreamSlice(part.partition).key()
+        found = index.get(key)
+        if found is None:
+            index[key] = len(out)
+            out.append(part)
+        elif part.tags:
+            first = out[found]
+            out[found] = RoutedPartition(first.partition, first.extra_fields, first.tags + part.tags)
+    return out
+
+
+class StreamSync:
+    """Plans, reads and keeps state for one stream in one sync.
+
+    ``state`` is the stream's saved state (any of the shapes above);
+    ``incremental`` false reads everything and reports no state. Thread-safe:
+    :meth:`read` and :meth:`done` may be called for different units at once.
+    """
+
+    def __init__(self, stream: Stream, config: Mapping[str, Any], state: Mapping[str, Any] | None = None, *,
+                 incremental: bool = True, clock: Clock | None = None):
+        self.stream = stream
+        self.config = config
+        self.clock = clock or SystemClock()
+        self.cursor = stream.cursor  # windows apply to full refreshes too; state only when incremental
+        self.incremental = incremental and stream.cursor is not None
+        if state is not None and not isinstance(state, Mapping):
+            raise StateError(f"stream `{stream.name}`: the saved state should be an object, not a "
+                             f"{type(state).__name__}; fix it or clear the state")
+        self.saved: dict[str, Any] = dict(state or {}) if self.incremental else {}
+        self.started = self.clock.now()
+        self.partitioned = stream.router is not None
+        self.global_cursor = bool(self.incremental and self.partitioned and (
+            self.cursor.global_substream_cursor or self.saved.get("use_global_cursor") is True))
+        self.records_read = 0
+        self._lock = threading.Lock()
+        self._planned = False
+        self._partitions: list[_Partition] = []
+        self._units: list[Unit] = []
+        self._units_left = 0
+        self._parents: dict[str, StreamSync] = {}
+        self._parent_units_left: dict[tuple, int] = {}
+        self._windows_cache: dict[tuple, tuple[list, list]] = {}
+        self._seen: datetime | None = None  # latest cursor value seen in this sync
+        self._prior_global: datetime | None = None  # one-partition state, or the saved "state" value
+        self._all_from_global = False  # no per-partition list was saved: every partition starts at the global value
+        self._saved_lookback = 0
+        self._states: PartitionStates | None = None
+        if self.incremental and self.partitioned and not self.global_cursor:
+            self._states = PartitionStates(MAX_PARTITION_STATES, self.cursor.state_of)
+        try:
+            self._read_saved_state()
+        except StateError as exc:
+            raise StateError(f"stream `{stream.name}`: {exc}") from None
+
+    # -- saved state -----------------------------------------------------------------
+
+    def _read_saved_state(self) -> None:
+        saved = self.saved
+        if not saved:
+            return
+        cursor = self.cursor
+        field = cursor.cursor_field
+        if not self.partitioned:
+            flat = saved if field in saved or not isinstance(saved.get("state"), Mapping) else saved["state"]
+            self._prior_global = cursor.state_value(flat)
+            return
+        lookback = saved.get("lookback_window")
+        if lookback is not None and not isinstance(lookback, bool):
+            try:
+                self._saved_lookback = max(0, math.ceil(float(lookback)))
+            except (TypeError, ValueError, OverflowError):
+                raise StateError(f"`lookback_window` should be a number of seconds, not {lookback!r}") from None
+        parents = saved.get("parent_state")
+        if parents is not None and not isinstance(parents, Mapping):
+            raise StateError(f"`parent_state` should be an object of parent stream states, not {parents!r}")
+        glob = saved.get("state")
+        if isinstance(glob, Mapping):
+            self._prior_global = cursor.state_value(glob)
+        elif field in saved:  # a flat state given for a partitioned stream
+            self._prior_global = cursor.state_value(saved)
+        elif glob is not None:
+            raise StateError(f"`state` should be an object like {{'{field}': ...}}, not {glob!r}")
+        items = saved.get("states")
+        self._all_from_global = items is None and self._prior_global is not None
+        if self._states is None:
+            return
+        if items is not None and not isinstance(items, list):
+            raise StateError("`states` should be a list of {'partition': {...}, 'cursor': {...}} objects")
+        for item in items or ():
+            if not isinstance(item, Mapping) or not isinstance(item.get("partition"), Mapping) \
+                    or not isinstance(item.get("cursor", {}), Mapping):
+                raise StateError(f"an item of `states` should look like {{'partition': {{...}}, 'cursor': "
+                                 f"{{'{field}': ...}}}}, not {item!r}; fix it or clear the state")
+            cursor_state = item.get("cursor") or {}
+            self._states.load(item["partition"], cursor.state_value(cursor_state), cursor_state)
+        if saved.get(COMPACT_KEY) is not None:
+            self._states.load_compacted(saved[COMPACT_KEY], cursor.state_value)
+
+    def _prior_for(self, partition: Mapping[str, Any]) -> tuple[datetime | None, timedelta | None, bool]:
+        """Where a partition starts: (saved value, extra lookback, whether the value is the partition's own)."""
+        if not self.incremental:
+            return None, None, False
+        extra = timedelta(seconds=self._saved_lookback) if self._saved_lookback else None
+        if not self.partitioned:
+            return self._prior_global, None, True
+        if self.global_cursor:
+            return self._prior_global, extra, True
+        assert self._states is not None
+        own = self._states.value(partition)
+        if own is not None:
+            return own, None, True
+        if self._all_from_global:
+            return self._prior_global, extra, False
+        return None, None, False
+
+    # -- planning --------------------------------------------------------------------
+
+    def plan(self) -> list[Unit]:
+        """Every unit of this sync, in order. Reads parent streams where the router needs them."""
+        if self._planned:
+            return self._units
+        self._planned = True
+        if self.partitioned:
+            routed = _unique(self.stream.router.partitions(self._read_parent))
+        else:
+            routed = [RoutedPartition({}, {})]
+        units = self._units
+        for p_index, part in enumerate(routed):
+            prior, extra, own = self._prior_for(part.partition)
+            bounds, windows = self._windows(prior, extra)
+            floor = self.cursor.floor(prior, extra) if prior is not None else None
+            self._partitions.append(_Partition(part, WindowProgress(bounds, prior), len(windows),
+                                               prior if own else None))
+            for w_index, cursor_slice in enumerate(windows):
+                units.append(Unit(len(units), StreamSlice(part.partition, cursor_slice, part.extra_fields),
+                                  p_index, w_index, part.tags, prior, floor))
+            for tag in part.tags:
+                key = _tag_key(tag)
+                self._parent_units_left[key] = self._parent_units_left.get(key, 0) + len(windows)
+        self._units_left = len(units)
+        for parent in self._parents.values():
+            parent._release_childless(self._parent_units_left)
+        return units
+
+    def _windows(self, prior: datetime | None, extra: timedelta | None) -> tuple[list, list]:
+        """(window bounds, cursor slices) from ``prior``; shared by every partition with the same start."""
+        key = (prior, extra)
+        found = self._windows_cache.get(key)
+        if found is None:
+            cursor = self.cursor
+            if cursor is None:
+                found = ([(None, None)], [{}])
+            else:
+                slices = cursor.windows(prior, min_lookback=extra)
+                found = ([cursor.window_bounds(s) for s in slices], slices)
+            self._windows_cache[key] = found
+        return found
+
+    def _read_parent(self, parent: ParentConfig) -> Iterator[tuple[Any, list[dict]]]:
+        """The parent's records, page by page, tagged ``(parent name, unit index, parent partition)``."""
+        name = parent.stream.name
+        dependent = parent.incremental_dependency and parent.stream.cursor is not None
+        saved = (self.saved.get("parent_state") or {}).get(name) if dependent else None
+        sync = StreamSync(parent.stream, self.config, saved, incremental=dependent, clock=self.clock)
+        if dependent:
+            self._parents[name] = sync
+        for unit in sync.plan():
+            tag = (name, unit.index, dict(unit.slice.partition))
+            for records in sync.read(unit):
+                yield tag, records
+            if dependent:  # finished when its children are (done() of the child units)
+                self._parent_units_left.setdefault(_tag_key(tag), 0)
+            else:
+                sync.done(unit)
+
+    def _release_childless(self, left: Mapping[tuple, int]) -> None:
+        """Finish the units whose records made no child unit."""
+        name = self.stream.name
+        for unit in self._units:
+            if left.get((name, unit.index), 0) == 0:
+                self.done(unit)
+
+    # -- reading ---------------------------------------------------------------------
+
+    def prior_of(self, unit: Unit) -> datetime | None:
+        """The saved cursor value ``unit``'s partition starts from (None on a first read)."""
+        return unit.prior
+
+    def read(self, unit: Unit) -> Iterator[list[dict]]:
+        """The records of one unit, page by page, observed for state (see :func:`read_unit`)."""
+        observe = self.observe
+        for records, latest in read_unit(self.stream, self.config, unit):
+            observe(unit, latest, len(records))
+            if records:
+                yield records
+
+    def observe(self, unit: Unit, latest: datetime | None, records: int = 0) -> None:
+        """``records`` records of ``unit`` were read, the latest with cursor value ``latest``
+        (for units read elsewhere, e.g. by Spark tasks; :meth:`read` calls it for each page)."""
+        with self._lock:
+            if latest is not None:
+                self._partitions[unit.partition].progress.observe(unit.window, latest)
+                if self._seen is None or latest > self._seen:
+                    self._seen = latest
+            self.records_read += records
+
+    def done(self, unit: Unit) -> None:
+        """Mark ``unit`` finished: its records are handed over for good."""
+        released = []
+        with self._lock:
+            part = self._partitions[unit.partition]
+            progress = part.progress
+            if progress.done[unit.window]:
+                return
+            progress.finish(unit.window)
+            part.units_left -= 1
+            self._units_left -= 1
+            for tag in unit.tags:
+                key = _tag_key(tag)
+                self._parent_units_left[key] -= 1
+                if self._parent_units_left[key] == 0:
+                    released.append(key)
+            if self._states is not None:
+                value = progress.value()
+                if value is not None and value != part.recorded:
+                    part.recorded = value
+                    self._states.put(part.routed.partition, value)
+        for name, index in released:
+            parent = self._parents.get(name)
+            if parent is not None:
+                parent.done(parent._units[index])
+
+    # -- state -----------------------------------------------------------------------
+
+    def state(self, final: bool = False) -> dict | None:
+        """The state the finished units allow now; ``final`` at the end of a successful sync."""
+        if not self.incremental:
+            return None
+        with self._lock:
+            cursor = self.cursor
+            final = final and self._planned and self._units_left == 0
+            if not self.partitioned:
+                value = self._partitions[0].progress.value() if self._partitions else self._prior_global
+                return cursor.state_of(value) if value is not None else {}
+            out: dict[str, Any] = {}
+            if self._states is not None:
+                out["states"] = self._states.entries()
+                compacted = self._states.compacted()
+                if compacted:
+                    out[COMPACT_KEY] = compacted
+            value = self._prior_global
+            if final and self._seen is not None and (value is None or self._seen > value):
+                value = self._seen
+            if value is not None:
+                out["state"] = cursor.state_of(value)
+            out["use_global_cursor"] = self.global_cursor
+            out["lookback_window"] = self._duration() if final else self._saved_lookback
+            parent_state = {}
+            for name, parent in self._parents.items():
+                found = parent.state(final=final)
+                if found:
+                    parent_state[name] = found
+            if not parent_state and isinstance(self.saved.get("parent_state"), Mapping):
+                parent_state = dict(self.saved["parent_state"])
+            if parent_state:
+                out["parent_state"] = parent_state
+            return out
+
+    def _duration(self) -> int:
+        """This sync's duration so far in whole seconds, rounded up."""
+        return max(0, math.ceil((self.clock.now() - self.started).total_seconds()))

@@ -1,0 +1,206 @@
+"""A stream's output as a series of files that roll over at a size limit and appear together at commit.
+
+:class:`RollingWriter` writes batches into the current file; once the file has
+about ``size_limit_bytes`` it is finished (footer written, bytes handed to the
+storage) and the next batch starts a new file with the next part number.
+Nothing is visible until :meth:`RollingWriter.commit`, which commits the files
+one after the other and returns what was written; :meth:`RollingWriter.abort`
+drops them all. A file never shows under its final name before it is
+complete. Every file carries its generation in the ``ab-generation-id``
+metadata.
+
+Commit is atomic per file, not for the set: if committing fails half way,
+the files committed before the failure stay. Their records are complete
+files of the sync's generation, so a retried sync that writes the same
+records again duplicates them in append mode; overwrite mode removes them
+with the older generations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+
+from framework.formats import ENVELOPE, FormatWriter, open_format_writer
+from framework.storage.layout import StreamLayout
+from framework.storage import GENERATION_KEY, ObjectWriter, Storage
+
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """A committed file: its key, where it is, how many records and bytes, and its part number."""
+
+    key: str
+    uri: str
+    records: int
+    bytes: int
+    part_number: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Pending:
+    key: str
+    part_number: int
+    target: ObjectWriter
+    writer: FormatWriter
+    records: int = 0
+
+
+class RollingWriter:
+    """Writes a stream's batches into files of about ``size_limit_bytes`` each; see the module docs."""
+
+    def __init__(self, storage: Storage, layout_fn: Callable[[int], str], fmt_settings: Any,
+                 arrow_schema: pa.Schema | None, avro_schema: Mapping | None, generation_id: int,
+                 size_limit_bytes: int, part_numbers: Iterable[int], *, columns: Sequence[str] = (),
+                 to_avro: Callable[[pa.RecordBatch], Iterable[dict]] | None = None,
+                 metadata: Mapping[str, str] | None = None):
+        self.storage = storage
+        self.layout_fn = layout_fn
+        self.fmt_settings = fmt_settings
+        self.arrow_schema = arrow_schema
+        self.avro_schema = avro_schema
+        self.size_limit_bytes = max(1, size_limit_bytes)
+        self._numbers: Iterator[int] = iter(part_numbers)
+        self._columns = tuple(columns)
+        self._to_avro = to_avro
+        self._metadata = {**(metadata or {}), GENERATION_KEY: str(generation_id)}
+        self._current: _Pending | None = None
+        self._finished: list[_Pending] = []
+        self._closed = False
+
+    @classmethod
+    def for_stream(cls, storage: Storage, settings: Any, *, stream: str, namespace: str | None = "",
+                   arrow_schema: pa.Schema | None, avro_schema: Mapping | None, generation_id: int,
+                   part_numbers: Iterable[int], sync_id: int = 0,
+                   started_at: datetime | float | None = None, columns: Sequence[str] | None = None,
+                   to_avro: Callable[[pa.RecordBatch], Iterable[dict]] | None = None) -> RollingWriter:
+        """A writer laid out and sized by ``DestinationSettings`` (path format, file name pattern, format, limit).
+
+        ``columns`` (CSV with root level flattening) default to the data
+        fields of ``arrow_schema``, in order.
+        """
+        layout = StreamLayout.of(settings, stream, namespace, started_at=started_at, sync_id=sync_id)
+        if columns is None:
+            columns = [n for n in arrow_schema.names if n not in ENVELOPE and n != "_airbyte_data"] \
+                if arrow_schema is not None else []
+        return cls(storage, layout.key, settings.format, arrow_schema, avro_schema, generation_id,
+                   settings.file_size_limit_mb * _MIB, part_numbers, columns=columns, to_avro=to_avro)
+
+    # ------------------------------------------------------------ writing
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        """Add a batch to the current file, starting one if needed; finish the file once it is big enough."""
+        if self._closed:
+            raise RuntimeError("this RollingWriter was already committed or aborted")
+        if batch.num_rows == 0:
+            return
+        current = self._current or self._open()
+        current.writer.write(batch)
+        current.records += batch.num_rows
+        if current.writer.bytes_written >= self.size_limit_bytes:
+            self._finish()
+
+    def _open(self) -> _Pending:
+        number = next(self._numbers)
+        key = self.layout_fn(number)
+        target = self.storage.open_object(key, self._metadata)
+        try:
+            writer = open_format_writer(self.fmt_settings, self.arrow_schema, self.avro_schema, target,
+                                        columns=self._columns, to_avro=self._to_avro)
+        except BaseException:
+            target.abort()
+            raise
+        self._current = _Pending(key, number, target, writer)
+        return self._current
+
+    def _finish(self) -> None:
+        current, self._current = self._current, None
+        if current is None:
+            return
+        self._finished.append(current)
+        current.writer.close()
+        current.target.seal()
+
+    @property
+    def files_started(self) -> int:
+        return len(self._finished) + (1 if self._current else 0)
+
+    # ------------------------------------------------------ commit / abort
+
+    def commit(self) -> list[WrittenFile]:
+        """Finish the current file and make every file appear; returns them in the order written."""
+        if self._closed:
+            raise RuntimeError("this RollingWriter was already committed or aborted")
+        written: list[WrittenFile] = []
+        try:
+            self._finish()
+            for pending in self._finished:
+                pending.target.commit()
+                written.append(WrittenFile(pending.key, self.storage.uri(pending.key), pending.records,
+                                           pending.target.bytes_written, pending.part_number))
+        except BaseException:
+            self.abort()
+            raise
+        self._closed = True
+        return written
+
+    def abort(self) -> None:
+        """Drop every file not committed yet. Safe to call more than once."""
+        if self._closed:
+            return
+        self._closed = True
+        current = self._current
+        pending = self._finished + ([current] if current else [])
+        self._current, self._finished = None, []
+        failure: BaseException | None = None
+        if current is not None:  # close the format writer first, so nothing writes to the aborted object later
+            try:
+                current.writer.close()
+            except Exception:  # its bytes are being thrown away anyway
+                pass
+        for item in pending:
+            try:
+                item.target.abort()
+            except Exception as exc:  # keep aborting the others
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
+    def __enter__(self) -> RollingWriter:
+        return self
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        if kind is not None:
+            self.abort()
+
+
+def delete_older_generations(storage: Storage, layout: Any, stream: str | None = None,
+                             namespace: str | None = "", generation: int = 0) -> list[str]:
+    """Delete the stream's files of generations before ``generation`` (and files with no generation).
+
+    ``layout`` is a :class:`StreamLayout`, or ``DestinationSettings`` with the
+    ``stream`` name and namespace. Only keys that match the stream's layout
+    are touched. Returns the deleted keys.
+    """
+    if not isinstance(layout, StreamLayout):
+        if stream is None:
+            raise TypeError("delete_older_generations needs a StreamLayout, or the settings with a stream name")
+        layout = StreamLayout.of(layout, stream, namespace)
+    victims = [info.key for info in storage.list(layout.scan_prefix, with_metadata=True)
+               if layout.part_number_of(info.key) is not None
+               and (info.generation is None or info.generation < generation)]
+    if victims:
+        storage.delete(victims)
+    return victims
+
+
+__all__ = ["RollingWriter", "WrittenFile", "delete_older_generations"]

@@ -1,0 +1,326 @@
+"""The Spark pipeline: plan on the driver, read and write on the executors, commit state.
+
+For each selected stream the driver plans the sync (reading parent streams
+first where a SubstreamPartitionRouter needs them) and splits the units into
+a few contiguous groups, one Spark task each. The groups run as concurrent
+one-task Spark jobs (``mapInArrow``); each answers with one small row per
+unit. As soon as a group is back, its files are committed (the task commits
+them before it answers), so the driver folds its units into the stream's
+state and saves the connection state next to the output: state never covers
+data that is not durably written, and a sync killed half way loses only the
+groups still running (their files never appear), so the next run reads
+again only what no saved state covers.
+
+Overwrite mode reads everything again and deletes the stream's older
+generations once every group succeeded. The new generation is saved before
+any file is written, so files of an overwrite that was killed belong to a
+generation the next overwrite deletes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+
+from framework.errors import ConfigError, FrameworkError
+from framework.protocol.catalog import Selection
+from framework.storage.state_store import CatalogStore, ConnectionState, StateStore, configured_entry, merge_stream
+from framework.engine.connector import Connector
+from framework.engine.sync import StreamSync, Unit
+
+
+@dataclass
+class StreamResult:
+    name: str
+    records: int = 0
+    pages: int = 0
+    units: int = 0
+    units_done: int = 0
+    files: list[dict] = field(default_factory=list)
+    nulled: int = 0
+    seconds: float = 0.0
+    state_saved: bool = False
+    error: str | None = None
+
+    @property
+    def bytes(self) -> int:
+        return sum(int(f.get("bytes", 0)) for f in self.files)
+
+
+@dataclass
+class PipelineResult:
+    sync_id: int
+    streams: list[StreamResult]
+    spark_seconds: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return any(s.error for s in self.streams)
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    sync_mode: str = "append"  # or "overwrite": read everything again, then delete the older generations
+    tasks_per_core: int = 2
+    namespace: str = ""
+
+    def __post_init__(self) -> None:
+        if self.sync_mode not in ("append", "overwrite"):
+            raise ConfigError(f"sync mode {self.sync_mode!r} is not known; use append or overwrite")
+        if self.tasks_per_core < 1:
+            raise ConfigError(f"tasks_per_core is {self.tasks_per_core}; give 1 or more")
+
+
+@dataclass
+class _Run:
+    """What every stream of one pipeline run shares."""
+
+    connector: Connector
+    spark: Any
+    settings: Any
+    storage: Any
+    store: StateStore
+    connection: ConnectionState
+    manifest_text: str
+    manifest_path: str
+    base_dir: str
+    destination: dict
+    schemas: dict[str, dict]
+    cores: int
+    options: PipelineOptions
+
+    def save(self, name: str, state: Mapping[str, Any] | None, generation: int) -> None:
+        merge_stream(self.connection, name, state, generation)
+        self.store.save(self.connection, datetime.now(timezone.utc).isoformat())
+
+
+def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[Selection],
+                 settings: Any, spark: Any, *, given_states: Mapping[str, Any] | None = None,
+                 options: PipelineOptions = PipelineOptions(),
+                 progress: Callable[[str, StreamResult], None] | None = None) -> PipelineResult:
+    """Sync ``selections`` into the destination of ``settings`` on ``spark``; see the module docs.
+
+    ``given_states`` (stream name -> state) replaces the state saved next to the
+    output for those streams (not in overwrite mode, which reads everything
+    again). ``progress(event, result)`` is called with
+    ``"planned"`` once a stream's units are known, ``"group"`` each time a
+    group of units comes back (records, pages and units done so far) and
+    ``"done"`` at its end.
+    """
+    from framework.storage import storage_for
+
+    storage = storage_for(settings)
+    store = StateStore(storage)
+    saved = store.load()
+    with open(manifest_path, encoding="utf-8") as handle:
+        manifest_text = handle.read()
+    run = _Run(
+        connector=connector, spark=spark, settings=settings, storage=storage, store=store,
+        connection=ConnectionState(saved.sync_id + 1, {name: dict(entry) for name, entry in saved.streams.items()}),
+        manifest_text=manifest_text,
+        manifest_path=manifest_path, base_dir=os.path.dirname(os.path.abspath(manifest_path)),
+        destination=orjson.loads(settings.model_dump_json(by_alias=True)), schemas=all_schemas(connector),
+        cores=max(1, int(spark.sparkContext.defaultParallelism)), options=options,
+    )
+    CatalogStore(storage).merge([
+        configured_entry(connector.stream(s.name), s.incremental, options.sync_mode) for s in selections
+    ])
+    results = []
+    for selection in selections:
+        result = StreamResult(selection.name)
+        results.append(result)
+        started = time.perf_counter()
+        try:
+            _sync_stream(run, selection, saved, given_states or {}, result, progress)
+        except FrameworkError as exc:
+            result.error = result.error or connector.mask(str(exc))
+        result.seconds = time.perf_counter() - started
+        if progress:
+            progress("done", result)
+    return PipelineResult(run.connection.sync_id, results)
+
+
+def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_states: Mapping[str, Any],
+                 result: StreamResult, progress: Callable[[str, StreamResult], None] | None) -> None:
+    from framework.storage.layout import next_part_number
+    from framework.spark.tasks import TaskJob
+
+    connector, options = run.connector, run.options
+    stream = connector.stream(selection.name)
+    _check_schema(run, stream.name)
+    from framework.cdc import realtime_stream
+
+    change = realtime_stream(run.settings, stream, incremental=selection.incremental,
+                             sync_id=run.connection.sync_id, namespace=options.namespace)
+    overwrite = options.sync_mode == "overwrite"
+    generation = saved.generation(stream.name) + (1 if overwrite else 0)
+    # An overwrite deletes every older file once it succeeds, so it must read everything again.
+    state_in = None if overwrite else given_states.get(stream.name, saved.stream_state(stream.name))
+    sync = StreamSync(stream, connector.config, state_in, incremental=selection.incremental,
+                      clock=connector.context.clock)
+    units = sync.plan()
+    result.units = len(units)
+    if progress:
+        progress("planned", result)
+    if overwrite:  # before any file of the new generation exists (the cursor state stays as it was)
+        run.save(stream.name, saved.stream_state(stream.name), generation)
+    if units:
+        groups = _groups(units, min(len(units), run.cores * options.tasks_per_core))
+        job = TaskJob(
+            manifest_text=run.manifest_text, manifest_file=run.manifest_path, base_dir=run.base_dir,
+            config=dict(connector.config), stream=stream.name, schemas=run.schemas, destination=run.destination,
+            sync_id=run.connection.sync_id, generation_id=generation,
+            part_start=next_part_number(run.storage, run.settings, stream.name, options.namespace),
+            tasks=len(groups), namespace=options.namespace, started_at=time.time(),
+            cdc_staging=change.staging_prefix() if change is not None else "",
+        )
+        for rows in _run_groups(run, job, sync, groups):
+            if _fold(sync, units, rows, result, connector) and not overwrite:
+                run.save(stream.name, sync.state(), generation)
+                result.state_saved = True
+            if progress:
+                progress("group", result)
+    final = result.error is None
+    if change is not None:  # realtime change data: operations and the new image, committed by a pointer
+        _apply_changes(run, change, final, result)
+    if overwrite and final:
+        from framework.formats.rolling import delete_older_generations
+
+        delete_older_generations(run.storage, run.settings, stream.name, options.namespace, generation)
+    # A failed overwrite keeps the cursor state it started from: its files sit beside the older ones.
+    run.save(stream.name, sync.state(final=final) if final or not overwrite else saved.stream_state(stream.name),
+             generation)
+    result.state_saved = True
+
+
+def _apply_changes(run: _Run, change: Any, completed: bool, result: StreamResult) -> None:
+    """Run the change-data apply of a realtime stream; its failure becomes the stream's error."""
+    from framework.cdc import apply_changes
+
+    try:
+        applied = apply_changes(run.spark, run.storage, run.settings, change, completed=completed,
+                                clock=run.connector.context.clock, cores=run.cores)
+    except FrameworkError as exc:
+        result.error = result.error or run.connector.mask(str(exc))
+        return
+    # The staged files the tasks reported are internal: the operation files are the stream's output.
+    result.files[:] = [f for f in result.files if not str(f.get("key", "")).startswith(change.root)]
+    result.files.extend(applied.files)
+
+
+def _check_schema(run: _Run, name: str) -> None:
+    """Type the stream's schema on the driver first: a schema the sink cannot type (a union whose objects
+    disagree on a field, say) fails here with its own message, before any request or Spark task."""
+    from framework.typed import RecordConverter, parse_schema
+
+    converter = RecordConverter(parse_schema(run.schemas[name], stream=name), stream=name)
+    if run.settings.format.format_type == "Avro":
+        converter.avro  # noqa: B018 - built for its errors
+
+
+def _groups(units: list[Unit], count: int) -> list[list[Unit]]:
+    """``units`` in ``count`` contiguous groups of nearly equal size (earlier groups one larger)."""
+    size, extra = divmod(len(units), count)
+    groups, start = [], 0
+    for index in range(count):
+        end = start + size + (1 if index < extra else 0)
+        groups.append(units[start:end])
+        start = end
+    return groups
+
+
+def _run_groups(run: _Run, job: Any, sync: StreamSync, groups: list[list[Unit]]):
+    """Run each group as a one-task Spark job, all at once; yield each group's rows as it finishes.
+
+    A job that fails as a whole (the task raised outside a unit, the executor
+    died) yields rows with that error for every unit of its group.
+    """
+    from framework.spark.tasks import RESULT_DDL, encode_units, task_function
+
+    spark = run.spark
+    job_group = f"run-manifest-{job.stream}-{uuid.uuid4().hex[:12]}"
+
+    def one(index: int, group: list[Unit]) -> list[dict]:
+        spark.sparkContext.setJobGroup(job_group, f"sync of stream {job.stream}", interruptOnCancel=True)
+        table = encode_units([(u, sync.prior_of(u)) for u in group])
+        frame = spark.createDataFrame(table).coalesce(1)
+        return frame.mapInArrow(task_function(job, index), RESULT_DDL).toArrow().to_pylist()
+
+    pool = ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix=f"sync-{job.stream}")
+    pending: dict[Future, list[Unit]] = {pool.submit(one, i, g): g for i, g in enumerate(groups)}
+    try:
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                group = pending.pop(future)
+                try:
+                    yield future.result()
+                except Exception as exc:  # noqa: BLE001 - reported as the group's failure
+                    message = f"a Spark task failed: {_spark_failure(exc)}"
+                    yield [{"unit": u.index, "records": 0, "latest": None, "error": message, "files": None,
+                            "nulled": 0, "pages": 0} for u in group]
+    except BaseException:
+        if pending:  # interrupted: stop the jobs still running; their files never appear
+            spark.sparkContext.cancelJobGroup(job_group)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _fold(sync: StreamSync, units: list[Unit], rows: list[dict], result: StreamResult, connector: Connector) -> bool:
+    """Take the rows of a finished group into the stream's sync and result; True when a unit finished."""
+    finished = False
+    for row in sorted(rows, key=lambda r: r["unit"]):
+        if row["files"]:
+            result.files.extend(orjson.loads(row["files"]))
+        if row["error"]:
+            result.error = result.error or connector.mask(row["error"])
+            continue
+        unit = units[row["unit"]]
+        latest = datetime.fromisoformat(row["latest"]) if row["latest"] else None
+        sync.observe(unit, latest, row["records"])
+        sync.done(unit)
+        finished = True
+        result.records += row["records"]
+        result.pages += row["pages"]
+        result.nulled += row["nulled"]
+        result.units_done += 1
+    return finished
+
+
+def _spark_failure(exc: BaseException) -> str:
+    """The gist of an exception from a Spark job: the last line of the Python error it carries, if any."""
+    text = str(exc).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in reversed(lines):
+        head = line.split(":", 1)[0]
+        if head.endswith(("Error", "Exception")) and not line.startswith(("at ", "File ")):
+            return line
+    return lines[0] if lines else type(exc).__name__
+
+
+def all_schemas(connector: Connector) -> dict[str, dict]:
+    """Every stream's schema by name, parents of substreams included (executors may lack the files)."""
+    from framework.components.partitions import parents_of
+
+    found: dict[str, dict] = {}
+    pending = list(connector.streams.values())
+    while pending:
+        stream = pending.pop()
+        if stream.name in found:
+            continue
+        found[stream.name] = dict(stream.json_schema)
+        if stream.router is not None:
+            pending.extend(parent.stream for parent in parents_of(stream.router))
+    return found
+
+
+__all__ = ["PipelineOptions", "PipelineResult", "StreamResult", "all_schemas", "run_pipeline"]

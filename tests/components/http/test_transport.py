@@ -1,0 +1,82 @@
+"""RequestsTransport on the real network stack: environment settings (proxies, NO_PROXY, .netrc) still apply,
+though they are read once per host rather than on every request."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from framework.components.http.request import HttpRequest
+from framework.components.http.transport import RequestsTransport
+
+
+class _Recorder(ThreadingHTTPServer):
+    def __init__(self, body: bytes):
+        self.seen: list[tuple[str, str | None]] = []
+        self.body = body
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - the http.server API
+        self.server.seen.append((self.path, self.headers.get("Authorization")))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(self.server.body)))
+        self.end_headers()
+        self.wfile.write(self.server.body)
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+@pytest.fixture
+def servers():
+    started = [_Recorder(b'{"from": "proxy"}'), _Recorder(b'{"from": "origin"}')]
+    threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in started]
+    for thread in threads:
+        thread.start()
+    yield started
+    for server in started:
+        server.shutdown()
+        server.server_close()
+
+
+def _get(url: str) -> HttpRequest:
+    return HttpRequest(method="GET", url=url)
+
+
+def test_an_http_proxy_from_the_environment_is_used(servers, monkeypatch):
+    proxy, origin = servers
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server_port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    transport = RequestsTransport()
+    for _ in range(2):
+        assert transport.send(_get("http://api.example.invalid/items?page=1")).json() == {"from": "proxy"}
+    assert [path for path, _ in proxy.seen] == ["http://api.example.invalid/items?page=1"] * 2  # absolute form
+
+
+def test_no_proxy_hosts_go_direct(servers, monkeypatch):
+    proxy, origin = servers
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server_port}")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    response = RequestsTransport().send(_get(f"http://127.0.0.1:{origin.server_port}/items"))
+    assert response.json() == {"from": "origin"} and proxy.seen == []
+
+
+def test_netrc_credentials_are_sent_unless_the_request_has_its_own(servers, monkeypatch, tmp_path):
+    _, origin = servers
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login reader password pw\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    transport = RequestsTransport()
+    url = f"http://127.0.0.1:{origin.server_port}/items"
+    transport.send(_get(url))
+    transport.send(HttpRequest(method="GET", url=url, headers=(("Authorization", "Bearer own"),)))
+    assert [auth for _, auth in origin.seen] == ["Basic cmVhZGVyOnB3", "Bearer own"]

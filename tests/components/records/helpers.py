@@ -1,0 +1,50 @@
+"""Building record components from manifest dicts, and responses for them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from framework.temporal.clock import FixedClock
+from framework.components.http.request import HttpRequest
+from framework.components.http.transport import CaseInsensitiveHeaders, HttpResponse
+from framework.interpolation import TemplateEngine
+from framework.models import records as models
+from framework.components.records import selection, transformations  # noqa: F401  (registers the builders)
+from framework.components.registry import _BUILDERS, BuildContext
+
+_MODELS = {
+    "RecordSelector": models.RecordSelector,
+    "DpathExtractor": models.DpathExtractor,
+    "RecordFilter": models.RecordFilter,
+    "AddFields": models.AddFields,
+    "RemoveFields": models.RemoveFields,
+}
+
+
+def context(config: dict | None = None, **kwargs: Any) -> BuildContext:
+    from datetime import datetime, timezone
+
+    clock = FixedClock(datetime(2024, 1, 2, tzinfo=timezone.utc))
+    return BuildContext(config=config or {}, engine=TemplateEngine(clock), transport=object(), clock=clock,
+                        **kwargs)
+
+
+def build(data: dict, ctx: BuildContext | None = None) -> Any:
+    model = _MODELS[data["type"]].model_validate(data)
+    return _BUILDERS[model.type](model, ctx or context(), ("streams", 0, "retriever", "record_selector"))
+
+
+def response(body: Any, status: int = 200, content_type: str = "application/json") -> HttpResponse:
+    if isinstance(body, (bytes, str)):
+        content = body.encode() if isinstance(body, str) else body
+    else:
+        content = orjson.dumps(body)
+    return HttpResponse(status, CaseInsensitiveHeaders({"Content-Type": content_type}), content,
+                        HttpRequest("GET", "http://x/y"))
+
+
+def selector(field_path: list[str], **more: Any) -> Any:
+    return build({"type": "RecordSelector", "extractor": {"type": "DpathExtractor", "field_path": field_path},
+                  **more})
