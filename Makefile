@@ -1,5 +1,5 @@
-# One set-up path: `make setup` builds .venv, installs the package with its test
-# extras and makes sure Java 17 is there for Spark and PostgreSQL (server and JDBC
+# One set-up path: `make setup` builds .venv, installs the package with its test and
+# lint extras and makes sure Java 17 is there for Spark and PostgreSQL (server and JDBC
 # driver) for normalization's PostgreSQL target and its tests. `make test` and `make demo`
 # depend on it, so either works on a fresh machine.
 PYTHON ?= python3
@@ -7,14 +7,14 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test demo java postgres bench clean
+.PHONY: setup test lint demo java postgres bench clean
 
 setup: $(STAMP) java postgres
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 java:
@@ -22,6 +22,11 @@ java:
 
 postgres:
 	@bash scripts/ensure-postgres.sh
+
+# ruff and mypy over framework/ (configured in pyproject.toml); .ci/run runs it before the tests
+lint: setup
+	$(BIN)/ruff check framework
+	$(BIN)/mypy
 
 test: setup
 	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -q

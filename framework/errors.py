@@ -23,7 +23,8 @@ message masks it first (see ``framework.manifest.config_check``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from framework.diagnostics import Diagnostic
@@ -36,7 +37,7 @@ class FrameworkError(Exception):
 class ManifestError(FrameworkError):
     """A manifest could not be loaded; ``diagnostics`` lists every problem found."""
 
-    def __init__(self, diagnostics: Sequence["Diagnostic"]):
+    def __init__(self, diagnostics: Sequence[Diagnostic]):
         self.diagnostics = tuple(diagnostics)
         errors = [d for d in self.diagnostics if d.severity == "error"]
         head = errors[0].format() if errors else "invalid manifest"
@@ -95,7 +96,7 @@ class ReadError(FrameworkError):
         super().__init__(message)
 
     def with_context(self, *, stream: str | None = None, request: str | None = None,
-                     place: str | None = None) -> "ReadError":
+                     place: str | None = None) -> ReadError:
         """Fill in what is not known yet (the first value set wins) and return ``self``."""
         self.stream = self.stream or stream
         self.request = self.request or request

@@ -44,7 +44,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from framework.errors import FrameworkError
 from framework.cdc.ops import CursorInfo, OpCounts
 from framework.cdc.plan import ChangeStream
 from framework.cdc.pointer import Pointer, load_pointer, save_pointer
@@ -58,6 +57,7 @@ from framework.cdc.staging import (
     read_staged,
     staged_ddl,
 )
+from framework.errors import FrameworkError
 from framework.formats.replicant import table_name
 
 PHASES: list = []

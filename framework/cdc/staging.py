@@ -43,8 +43,8 @@ IMAGE_KEY = "_cdc_key"
 def staging_writer(storage: Any, settings: Any, prefix: str, arrow_schema: pa.Schema, generation_id: int,
                    part_numbers: Any, started_at: float) -> Any:
     """A rolling writer of typed batches into ``prefix`` (Parquet, named by the start time and part number)."""
-    from framework.models.destination import ParquetFormat
     from framework.formats.rolling import RollingWriter
+    from framework.models.destination import ParquetFormat
 
     stamp = int(started_at * 1000)
     return RollingWriter(storage, lambda number: f"{prefix}{stamp}_{number:05d}.parquet",

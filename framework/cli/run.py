@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import IO, Any, Sequence
+from collections.abc import Sequence
+from typing import IO, Any
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -118,8 +119,8 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
     if not args.config:
         print("run-manifest: --config CONFIG.json is required (only --spec works without one)", file=sys.stderr)
         return 2
-    from framework.errors import ConfigError
     from framework.engine.connector import open_connector, read_config
+    from framework.errors import ConfigError
 
     try:
         config = read_config(args.config)

@@ -10,7 +10,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -39,13 +39,13 @@ from typing import Any, Protocol
 
 import orjson
 
-from framework.errors import ConfigError, PaginationLoopError
 from framework.components.http.request import Injection, RequestParts, injection_of
 from framework.components.http.transport import CaseInsensitiveHeaders, HttpResponse
+from framework.components.registry import BuildContext, builds
+from framework.errors import ConfigError, PaginationLoopError
 from framework.interpolation import TemplateEngine
 from framework.models.pagination import CursorPagination, OffsetIncrement, PageIncrement
 from framework.models.requests import RequestPath
-from framework.components.registry import BuildContext, builds
 
 __all__ = [
     "CursorStrategy",

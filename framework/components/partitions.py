@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from framework.errors import ConfigError
 from framework.components.http.request import Injection, RequestParts, injection_of
-from framework.models import ListPartitionRouter, SubstreamPartitionRouter
 from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
+from framework.errors import ConfigError
+from framework.models import ListPartitionRouter, SubstreamPartitionRouter
 
 # A parent's records as the sync reads them: (tag, records) pairs, where the tag says which unit
 # of the parent's sync the records came from, so the parent's state can wait for the children.

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import importlib
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from framework.temporal.clock import Clock, SystemClock
 from framework.interpolation import TemplateEngine
+from framework.temporal.clock import Clock, SystemClock
 
 Builder = Callable[[Any, "BuildContext", tuple], Any]
 

@@ -8,16 +8,17 @@ records, ask the pager for the next page. Records come out one page at a time
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from framework.errors import InterpolationError, ReadError
 from framework.components.http.request import RequestParts
-from framework.models import SimpleRetriever
+from framework.components.http.requester import Requester
 from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
-from framework.components.http.requester import Requester
+from framework.errors import InterpolationError, ReadError
+from framework.models import SimpleRetriever
 
 SliceOptions = Callable[[RequestParts, StreamSlice], None]
 

@@ -12,8 +12,9 @@ executor needs to read its records.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 
 class SliceView(dict):
@@ -47,7 +48,7 @@ class StreamSlice:
             "stream_interval": self.cursor_slice,
         }
 
-    def with_cursor(self, cursor_slice: Mapping[str, Any]) -> "StreamSlice":
+    def with_cursor(self, cursor_slice: Mapping[str, Any]) -> StreamSlice:
         return StreamSlice(self.partition, cursor_slice, self.extra_fields)
 
     def key(self) -> tuple:

@@ -8,15 +8,16 @@ config and the slice, which is what lets a Spark executor read one.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any
 
-from framework.errors import ReadError
 from framework.components.http.request import RequestParts
-from framework.models import DeclarativeStream
 from framework.components.registry import BuildContext, builds
-from framework.components.slices import StreamSlice
 from framework.components.retriever import Retriever
+from framework.components.slices import StreamSlice
+from framework.errors import ReadError
+from framework.models import DeclarativeStream
 
 
 def key_paths(primary_key: Any) -> tuple[tuple[str, ...], ...]:

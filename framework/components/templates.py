@@ -8,8 +8,9 @@ without touching Jinja, which is most of the values of most manifests.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from framework.interpolation import TemplateEngine
 from framework.interpolation.checks import has_markup

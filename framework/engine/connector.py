@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from framework.temporal.clock import Clock, SystemClock
+from framework.components.registry import BuildContext
+from framework.components.stream import Stream
 from framework.errors import ConfigError, ManifestError
 from framework.interpolation import TemplateEngine
 from framework.models import DeclarativeSource
-from framework.components.registry import BuildContext
-from framework.components.stream import Stream
+from framework.temporal.clock import Clock, SystemClock
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,8 @@ from typing import Any
 
 import orjson
 
-from framework.errors import StateError
 from framework.components.slices import StreamSlice
+from framework.errors import StateError
 
 __all__ = ["COMPACT_KEY", "DIGEST_SIZE", "PartitionStates", "partition_digest"]
 

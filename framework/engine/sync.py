@@ -46,13 +46,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from framework.temporal.clock import Clock, SystemClock
-from framework.errors import StateError
 from framework.components.partitions import ParentConfig, RoutedPartition
 from framework.components.slices import StreamSlice
+from framework.components.stream import Stream
 from framework.engine.partition_states import COMPACT_KEY, PartitionStates
 from framework.engine.window_progress import WindowProgress
-from framework.components.stream import Stream
+from framework.errors import StateError
+from framework.temporal.clock import Clock, SystemClock
 
 __all__ = ["MAX_PARTITION_STATES", "StreamSync", "Unit", "read_unit"]
 

@@ -26,8 +26,8 @@ from typing import Any
 import pyarrow as pa
 
 from framework.formats import ENVELOPE, FormatWriter, open_format_writer
-from framework.storage.layout import StreamLayout
 from framework.storage import GENERATION_KEY, ObjectWriter, Storage
+from framework.storage.layout import StreamLayout
 
 _MIB = 1024 * 1024
 

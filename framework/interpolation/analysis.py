@@ -12,11 +12,11 @@ from typing import Any, Literal
 from jinja2 import meta
 from jinja2.exceptions import TemplateError, TemplateSyntaxError
 
-from framework.temporal.clock import SystemClock
 from framework.interpolation import checks
 from framework.interpolation.environment import SandboxEnvironment, build_environment
 from framework.interpolation.macros import MACROS
 from framework.interpolation.variables import DEPRECATED_VARIABLES, VARIABLES
+from framework.temporal.clock import SystemClock
 
 __all__ = ["TemplateInfo", "TemplateProblem", "analyze_template"]
 

@@ -7,8 +7,8 @@ by :mod:`framework.interpolation.analysis`, which reports them to validators.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
-from typing import Collection, Iterator
 
 from jinja2 import nodes
 

@@ -24,16 +24,16 @@ Every failure raises :class:`~framework.errors.InterpolationError`; its
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from jinja2 import ChainableUndefined, Template, meta, nodes
 from jinja2.exceptions import SecurityError, TemplateError, TemplateSyntaxError, UndefinedError
 from jinja2.runtime import Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from framework.temporal.clock import Clock, SystemClock
 from framework.errors import FrameworkError, InterpolationError
 from framework.interpolation import checks, limits
 from framework.interpolation.conversions import (
@@ -45,6 +45,7 @@ from framework.interpolation.conversions import (
 from framework.interpolation.filters import build_filters, guard_builtin_filters
 from framework.interpolation.macros import build_macros
 from framework.interpolation.variables import ALIASES, VARIABLES
+from framework.temporal.clock import Clock, SystemClock
 
 __all__ = ["CompiledTemplate", "SandboxEnvironment", "TemplateEngine", "build_environment"]
 

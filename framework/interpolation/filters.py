@@ -14,7 +14,8 @@ import hashlib
 import hmac as hmac_lib
 import json
 import re
-from typing import Any, Callable, MutableMapping
+from collections.abc import Callable, MutableMapping
+from typing import Any
 
 from jinja2.runtime import Undefined
 

@@ -11,8 +11,9 @@ import builtins
 import math
 import re
 import uuid
+from collections.abc import Callable
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Any, Callable
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import isodate

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Mapping
 
 #: Every top-level variable a manifest template may use. Which of them hold a
 #: value depends on where the template sits (``record`` only in record

@@ -10,13 +10,10 @@ import difflib
 import graphlib
 import json
 import os
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-
-
-from framework.temporal.datetime_formats import format_problems
 from framework.diagnostics import Diagnostic
-from framework.temporal.durations import duration_problem
 from framework.interpolation import DEPRECATED_VARIABLES, VARIABLES, analyze_template
 from framework.manifest.components import Placement, Site, field_aliases
 from framework.models import (
@@ -29,6 +26,8 @@ from framework.models import (
     format_of,
     template_of,
 )
+from framework.temporal.datetime_formats import format_problems
+from framework.temporal.durations import duration_problem
 
 
 def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str | None) -> list[Diagnostic]:

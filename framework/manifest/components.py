@@ -18,8 +18,9 @@ from __future__ import annotations
 import difflib
 import sys
 import typing
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from pydantic import BaseModel
 

@@ -7,7 +7,8 @@ they are replaced by ``****`` wherever they would be quoted.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from framework.diagnostics import Diagnostic, json_path
 from framework.manifest.yaml_source import read_document

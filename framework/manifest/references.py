@@ -31,7 +31,7 @@ class Origin:
     src: tuple
     children: Any = None  # dict key -> Origin, or list of Origin, or None for scalars
 
-    def child(self, key: Any) -> "Origin":
+    def child(self, key: Any) -> Origin:
         if isinstance(self.children, dict):
             return self.children.get(key, self)
         if isinstance(self.children, list) and isinstance(key, int) and 0 <= key < len(self.children):

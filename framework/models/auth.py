@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, Mapping, Optional, Union
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
-from typing_extensions import Annotated
 
 from framework.models.base import BASE, SESSION, Component, spec
 
@@ -24,17 +24,17 @@ class ApiKeyAuthenticator(Component):
 
     type: Literal["ApiKeyAuthenticator"] = spec("Component type.", "ApiKeyAuthenticator", "ApiKeyAuthenticator")
     api_token: str = spec("The key, usually taken from the config.", "{{ config['api_key'] }}", template=BASE)
-    header: Optional[str] = spec(
+    header: str | None = spec(
         "Header that carries the key. Give this or `inject_into`.", "X-API-Key", None, template=BASE
     )
-    inject_into: Optional["RequestOption"] = spec(
+    inject_into: RequestOption | None = spec(
         "Where the key goes, for keys sent other than in a header. Give this or `header`.",
         {"type": "RequestOption", "inject_into": "request_parameter", "field_name": "api_key"},
         None,
     )
 
     @model_validator(mode="after")
-    def _one_place(self) -> "ApiKeyAuthenticator":
+    def _one_place(self) -> ApiKeyAuthenticator:
         if (self.header is None) == (self.inject_into is None):
             raise ValueError("give exactly one of `header` or `inject_into`")
         return self
@@ -61,25 +61,25 @@ class OAuthAuthenticator(Component):
     """OAuth 2.0 access tokens from a refresh token or client credentials, refreshed before they expire."""
 
     type: Literal["OAuthAuthenticator"] = spec("Component type.", "OAuthAuthenticator", "OAuthAuthenticator")
-    token_refresh_endpoint: Optional[str] = spec(
+    token_refresh_endpoint: str | None = spec(
         "URL that issues access tokens.", "https://auth.example.com/oauth/token", None, template=BASE
     )
-    client_id: Optional[str] = spec("OAuth client id.", "{{ config['client_id'] }}", None, template=BASE)
-    client_secret: Optional[str] = spec("OAuth client secret.", "{{ config['client_secret'] }}", None, template=BASE)
-    refresh_token: Optional[str] = spec(
+    client_id: str | None = spec("OAuth client id.", "{{ config['client_id'] }}", None, template=BASE)
+    client_secret: str | None = spec("OAuth client secret.", "{{ config['client_secret'] }}", None, template=BASE)
+    refresh_token: str | None = spec(
         "Refresh token (for the `refresh_token` grant).", "{{ config['refresh_token'] }}", None, template=BASE
     )
     grant_type: str = spec(
         "OAuth grant: `refresh_token` or `client_credentials`.", "client_credentials", "refresh_token", template=BASE
     )
     scopes: tuple[str, ...] = spec("Scopes asked for.", ["read:orders"], ())
-    access_token_value: Optional[str] = spec(
+    access_token_value: str | None = spec(
         "An access token already held; used until it expires.", "{{ config['access_token'] }}", None, template=BASE
     )
-    token_expiry_date: Optional[str] = spec(
+    token_expiry_date: str | None = spec(
         "When `access_token_value` expires.", "{{ config['token_expiry_date'] }}", None, template=BASE
     )
-    token_expiry_date_format: Optional[str] = spec(
+    token_expiry_date_format: str | None = spec(
         "Format of the expiry in the token response, when it is a date rather than seconds.",
         "%Y-%m-%dT%H:%M:%S.%fZ",
         None,
@@ -103,7 +103,7 @@ class OAuthAuthenticator(Component):
     )
 
     @model_validator(mode="after")
-    def _grant_needs(self) -> "OAuthAuthenticator":
+    def _grant_needs(self) -> OAuthAuthenticator:
         if self.access_token_value is None and not self.token_refresh_endpoint:
             raise ValueError("`token_refresh_endpoint` is required unless `access_token_value` is given")
         if self.grant_type == "refresh_token" and self.access_token_value is None and self.refresh_token is None:
@@ -117,7 +117,7 @@ class SessionTokenRequestApiKeyAuthenticator(Component):
     takes_parameters = False
 
     type: Literal["ApiKey"] = spec("Component type.", "ApiKey", "ApiKey")
-    inject_into: "RequestOption" = spec(
+    inject_into: RequestOption = spec(
         "Where the session token goes.",
         {"type": "RequestOption", "inject_into": "header", "field_name": "X-Session"},
     )
@@ -135,7 +135,7 @@ class SessionTokenRequestBearerAuthenticator(Component):
 
 
 SessionTokenUse = Annotated[
-    Union[SessionTokenRequestApiKeyAuthenticator, SessionTokenRequestBearerAuthenticator],
+    SessionTokenRequestApiKeyAuthenticator | SessionTokenRequestBearerAuthenticator,
     Field(discriminator="type"),
 ]
 
@@ -146,18 +146,18 @@ class SessionTokenAuthenticator(Component):
     type: Literal["SessionTokenAuthenticator"] = spec(
         "Component type.", "SessionTokenAuthenticator", "SessionTokenAuthenticator"
     )
-    login_requester: "HttpRequester" = spec(
+    login_requester: HttpRequester = spec(
         "The login request.",
         {"type": "HttpRequester", "url_base": "https://api.example.com", "path": "/login", "http_method": "POST"},
     )
     session_token_path: tuple[str, ...] = spec("Path of the token in the login response.", ["data", "token"])
-    expiration_duration: Optional[str] = spec(
+    expiration_duration: str | None = spec(
         "ISO 8601 duration after which the token is renewed; never when left out.", "PT1H", None, format="duration"
     )
     request_authentication: SessionTokenUse = spec(
         "How the token is sent on the data requests.", {"type": "Bearer"}
     )
-    decoder: Optional["JsonDecoder"] = spec("How the login response is read.", {"type": "JsonDecoder"}, None)
+    decoder: JsonDecoder | None = spec("How the login response is read.", {"type": "JsonDecoder"}, None)
 
 
 class SelectiveAuthenticator(Component):
@@ -169,21 +169,13 @@ class SelectiveAuthenticator(Component):
     authenticator_selection_path: tuple[str, ...] = spec(
         "Path of the config value that names the authenticator.", ["credentials", "auth_type"]
     )
-    authenticators: Mapping[str, "Authenticator"] = spec(
+    authenticators: Mapping[str, Authenticator] = spec(
         "Authenticators by the config value that selects them.",
         {"api_key": {"type": "BearerAuthenticator", "api_token": "{{ config['credentials']['api_key'] }}"}},
     )
 
 
 Authenticator = Annotated[
-    Union[
-        NoAuth,
-        ApiKeyAuthenticator,
-        BearerAuthenticator,
-        BasicHttpAuthenticator,
-        OAuthAuthenticator,
-        SessionTokenAuthenticator,
-        SelectiveAuthenticator,
-    ],
+    NoAuth | ApiKeyAuthenticator | BearerAuthenticator | BasicHttpAuthenticator | OAuthAuthenticator | SessionTokenAuthenticator | SelectiveAuthenticator,
     Field(discriminator="type"),
 ]

@@ -10,12 +10,12 @@ is turned into. Validators and the interpreter read that metadata back through
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Mapping, Optional
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
-from typing_extensions import Annotated
 
 Result = Literal["string", "integer", "number", "boolean", "object", "any"]
 
@@ -123,7 +123,7 @@ class AirbyteSecret:
 
 # A credential: optional text, flagged secret in the JSON Schema and left out of the model's repr
 # (so it stays out of logs). Declare the field with ``spec(...)`` as usual.
-Secret = Annotated[Optional[str], AirbyteSecret(), Field(repr=False)]
+Secret = Annotated[str | None, AirbyteSecret(), Field(repr=False)]
 
 
 def is_secret(info: FieldInfo) -> bool:

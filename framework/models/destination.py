@@ -10,10 +10,9 @@ normalization settings, and two change-data file formats (``replicant_csv``,
 from __future__ import annotations
 
 import re
-from typing import Literal, Optional, Union
+from typing import Annotated, Literal
 
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
-from typing_extensions import Annotated
 
 from framework.models.base import Model, Secret, spec
 from framework.models.normalization import NormalizationSettings
@@ -68,7 +67,7 @@ class AvroSnappy(Model):
 
 
 AvroCodec = Annotated[
-    Union[AvroNoCompression, AvroDeflate, AvroBzip2, AvroXz, AvroZstandard, AvroSnappy],
+    AvroNoCompression | AvroDeflate | AvroBzip2 | AvroXz | AvroZstandard | AvroSnappy,
     Field(discriminator="codec"),
 ]
 
@@ -97,7 +96,7 @@ class Gzip(Model):
     compression_type: Literal["GZIP"] = spec("Compression name.", "GZIP", "GZIP")
 
 
-Compression = Annotated[Union[NoCompression, Gzip], Field(discriminator="compression_type")]
+Compression = Annotated[NoCompression | Gzip, Field(discriminator="compression_type")]
 Flattening = Literal["No flattening", "Root level flattening"]
 
 _PART_SIZE_DOC = (
@@ -117,7 +116,7 @@ class AvroFormat(Model):
         {"codec": "zstandard", "compression_level": 3, "include_checksum": False},
         default_factory=AvroNoCompression,
     )
-    part_size_mb: Optional[int] = spec(_PART_SIZE_DOC, 5, None)
+    part_size_mb: int | None = spec(_PART_SIZE_DOC, 5, None)
 
     @property
     def extension(self) -> str:
@@ -142,14 +141,14 @@ class CsvFormat(Model):
     compression: Compression = spec(
         "Whether files are gzipped.", {"compression_type": "GZIP"}, default_factory=NoCompression
     )
-    part_size_mb: Optional[int] = spec(_PART_SIZE_DOC, 5, None)
+    part_size_mb: int | None = spec(_PART_SIZE_DOC, 5, None)
 
     @property
     def extension(self) -> str:
         return ".csv.gz" if isinstance(self.compression, Gzip) else ".csv"
 
     @property
-    def spark_compression(self) -> Optional[str]:
+    def spark_compression(self) -> str | None:
         return "gzip" if isinstance(self.compression, Gzip) else None
 
 
@@ -166,14 +165,14 @@ class JsonlFormat(Model):
     compression: Compression = spec(
         "Whether files are gzipped.", {"compression_type": "GZIP"}, default_factory=NoCompression
     )
-    part_size_mb: Optional[int] = spec(_PART_SIZE_DOC, 5, None)
+    part_size_mb: int | None = spec(_PART_SIZE_DOC, 5, None)
 
     @property
     def extension(self) -> str:
         return ".jsonl.gz" if isinstance(self.compression, Gzip) else ".jsonl"
 
     @property
-    def spark_compression(self) -> Optional[str]:
+    def spark_compression(self) -> str | None:
         return "gzip" if isinstance(self.compression, Gzip) else None
 
 
@@ -203,7 +202,7 @@ class ParquetFormat(Model):
         1024,
     )
     dictionary_encoding: bool = spec("Encode repeated column values through a dictionary.", False, True)
-    part_size_mb: Optional[int] = spec(_PART_SIZE_DOC, 5, None)
+    part_size_mb: int | None = spec(_PART_SIZE_DOC, 5, None)
 
     @property
     def extension(self) -> str:
@@ -239,10 +238,10 @@ class _ReplicantFormat(Model):
         "deleted_at",
         "_ab_cdc_deleted_at",
     )
-    catalog: Optional[str] = spec(
+    catalog: str | None = spec(
         "Catalog part of the table namespace written with each change; null when left out.", "warehouse", None
     )
-    schema_name: Optional[str] = spec(
+    schema_name: str | None = spec(
         "Schema part of the table namespace written with each change; the stream namespace when left out.",
         "sales",
         None,
@@ -273,7 +272,7 @@ class ReplicantJsonFormat(_ReplicantFormat):
 
 
 OutputFormat = Annotated[
-    Union[AvroFormat, CsvFormat, JsonlFormat, ParquetFormat, ReplicantCsvFormat, ReplicantJsonFormat],
+    AvroFormat | CsvFormat | JsonlFormat | ParquetFormat | ReplicantCsvFormat | ReplicantJsonFormat,
     Field(discriminator="format_type"),
 ]
 
@@ -295,7 +294,7 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 class DestinationSettings(Model):
     """Where and how synced records are written: an S3 bucket or a local folder."""
 
-    s3_bucket_name: Optional[str] = spec(
+    s3_bucket_name: str | None = spec(
         "S3 bucket to write to; when left out, files go to `output`.", "airbyte_sync", None
     )
     s3_bucket_path: str = spec(
@@ -318,17 +317,17 @@ class DestinationSettings(Model):
     secret_access_key: Secret = spec(
         "Secret that goes with `access_key_id`.", "a012345678910ABCDEFGH/AbCdEfGhEXAMPLEKEY", None
     )
-    role_arn: Optional[str] = spec(
+    role_arn: str | None = spec(
         "IAM role assumed to write to the bucket.", "arn:aws:iam::123456789012:role/connector-writer", None
     )
-    s3_path_format: Optional[str] = spec(
+    s3_path_format: str | None = spec(
         "Layout of object keys under `s3_bucket_path`, with placeholders such as `${NAMESPACE}`, "
         "`${STREAM_NAME}`, `${YEAR}`, `${MONTH}`, `${DAY}`, `${HOUR}`, `${EPOCH}` and `${UUID}`; "
         "`${NAMESPACE}/${STREAM_NAME}/${YEAR}_${MONTH}_${DAY}_${EPOCH}_` when left out.",
         "${NAMESPACE}/${STREAM_NAME}/${YEAR}/${MONTH}/${DAY}/",
         None,
     )
-    file_name_pattern: Optional[str] = spec(
+    file_name_pattern: str | None = spec(
         "Name of each file, with placeholders such as `{date}`, `{date:yyyy_MM}`, `{timestamp}`, "
         "`{part_number}` and `{sync_id}`; a name from the time and a part number when left out.",
         "{date}_{part_number}",
@@ -339,7 +338,7 @@ class DestinationSettings(Model):
         {"format_type": "Parquet", "compression_codec": "SNAPPY"},
         default_factory=lambda: ParquetFormat(),
     )
-    output: Optional[str] = spec(
+    output: str | None = spec(
         "Where to write when no `s3_bucket_name` is given: a local folder or `s3://bucket/prefix`. "
         "Ignored when `s3_bucket_name` is set.",
         "./output",
@@ -348,14 +347,14 @@ class DestinationSettings(Model):
     file_size_limit_mb: PositiveInt = spec(
         "Size in MB after which the writer starts a new file.", 256, 128
     )
-    normalization: Optional[NormalizationSettings] = spec(
+    normalization: NormalizationSettings | None = spec(
         "Turning the landed records into typed tables after a sync; off when left out.",
         {"enabled": True, "target": "parquet"},
         None,
     )
 
     @model_validator(mode="after")
-    def _check_location(self) -> "DestinationSettings":
+    def _check_location(self) -> DestinationSettings:
         if not self.s3_bucket_name:
             if not self.output:
                 raise ValueError("give `s3_bucket_name` or `output` (a local folder or `s3://bucket/prefix`)")
@@ -374,7 +373,7 @@ class DestinationSettings(Model):
         return self
 
     @classmethod
-    def default_local(cls, output: str = "./output") -> "DestinationSettings":
+    def default_local(cls, output: str = "./output") -> DestinationSettings:
         """Snappy-compressed Parquet in a local folder: the settings used when none are given."""
         return cls.model_validate(
             {"output": output, "format": {"format_type": "Parquet", "compression_codec": "SNAPPY"}}
@@ -396,7 +395,7 @@ class DestinationSettings(Model):
         return self.target == "local"
 
     @property
-    def bucket(self) -> Optional[str]:
+    def bucket(self) -> str | None:
         """The bucket written to, or None for a local target."""
         if self.s3_bucket_name:
             return self.s3_bucket_name

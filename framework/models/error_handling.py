@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional, Union
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
-from typing_extensions import Annotated
 
 from framework.models.base import BASE, ERROR, Component, spec
 
@@ -16,7 +15,7 @@ class ConstantBackoffStrategy(Component):
     type: Literal["ConstantBackoffStrategy"] = spec(
         "Component type.", "ConstantBackoffStrategy", "ConstantBackoffStrategy"
     )
-    backoff_time_in_seconds: Union[float, str] = spec(
+    backoff_time_in_seconds: float | str = spec(
         "Seconds to wait; a template must render a number.", 10, template=BASE, result="number"
     )
 
@@ -27,7 +26,7 @@ class ExponentialBackoffStrategy(Component):
     type: Literal["ExponentialBackoffStrategy"] = spec(
         "Component type.", "ExponentialBackoffStrategy", "ExponentialBackoffStrategy"
     )
-    factor: Union[float, str] = spec(
+    factor: float | str = spec(
         "Multiplier of the doubling wait, in seconds; a template must render a number.",
         5,
         5,
@@ -41,10 +40,10 @@ class WaitTimeFromHeader(Component):
 
     type: Literal["WaitTimeFromHeader"] = spec("Component type.", "WaitTimeFromHeader", "WaitTimeFromHeader")
     header: str = spec("Name of the header with the wait in seconds.", "Retry-After", template=BASE)
-    regex: Optional[str] = spec(
+    regex: str | None = spec(
         "Regular expression whose first group extracts the number from the header value.", "([-+]?\\d+)", None
     )
-    max_waiting_time_in_seconds: Optional[Union[float, str]] = spec(
+    max_waiting_time_in_seconds: float | str | None = spec(
         "Longest wait accepted; a longer one fails the stream instead of stalling it.",
         3600,
         None,
@@ -60,14 +59,14 @@ class WaitUntilTimeFromHeader(Component):
         "Component type.", "WaitUntilTimeFromHeader", "WaitUntilTimeFromHeader"
     )
     header: str = spec("Name of the header with the epoch time to wait for.", "X-RateLimit-Reset", template=BASE)
-    min_wait: Optional[Union[float, str]] = spec(
+    min_wait: float | str | None = spec(
         "Shortest wait in seconds, whatever the header says.", 1, None, template=BASE, result="number"
     )
-    regex: Optional[str] = spec(
+    regex: str | None = spec(
         "Regular expression whose first group extracts the time from the header value.", "([-+]?\\d+)", None,
         template=BASE,
     )
-    max_waiting_time_in_seconds: Optional[Union[float, str]] = spec(
+    max_waiting_time_in_seconds: float | str | None = spec(
         "Longest wait accepted; a longer one fails the stream instead of stalling it.",
         3600,
         None,
@@ -77,7 +76,7 @@ class WaitUntilTimeFromHeader(Component):
 
 
 BackoffStrategy = Annotated[
-    Union[ConstantBackoffStrategy, ExponentialBackoffStrategy, WaitTimeFromHeader, WaitUntilTimeFromHeader],
+    ConstantBackoffStrategy | ExponentialBackoffStrategy | WaitTimeFromHeader | WaitUntilTimeFromHeader,
     Field(discriminator="type"),
 ]
 
@@ -86,29 +85,29 @@ class HttpResponseFilter(Component):
     """Matches responses (by status, body text or a predicate) and says what to do with them."""
 
     type: Literal["HttpResponseFilter"] = spec("Component type.", "HttpResponseFilter", "HttpResponseFilter")
-    action: Optional[Literal["SUCCESS", "FAIL", "RETRY", "IGNORE", "RATE_LIMITED"]] = spec(
+    action: Literal["SUCCESS", "FAIL", "RETRY", "IGNORE", "RATE_LIMITED"] | None = spec(
         "What a matching response means: SUCCESS reads it, FAIL stops the stream, RETRY retries, "
         "IGNORE skips it, RATE_LIMITED waits and retries without counting towards `max_retries`.",
         "IGNORE",
         None,
     )
-    failure_type: Optional[Literal["system_error", "config_error", "transient_error"]] = spec(
+    failure_type: Literal["system_error", "config_error", "transient_error"] | None = spec(
         "How a failure is reported: a bug (system_error), a user mistake (config_error), or temporary.",
         "config_error",
         None,
     )
     http_codes: tuple[int, ...] = spec("Status codes that match.", [403, 404], ())
-    error_message_contains: Optional[str] = spec(
+    error_message_contains: str | None = spec(
         "Text whose presence in the body makes a response match.", "rate limit exceeded", None
     )
-    predicate: Optional[str] = spec(
+    predicate: str | None = spec(
         "Template that renders true for a matching response.",
         "{{ 'error' in response and response['error']['code'] == 'LIMIT' }}",
         None,
         template=ERROR,
         result="boolean",
     )
-    error_message: Optional[str] = spec(
+    error_message: str | None = spec(
         "Message reported for a matching response.",
         "Access denied: check the API key's scopes.",
         None,
@@ -116,7 +115,7 @@ class HttpResponseFilter(Component):
     )
 
     @model_validator(mode="after")
-    def _matches_something(self) -> "HttpResponseFilter":
+    def _matches_something(self) -> HttpResponseFilter:
         if not (self.http_codes or self.error_message_contains or self.predicate):
             raise ValueError("a filter needs at least one of `http_codes`, `error_message_contains` or `predicate`")
         if self.action is None and self.failure_type is None:
@@ -134,7 +133,7 @@ class DefaultErrorHandler(Component):
         (),
         default_type="HttpResponseFilter",
     )
-    max_retries: Union[int, str] = spec(
+    max_retries: int | str = spec(
         "Retries before a request fails; a template must render an integer.", 5, 5, template=BASE, result="integer"
     )
     backoff_strategies: tuple[BackoffStrategy, ...] = spec(
@@ -150,11 +149,11 @@ class CompositeErrorHandler(Component):
     type: Literal["CompositeErrorHandler"] = spec(
         "Component type.", "CompositeErrorHandler", "CompositeErrorHandler"
     )
-    error_handlers: tuple["ErrorHandler", ...] = spec(
+    error_handlers: tuple[ErrorHandler, ...] = spec(
         "The handlers, in order.",
         [{"type": "DefaultErrorHandler", "response_filters": [{"http_codes": [429], "action": "RATE_LIMITED"}]}],
         default_type="DefaultErrorHandler",
     )
 
 
-ErrorHandler = Annotated[Union[DefaultErrorHandler, CompositeErrorHandler], Field(discriminator="type")]
+ErrorHandler = Annotated[DefaultErrorHandler | CompositeErrorHandler, Field(discriminator="type")]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional, Union
+from typing import Literal, Union
 
 from pydantic import model_validator
 
@@ -21,10 +21,10 @@ class MinMaxDatetime(Component):
         "",
         format="strftime",
     )
-    min_datetime: Optional[str] = spec(
+    min_datetime: str | None = spec(
         "Earliest value allowed; an earlier `datetime` is raised to it.", "2020-01-01", None, template=BASE
     )
-    max_datetime: Optional[str] = spec(
+    max_datetime: str | None = spec(
         "Latest value allowed; a later `datetime` is lowered to it.", "{{ now_utc().strftime('%Y-%m-%d') }}", None,
         template=BASE,
     )
@@ -56,33 +56,33 @@ class DatetimeBasedCursor(Component):
         template=BASE,
         default_type="MinMaxDatetime",
     )
-    end_datetime: Optional[Bound] = spec(
+    end_datetime: Bound | None = spec(
         "Where a sync ends; now when left out.", "{{ now_utc().strftime('%Y-%m-%dT%H:%M:%SZ') }}", None,
         template=BASE,
         default_type="MinMaxDatetime",
     )
-    step: Optional[str] = spec(
+    step: str | None = spec(
         "ISO 8601 duration of one window; one window for the whole range when left out. Needs `cursor_granularity`.",
         "P1D",
         None,
         format="duration",
     )
-    cursor_granularity: Optional[str] = spec(
+    cursor_granularity: str | None = spec(
         "ISO 8601 duration of the smallest cursor step: a window ends this much before the next starts. Needs `step`.",
         "PT1S",
         None,
         format="duration",
     )
-    lookback_window: Optional[str] = spec(
+    lookback_window: str | None = spec(
         "ISO 8601 duration re-read before the saved state, for records that arrive late.", "P3D", None,
         template=BASE, format="duration",
     )
-    start_time_option: Optional[RequestOption] = spec(
+    start_time_option: RequestOption | None = spec(
         "Where a window's start goes in the request.",
         {"type": "RequestOption", "inject_into": "request_parameter", "field_name": "updated_since"},
         None,
     )
-    end_time_option: Optional[RequestOption] = spec(
+    end_time_option: RequestOption | None = spec(
         "Where a window's end goes in the request.",
         {"type": "RequestOption", "inject_into": "request_parameter", "field_name": "updated_until"},
         None,
@@ -107,7 +107,7 @@ class DatetimeBasedCursor(Component):
     )
 
     @model_validator(mode="after")
-    def _step_pairs_with_granularity(self) -> "DatetimeBasedCursor":
+    def _step_pairs_with_granularity(self) -> DatetimeBasedCursor:
         if (self.step is None) != (self.cursor_granularity is None):
             given, missing = ("step", "cursor_granularity") if self.step else ("cursor_granularity", "step")
             raise ValueError(f"`{given}` needs `{missing}`: give both or neither")

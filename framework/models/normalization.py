@@ -8,7 +8,7 @@ follows from the target unless it is given.
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import model_validator
 
@@ -20,7 +20,7 @@ SyncMode = Literal["append", "overwrite", "append_dedup"]
 
 # Longest identifier (in characters) each dialect accepts; None: no practical limit.
 # The values are those Airbyte's basic normalization truncates names to.
-IDENTIFIER_LIMITS: dict[str, Optional[int]] = {
+IDENTIFIER_LIMITS: dict[str, int | None] = {
     "postgres": 63,
     "bigquery": 1024,
     "snowflake": 255,
@@ -46,25 +46,25 @@ class NormalizationSettings(Model):
         "postgres",
         "parquet",
     )
-    dialect: Optional[Dialect] = spec(
+    dialect: Dialect | None = spec(
         "Naming rules used to shorten table and column names to the database's identifier limit; "
         "when left out, `spark` for the `parquet` target and `postgres` for the `postgres` target.",
         "snowflake",
         None,
     )
-    jdbc_url: Optional[str] = spec(
+    jdbc_url: str | None = spec(
         "JDBC address of the PostgreSQL database; required when `target` is `postgres`.",
         "jdbc:postgresql://localhost:5432/warehouse",
         None,
     )
-    jdbc_user: Optional[str] = spec(
+    jdbc_user: str | None = spec(
         "User to connect to the database as; may also be given inside `jdbc_url`.", "loader", None
     )
     jdbc_password: Secret = spec(
         "Password of `jdbc_user`; may also be given inside `jdbc_url`.", "s3cr3t-pa55", None
     )
     jdbc_schema: str = spec("Database schema the normalized tables are created in.", "analytics", "public")
-    destination_sync_mode: Optional[SyncMode] = spec(
+    destination_sync_mode: SyncMode | None = spec(
         "How normalized tables are updated for every stream: `append` adds rows, `overwrite` replaces the "
         "table, `append_dedup` keeps the latest row per primary key; each stream's own sync mode when left out.",
         "append_dedup",
@@ -72,7 +72,7 @@ class NormalizationSettings(Model):
     )
 
     @model_validator(mode="after")
-    def _check_target(self) -> "NormalizationSettings":
+    def _check_target(self) -> NormalizationSettings:
         if self.target == "postgres":
             if not self.jdbc_url:
                 raise ValueError("`jdbc_url` is required when `target` is `postgres`")
@@ -93,6 +93,6 @@ class NormalizationSettings(Model):
         return self
 
     @property
-    def identifier_limit(self) -> Optional[int]:
+    def identifier_limit(self) -> int | None:
         """Longest table or column name the dialect accepts, in characters; None when unlimited."""
         return IDENTIFIER_LIMITS[self.dialect or DEFAULT_DIALECT[self.target]]

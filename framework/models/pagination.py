@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional, Union
+from typing import Annotated, Literal
 
 from pydantic import Field
-from typing_extensions import Annotated
 
 from framework.models.base import BASE, RESPONSE, Component, spec
 from framework.models.requests import JsonDecoder, RequestOption, RequestPath
@@ -21,24 +20,24 @@ class CursorPagination(Component):
         template=RESPONSE,
         result="any",
     )
-    stop_condition: Optional[str] = spec(
+    stop_condition: str | None = spec(
         "Template that renders true when there is no next page.",
         "{{ not response.meta.has_more }}",
         None,
         template=RESPONSE,
         result="boolean",
     )
-    page_size: Optional[Union[int, str]] = spec(
+    page_size: int | str | None = spec(
         "Records asked for per page; a template must render an integer.", 100, None, template=BASE, result="integer"
     )
-    decoder: Optional[JsonDecoder] = spec("How responses are read.", {"type": "JsonDecoder"}, None)
+    decoder: JsonDecoder | None = spec("How responses are read.", {"type": "JsonDecoder"}, None)
 
 
 class PageIncrement(Component):
     """Pages are numbered: 1, 2, 3, ... (or from `start_from_page`)."""
 
     type: Literal["PageIncrement"] = spec("Component type.", "PageIncrement", "PageIncrement")
-    page_size: Optional[Union[int, str]] = spec(
+    page_size: int | str | None = spec(
         "Records per page; a shorter page is the last. A template must render an integer.",
         100,
         None,
@@ -53,7 +52,7 @@ class OffsetIncrement(Component):
     """Pages are addressed by record offset: 0, page_size, 2*page_size, ..."""
 
     type: Literal["OffsetIncrement"] = spec("Component type.", "OffsetIncrement", "OffsetIncrement")
-    page_size: Optional[Union[int, str]] = spec(
+    page_size: int | str | None = spec(
         "Records per page; a shorter page is the last. A template must render an integer.",
         100,
         None,
@@ -64,7 +63,7 @@ class OffsetIncrement(Component):
 
 
 PaginationStrategy = Annotated[
-    Union[CursorPagination, PageIncrement, OffsetIncrement], Field(discriminator="type")
+    CursorPagination | PageIncrement | OffsetIncrement, Field(discriminator="type")
 ]
 
 
@@ -76,18 +75,18 @@ class DefaultPaginator(Component):
         "How the next page's token is computed.",
         {"type": "CursorPagination", "cursor_value": "{{ response.next }}"},
     )
-    page_token_option: Optional[Annotated[Union[RequestOption, RequestPath], Field(discriminator="type")]] = spec(
+    page_token_option: Annotated[RequestOption | RequestPath, Field(discriminator="type")] | None = spec(
         "Where the page token goes; RequestPath replaces the path with it (for next-page URLs).",
         {"type": "RequestOption", "inject_into": "request_parameter", "field_name": "page"},
         None,
         default_type="RequestOption",
     )
-    page_size_option: Optional[RequestOption] = spec(
+    page_size_option: RequestOption | None = spec(
         "Where the page size goes.",
         {"type": "RequestOption", "inject_into": "request_parameter", "field_name": "per_page"},
         None,
     )
-    decoder: Optional[JsonDecoder] = spec("How responses are read.", {"type": "JsonDecoder"}, None)
+    decoder: JsonDecoder | None = spec("How responses are read.", {"type": "JsonDecoder"}, None)
 
 
 class NoPagination(Component):
@@ -98,4 +97,4 @@ class NoPagination(Component):
     type: Literal["NoPagination"] = spec("Component type.", "NoPagination", "NoPagination")
 
 
-Paginator = Annotated[Union[DefaultPaginator, NoPagination], Field(discriminator="type")]
+Paginator = Annotated[DefaultPaginator | NoPagination, Field(discriminator="type")]

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, Optional, Union
+from typing import TYPE_CHECKING, Annotated, Literal, Union
 
 from pydantic import Field
-from typing_extensions import Annotated
 
 from framework.models.base import BASE, Component, spec
 from framework.models.requests import RequestOption
@@ -18,7 +17,7 @@ class ListPartitionRouter(Component):
     """One partition per value of a fixed list."""
 
     type: Literal["ListPartitionRouter"] = spec("Component type.", "ListPartitionRouter", "ListPartitionRouter")
-    values: Union[tuple[str, ...], str] = spec(
+    values: tuple[str, ...] | str = spec(
         "The values; a template string must render a list.",
         ["active", "archived"],
         template=BASE,
@@ -27,7 +26,7 @@ class ListPartitionRouter(Component):
     cursor_field: str = spec(
         "Name of the value in `stream_partition`.", "status", template=BASE
     )
-    request_option: Optional[RequestOption] = spec(
+    request_option: RequestOption | None = spec(
         "Where the value goes in the request.",
         {"type": "RequestOption", "inject_into": "request_parameter", "field_name": "status"},
         None,
@@ -38,7 +37,7 @@ class ParentStreamConfig(Component):
     """A parent stream whose records each make one partition of the child."""
 
     type: Literal["ParentStreamConfig"] = spec("Component type.", "ParentStreamConfig", "ParentStreamConfig")
-    stream: "DeclarativeStream" = spec("The parent stream.", {"$ref": "#/definitions/accounts_stream"})
+    stream: DeclarativeStream = spec("The parent stream.", {"$ref": "#/definitions/accounts_stream"})
     parent_key: str = spec(
         "Field of the parent record that identifies the partition; dots or a path for nested fields.",
         "id",
@@ -47,7 +46,7 @@ class ParentStreamConfig(Component):
     partition_field: str = spec(
         "Name of the parent's key in `stream_partition`.", "account_id", template=BASE
     )
-    request_option: Optional[RequestOption] = spec(
+    request_option: RequestOption | None = spec(
         "Where the parent's key goes in the request.",
         {"type": "RequestOption", "inject_into": "request_parameter", "field_name": "account_id"},
         None,
@@ -75,5 +74,5 @@ class SubstreamPartitionRouter(Component):
     )
 
 
-Router = Annotated[Union[ListPartitionRouter, SubstreamPartitionRouter], Field(discriminator="type")]
+Router = Annotated[ListPartitionRouter | SubstreamPartitionRouter, Field(discriminator="type")]
 PartitionRouter = Union[Router, tuple[Router, ...]]

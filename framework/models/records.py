@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping, Optional, Union
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
-from typing_extensions import Annotated
 
 from framework.models.base import BASE, PROPERTY, RECORD, Component, spec
 from framework.models.requests import JsonDecoder
@@ -21,7 +21,7 @@ class DpathExtractor(Component):
         ["data", "*", "items"],
         template=BASE,
     )
-    decoder: Optional[JsonDecoder] = spec("How responses are read.", {"type": "JsonDecoder"}, None)
+    decoder: JsonDecoder | None = spec("How responses are read.", {"type": "JsonDecoder"}, None)
 
 
 class RecordFilter(Component):
@@ -44,7 +44,7 @@ class RecordSelector(Component):
     extractor: DpathExtractor = spec(
         "Where the records are in the response.", {"type": "DpathExtractor", "field_path": ["data"]}
     )
-    record_filter: Optional[RecordFilter] = spec(
+    record_filter: RecordFilter | None = spec(
         "Which records to keep.", {"type": "RecordFilter", "condition": "{{ record.active }}"}, None
     )
     schema_normalization: Literal["None", "Default"] = spec(
@@ -65,7 +65,7 @@ class AddedFieldDefinition(Component):
     value: str = spec(
         "Template of the value.", "{{ stream_partition.account_id }}", template=RECORD, result="any"
     )
-    value_type: Optional[Literal["string", "number", "integer", "boolean"]] = spec(
+    value_type: Literal["string", "number", "integer", "boolean"] | None = spec(
         "Type the rendered value is converted to; inferred from the text when left out.", "integer", None
     )
 
@@ -102,7 +102,7 @@ class RemoveFields(Component):
     )
 
 
-Transformation = Annotated[Union[AddFields, RemoveFields], Field(discriminator="type")]
+Transformation = Annotated[AddFields | RemoveFields, Field(discriminator="type")]
 
 
 class InlineSchemaLoader(Component):
@@ -125,7 +125,7 @@ class JsonFileSchemaLoader(Component):
     type: Literal["JsonFileSchemaLoader"] = spec(
         "Component type.", "JsonFileSchemaLoader", "JsonFileSchemaLoader"
     )
-    file_path: Optional[str] = spec(
+    file_path: str | None = spec(
         "Path of the schema file, relative to the manifest; `schemas/<stream name>.json` when left out.",
         "schemas/{{ parameters['name'] }}.json",
         None,
@@ -133,4 +133,4 @@ class JsonFileSchemaLoader(Component):
     )
 
 
-SchemaLoader = Annotated[Union[InlineSchemaLoader, JsonFileSchemaLoader], Field(discriminator="type")]
+SchemaLoader = Annotated[InlineSchemaLoader | JsonFileSchemaLoader, Field(discriminator="type")]

@@ -6,12 +6,13 @@ itself comes from whoever owns the option (a paginator, a cursor, a router).
 
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping, Optional, Union
+from collections.abc import Mapping
+from typing import Any, Literal, Union
 
 from pydantic import model_validator
 
-from framework.models.base import BASE, REQUEST, Component, spec
 from framework.models.auth import Authenticator
+from framework.models.base import BASE, REQUEST, Component, spec
 from framework.models.error_handling import ErrorHandler
 
 
@@ -25,13 +26,13 @@ class RequestOption(Component):
         "Where the value goes: a query parameter, a header, a form-encoded body field or a JSON body field.",
         "request_parameter",
     )
-    field_name: Optional[str] = spec(
+    field_name: str | None = spec(
         "Name of the parameter, header or body field. Give this or `field_path`.",
         "page_size",
         None,
         template=BASE,
     )
-    field_path: Optional[tuple[str, ...]] = spec(
+    field_path: tuple[str, ...] | None = spec(
         "Path of keys into a nested JSON body (only with `inject_into: body_json`). Give this or `field_name`.",
         ["query", "filter", "since"],
         None,
@@ -39,7 +40,7 @@ class RequestOption(Component):
     )
 
     @model_validator(mode="after")
-    def _one_name(self) -> "RequestOption":
+    def _one_name(self) -> RequestOption:
         if (self.field_name is None) == (self.field_path is None):
             raise ValueError("give exactly one of `field_name` or `field_path`")
         if self.field_path is not None and self.inject_into != "body_json":
@@ -82,12 +83,12 @@ class HttpRequester(Component):
         template=REQUEST,
     )
     http_method: Literal["GET", "POST"] = spec("HTTP method of the requests.", "GET", "GET")
-    authenticator: Optional[Authenticator] = spec(
+    authenticator: Authenticator | None = spec(
         "How requests are authenticated; none when left out.",
         {"type": "BearerAuthenticator", "api_token": "{{ config['api_key'] }}"},
         None,
     )
-    error_handler: Optional[ErrorHandler] = spec(
+    error_handler: ErrorHandler | None = spec(
         "What to do with error responses; by default 429 and 5xx are retried with exponential backoff.",
         {"type": "DefaultErrorHandler", "max_retries": 3},
         None,
@@ -124,7 +125,7 @@ class HttpRequester(Component):
     use_cache: bool = spec("Cache responses within a sync (useful for parent streams read by several children).", False, False)
 
     @model_validator(mode="after")
-    def _one_body(self) -> "HttpRequester":
+    def _one_body(self) -> HttpRequester:
         if self.request_body_json and self.request_body_data:
             raise ValueError("give at most one of `request_body_json` and `request_body_data`")
         return self

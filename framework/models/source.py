@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping, Optional, Union
-
+from collections.abc import Mapping
+from typing import Any, Literal, Union
 
 from framework.models.base import BASE, Component, spec
 from framework.models.incremental import DatetimeBasedCursor
@@ -26,18 +26,18 @@ class SimpleRetriever(Component):
         "Where the records are in a response.",
         {"type": "RecordSelector", "extractor": {"type": "DpathExtractor", "field_path": ["items"]}},
     )
-    paginator: Optional[Paginator] = spec(
+    paginator: Paginator | None = spec(
         "How pages are followed; one request per partition when left out.",
         {"type": "NoPagination"},
         None,
         default_type="NoPagination",
     )
-    partition_router: Optional[PartitionRouter] = spec(
+    partition_router: PartitionRouter | None = spec(
         "How the stream is split into partitions; a list forms the cartesian product of its routers.",
         {"type": "ListPartitionRouter", "values": ["eu", "us"], "cursor_field": "region"},
         None,
     )
-    decoder: Optional[JsonDecoder] = spec("How responses are read.", {"type": "JsonDecoder"}, None)
+    decoder: JsonDecoder | None = spec("How responses are read.", {"type": "JsonDecoder"}, None)
     ignore_stream_slicer_parameters_on_paginated_requests: bool = spec(
         "Leave the partition's and window's request options off the requests for the second and later pages.",
         True,
@@ -55,16 +55,16 @@ class DeclarativeStream(Component):
         {"type": "SimpleRetriever", "requester": {"$ref": "#/definitions/requester"},
          "record_selector": {"$ref": "#/definitions/selector"}},
     )
-    primary_key: Optional[PrimaryKey] = spec(
+    primary_key: PrimaryKey | None = spec(
         "Field, fields, or paths of nested fields that identify a record.", "id", None
     )
-    schema_loader: Optional[SchemaLoader] = spec(
+    schema_loader: SchemaLoader | None = spec(
         "Where the stream's JSON Schema comes from; the file `schemas/<name>.json` when left out.",
         {"type": "InlineSchemaLoader", "schema": {"type": "object", "properties": {"id": {"type": "integer"}}}},
         None,
         default_type="JsonFileSchemaLoader",
     )
-    incremental_sync: Optional[DatetimeBasedCursor] = spec(
+    incremental_sync: DatetimeBasedCursor | None = spec(
         "How the stream is read incrementally; a full refresh every time when left out.",
         {"type": "DatetimeBasedCursor", "cursor_field": "updated_at", "datetime_format": "%Y-%m-%dT%H:%M:%SZ",
          "start_datetime": "{{ config['start_date'] }}"},
@@ -88,10 +88,10 @@ class Spec(Component):
         {"type": "object", "required": ["api_key"],
          "properties": {"api_key": {"type": "string", "airbyte_secret": True}}},
     )
-    documentation_url: Optional[str] = spec(
+    documentation_url: str | None = spec(
         "Where the connector is documented.", "https://docs.example.com/connector", None
     )
-    advanced_auth: Optional[Mapping[str, Any]] = spec(
+    advanced_auth: Mapping[str, Any] | None = spec(
         "OAuth flow settings passed through to the SPEC message.", {"auth_flow_type": "oauth2.0"}, None
     )
 
@@ -109,10 +109,10 @@ class ConcurrencyLevel(Component):
     """How many partitions are read at once."""
 
     type: Literal["ConcurrencyLevel"] = spec("Component type.", "ConcurrencyLevel", "ConcurrencyLevel")
-    default_concurrency: Union[int, str] = spec(
+    default_concurrency: int | str = spec(
         "Partitions read at once; a template must render an integer.", 4, template=BASE, result="integer"
     )
-    max_concurrency: Optional[int] = spec("Upper bound for a value taken from the config.", 20, None)
+    max_concurrency: int | None = spec("Upper bound for a value taken from the config.", 20, None)
 
 
 class DeclarativeSource(Component):
@@ -124,7 +124,7 @@ class DeclarativeSource(Component):
         "The streams.", [{"$ref": "#/definitions/orders_stream"}], default_type="DeclarativeStream"
     )
     check: CheckStream = spec("How a connection is checked.", {"type": "CheckStream", "stream_names": ["orders"]})
-    spec_: Optional[Spec] = spec(
+    spec_: Spec | None = spec(
         "The connection specification.",
         {"type": "Spec", "connection_specification": {"type": "object", "properties": {}}},
         None,
@@ -140,11 +140,11 @@ class DeclarativeSource(Component):
         {"orders": {"type": "object", "properties": {"id": {"type": "integer"}}}},
         default_factory=dict,
     )
-    concurrency_level: Optional[ConcurrencyLevel] = spec(
+    concurrency_level: ConcurrencyLevel | None = spec(
         "How many partitions are read at once.", {"type": "ConcurrencyLevel", "default_concurrency": 4}, None
     )
     metadata: Mapping[str, Any] = spec(
         "Free-form information about the manifest, kept for tools.", {"autoImportSchema": {"orders": True}},
         default_factory=dict,
     )
-    description: Optional[str] = spec("What the connector reads.", "Orders and accounts of the Example API.", None)
+    description: str | None = spec("What the connector reads.", "Orders and accounts of the Example API.", None)

@@ -75,8 +75,8 @@ def normalize(spark: Any, destination: Any, settings: Any = None, *, streams: Se
     """
     from framework.models.normalization import NormalizationSettings
     from framework.normalization.targets import open_target
-    from framework.storage.state_store import CatalogStore
     from framework.storage import storage_for
+    from framework.storage.state_store import CatalogStore
 
     settings = settings or destination.normalization or NormalizationSettings(target="parquet")
     storage = storage_for(destination)

@@ -13,8 +13,9 @@ mapping ``{"orders": {...}}``. Both come back as ``{stream name: state}``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from framework.errors import ConfigError, StateError
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from framework.protocol.read import describe_failure
 from framework.engine.connector import Connector
 from framework.engine.sync import StreamSync
+from framework.protocol.read import describe_failure
 
 
 def check_connection(connector: Connector) -> tuple[bool, str | None]:

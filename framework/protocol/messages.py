@@ -7,7 +7,8 @@ record is one ``orjson.dumps`` of its data plus two byte joins.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import orjson
 

@@ -13,15 +13,16 @@ import gc
 import sys
 import time
 import traceback
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, Mapping, Sequence
+from typing import IO, Any
 
-from framework.errors import FrameworkError, ReadError
-from framework.protocol import messages
-from framework.protocol.catalog import Selection
 from framework.engine.connector import Connector
 from framework.engine.scheduler import read_units
 from framework.engine.sync import StreamSync
+from framework.errors import FrameworkError, ReadError
+from framework.protocol import messages
+from framework.protocol.catalog import Selection
 
 
 @dataclass

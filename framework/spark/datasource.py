@@ -169,8 +169,8 @@ class _ManifestReader(DataSourceReader):
         return [_UnitPartition(pickle.dumps(group, protocol=pickle.HIGHEST_PROTOCOL)) for group in groups]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        from framework.typed import RecordConverter, parse_schema
         from framework.engine.sync import read_unit
+        from framework.typed import RecordConverter, parse_schema
 
         group = pickle.loads(partition.value)
         if not group:  # a stream with nothing to read

@@ -30,11 +30,11 @@ from typing import Any
 
 import orjson
 
+from framework.engine.connector import Connector
+from framework.engine.sync import StreamSync, Unit
 from framework.errors import ConfigError, FrameworkError
 from framework.protocol.catalog import Selection
 from framework.storage.state_store import CatalogStore, ConnectionState, StateStore, configured_entry, merge_stream
-from framework.engine.connector import Connector
-from framework.engine.sync import StreamSync, Unit
 
 
 @dataclass
@@ -150,8 +150,8 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
 
 def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_states: Mapping[str, Any],
                  result: StreamResult, progress: Callable[[str, StreamResult], None] | None) -> None:
-    from framework.storage.layout import next_part_number
     from framework.spark.tasks import TaskJob
+    from framework.storage.layout import next_part_number
 
     connector, options = run.connector, run.options
     stream = connector.stream(selection.name)

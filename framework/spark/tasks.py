@@ -16,9 +16,10 @@ from __future__ import annotations
 import gc
 import pickle
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -82,14 +83,14 @@ def encode_units(units: list[tuple[Any, datetime | None]]) -> pa.Table:
 
 
 def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -> Iterator[pa.RecordBatch]:
-    from framework.models.destination import DestinationSettings
-    from framework.formats.rolling import RollingWriter
-    from framework.storage.layout import PartNumbers
-    from framework.storage import storage_for
+    from framework.engine.sync import read_unit
     from framework.formats import raw_batch
+    from framework.formats.rolling import RollingWriter
+    from framework.models.destination import DestinationSettings
+    from framework.storage import storage_for
+    from framework.storage.layout import PartNumbers
     from framework.typed import RecordConverter, parse_schema
     from framework.typed.raw_ids import random_uuids
-    from framework.engine.sync import read_unit
 
     connector = _connector(job)
     stream = connector.stream(job.stream)

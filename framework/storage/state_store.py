@@ -13,8 +13,9 @@ a single S3 put) and only after the files its state covers are committed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import orjson
 

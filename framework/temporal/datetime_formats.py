@@ -38,10 +38,11 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
-from typing import Callable, Literal, Sequence, Union
+from typing import Literal, Union
 
 from framework.errors import DatetimeFormatError
 

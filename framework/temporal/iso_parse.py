@@ -11,8 +11,9 @@ shape fits the format exactly is read with ``datetime.fromisoformat`` instead
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
 from framework.temporal.datetime_formats import parse_datetime
 

@@ -34,7 +34,8 @@ A stream whose schema is not an object with properties (the permissive
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pyarrow as pa
 

@@ -20,9 +20,10 @@ the field path, ``"."`` between names and ``"[i]"`` for array items.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from itertools import accumulate, chain, repeat
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -46,7 +47,7 @@ class Changes:
         self.rows: dict[int, list[tuple[str, str, str]]] = {}
         self.count = 0
 
-    def nulled(self, where: "Location", position: int, reason: str) -> None:
+    def nulled(self, where: Location, position: int, reason: str) -> None:
         row, field = where.at(position)
         self.rows.setdefault(row, []).append((field, NULLED, reason))
         self.count += 1

@@ -13,8 +13,9 @@ never fails because of a value.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import accumulate, repeat
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -43,7 +44,7 @@ class RecordConverter:
         self.last_nulled = 0
 
     @classmethod
-    def from_json_schema(cls, schema: Mapping[str, Any], *, stream: str) -> "RecordConverter":
+    def from_json_schema(cls, schema: Mapping[str, Any], *, stream: str) -> RecordConverter:
         return cls(t.parse_schema(schema, stream=stream), stream=stream)
 
     @property

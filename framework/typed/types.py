@@ -42,8 +42,9 @@ accepts anything (``{}``) makes the whole union :class:`Unknown`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from framework.typed.errors import SchemaConflictError
 

@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 

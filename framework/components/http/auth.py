@@ -29,14 +29,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
 
-from framework.temporal.datetime_formats import parse_datetime
-from framework.temporal.durations import parse_duration
-from framework.errors import (
-    AuthenticationError,
-    ConfigError,
-    DatetimeFormatError,
-    TransportError,
-)
 from framework.components.http.request import (
     HttpRequest,
     Injection,
@@ -46,6 +38,14 @@ from framework.components.http.request import (
 )
 from framework.components.http.transport import HttpResponse
 from framework.components.registry import BuildContext, builds
+from framework.errors import (
+    AuthenticationError,
+    ConfigError,
+    DatetimeFormatError,
+    TransportError,
+)
+from framework.temporal.datetime_formats import parse_datetime
+from framework.temporal.durations import parse_duration
 
 __all__ = [
     "TOKEN_RENEW_MARGIN",

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 from urllib.parse import quote, quote_plus
 
-from framework.errors import HttpStatusError, ReadError, TransportError
 from framework.components.http.error_handler import ErrorHandler, Resolution, excerpt, status_text
 from framework.components.http.request import HttpRequest, RequestParts
 from framework.components.http.transport import DEFAULT_TIMEOUT, HttpResponse, Transport
+from framework.errors import HttpStatusError, ReadError, TransportError
 
 _RETRYING = frozenset({"RETRY", "RATE_LIMITED"})
 MASKED = "****"

@@ -29,17 +29,18 @@ Handlers hold no per-request state, so one handler serves every thread.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timezone
 from email.utils import parsedate_to_datetime
 from http import HTTPStatus
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
-from framework.temporal.clock import Clock
-from framework.errors import ConfigError, InterpolationError, ReadError, TransportError
 from framework.components.http.transport import HttpResponse
-from framework.models import error_handling as models
 from framework.components.registry import BuildContext, builds
+from framework.errors import ConfigError, InterpolationError, ReadError, TransportError
+from framework.models import error_handling as models
+from framework.temporal.clock import Clock
 
 DEFAULT_MAX_RETRIES = 5
 DEFAULT_BACKOFF_FACTOR = 5.0

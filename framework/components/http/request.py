@@ -9,8 +9,9 @@ RequestOption: *where* a value goes, kept apart from *what* the value is.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 from urllib.parse import urlencode
 
 Mask = Callable[[str], str]

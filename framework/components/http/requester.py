@@ -12,18 +12,19 @@ interprets errors.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 from urllib.parse import quote, quote_plus
 
-from framework.errors import InterpolationError, ReadError
 from framework.components.http.client import MASKED, HttpClient
 from framework.components.http.error_handler import default_error_handler
 from framework.components.http.request import HttpRequest, RequestParts
 from framework.components.http.transport import HttpResponse
-from framework.models import HttpRequester
 from framework.components.registry import BuildContext, builds
 from framework.components.templates import TemplateValue
+from framework.errors import InterpolationError, ReadError
+from framework.models import HttpRequester
 
 
 @dataclass(frozen=True)

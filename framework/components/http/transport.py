@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Protocol
 
 import orjson
 
-from framework.errors import ReadError, TransportError
 from framework.components.http.request import HttpRequest
+from framework.errors import ReadError, TransportError
 
 DEFAULT_TIMEOUT = 60.0  # seconds, for connecting and for each read
 

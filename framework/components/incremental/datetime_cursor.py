@@ -22,20 +22,21 @@ Rules it follows:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping
+from typing import Any
 
+from framework.components.http.request import Injection, RequestParts, injection_of
+from framework.components.incremental.min_max import MinMax, min_max_of
+from framework.components.incremental.windows import Step, datetime_windows, describe_duration, shift
+from framework.components.registry import BuildContext, builds
+from framework.errors import DatetimeFormatError, DurationError, StateError
+from framework.models.incremental import DatetimeBasedCursor
 from framework.temporal.clock import Clock
 from framework.temporal.datetime_formats import FormattedValue, format_datetime
 from framework.temporal.durations import parse_duration
-from framework.errors import DatetimeFormatError, DurationError, StateError
-from framework.components.http.request import Injection, RequestParts, injection_of
 from framework.temporal.iso_parse import parser_of
-from framework.components.incremental.min_max import MinMax, min_max_of
-from framework.components.incremental.windows import Step, datetime_windows, describe_duration, shift
-from framework.models.incremental import DatetimeBasedCursor
-from framework.components.registry import BuildContext, builds
 
 __all__ = ["DatetimeCursor"]
 

@@ -16,15 +16,16 @@ Datetimes without a timezone are taken to be UTC; values compare as instants.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from framework.temporal.datetime_formats import parse_datetime
+from framework.components.registry import BuildContext, builds
 from framework.errors import ConfigError, DatetimeFormatError
 from framework.interpolation import TemplateEngine
 from framework.models.incremental import Bound, MinMaxDatetime
-from framework.components.registry import BuildContext, builds
+from framework.temporal.datetime_formats import parse_datetime
 
 __all__ = ["DEFAULT_FORMAT", "MinMax", "min_max_of"]
 

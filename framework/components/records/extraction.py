@@ -17,11 +17,12 @@ without ``*`` is a few lookups, and records are never copied.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
-from framework.errors import DecodeError
 from framework.components.http.transport import HttpResponse
+from framework.errors import DecodeError
 
 WILDCARD = "*"
 SHOWN_BODY_CHARS = 100

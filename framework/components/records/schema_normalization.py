@@ -25,8 +25,9 @@ a scalar into an array. Records are changed in place.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import Any, Callable, Mapping
+from typing import Any
 
 Cast = Callable[[Any], Any]
 

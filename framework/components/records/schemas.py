@@ -12,14 +12,15 @@ and so are references to URLs.
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import unquote
 
 import orjson
 
+from framework.components.registry import BuildContext
 from framework.errors import ConfigError
 from framework.models.records import InlineSchemaLoader, JsonFileSchemaLoader
-from framework.components.registry import BuildContext
 
 #: What a stream without a schema loader and without a default schema file gets.
 PERMISSIVE_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}

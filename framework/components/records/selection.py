@@ -11,16 +11,17 @@ list is returned as it is.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from framework.components.http.transport import HttpResponse
-from framework.interpolation import TemplateEngine
-from framework.models import records as models
 from framework.components.records.extraction import DpathExtractor
 from framework.components.records.schema_normalization import compile_normalizer
 from framework.components.records.transformations import Condition, Transformation
 from framework.components.registry import BuildContext, builds
+from framework.interpolation import TemplateEngine
+from framework.models import records as models
 
 
 @dataclass(frozen=True)
@@ -60,11 +61,11 @@ class RecordSelector:
     normalize: bool = False  # schema_normalization: Default
     normalizer: Callable[[dict], None] | None = None
 
-    def with_transformations(self, transformations: Sequence[Transformation]) -> "RecordSelector":
+    def with_transformations(self, transformations: Sequence[Transformation]) -> RecordSelector:
         """A selector that also applies ``transformations`` (after those it has)."""
         return dataclasses.replace(self, transformations=self.transformations + tuple(transformations))
 
-    def with_schema(self, schema: Mapping[str, Any]) -> "RecordSelector":
+    def with_schema(self, schema: Mapping[str, Any]) -> RecordSelector:
         """A selector that casts records to ``schema``; itself when normalization is off."""
         if not self.normalize:
             return self

@@ -11,16 +11,17 @@ conditions see ``property`` (the value added, or the value to remove) and
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol
+from typing import Any, Protocol
 
+from framework.components.records.extraction import WILDCARD, json_type_name
+from framework.components.registry import BuildContext, builds
 from framework.errors import DecodeError, FrameworkError
 from framework.interpolation import TemplateEngine
 from framework.interpolation.checks import has_markup
 from framework.interpolation.conversions import truthy
 from framework.models import records as models
-from framework.components.records.extraction import WILDCARD, json_type_name
-from framework.components.registry import BuildContext, builds
 
 
 class Transformation(Protocol):
@@ -40,7 +41,7 @@ class Condition:
     never: bool = False
 
     @staticmethod
-    def of(source: str, engine: TemplateEngine) -> "Condition | None":
+    def of(source: str, engine: TemplateEngine) -> Condition | None:
         """None when the condition always holds (empty, or constant and true)."""
         if not source.strip():
             return _ALWAYS

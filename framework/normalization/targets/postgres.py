@@ -39,10 +39,11 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from framework.errors import FrameworkError
 from framework.models.normalization import NormalizationSettings
@@ -78,7 +79,7 @@ class PostgresTarget:
 
     name = "postgres"
 
-    def __init__(self, spark: "SparkSession", settings: NormalizationSettings):
+    def __init__(self, spark: SparkSession, settings: NormalizationSettings):
         if not settings.jdbc_url:
             raise FrameworkError("the postgres target needs `jdbc_url`: set it in the normalization settings")
         self.dialect: str = settings.dialect or "postgres"
@@ -94,7 +95,7 @@ class PostgresTarget:
 
     # ----------------------------------------------------------------------------------- reading
 
-    def read_table(self, table: str) -> "DataFrame | None":
+    def read_table(self, table: str) -> DataFrame | None:
         """The table's current content (read by Spark over JDBC), or None when there is no such table."""
         with self._explained(f"reading table {self._qualified(table)} of {self.database}"):
             with self._session() as session:
@@ -128,7 +129,7 @@ class PostgresTarget:
 
     # ---------------------------------------------------------------------------------- publishing
 
-    def publish(self, replace: Mapping[str, "DataFrame"], append: Mapping[str, "DataFrame"]) -> None:
+    def publish(self, replace: Mapping[str, DataFrame], append: Mapping[str, DataFrame]) -> None:
         """Replace some tables' contents and append rows to others, all or nothing.
 
         On any failure every table keeps its previous content and the error says what failed.
@@ -165,13 +166,13 @@ class PostgresTarget:
                     self._drop_quietly(session, staged)
                     raise
 
-    def _create_stage_sql(self, plan: "_Plan") -> str:
+    def _create_stage_sql(self, plan: _Plan) -> str:
         columns = ", ".join(f"{quote(stage)} {sql_type}" for stage, sql_type in zip(plan.stage_columns, plan.types))
         # Appended rows only pass through their staging table: it need not survive a crash.
         kind = "TABLE" if plan.replace else "UNLOGGED TABLE"
         return f"CREATE {kind} {self._qualified(plan.stage)} ({columns})"
 
-    def _write_stage(self, plan: "_Plan") -> None:
+    def _write_stage(self, plan: _Plan) -> None:
         (
             plan.staged_frame()
             .write.format("jdbc")
@@ -180,7 +181,7 @@ class PostgresTarget:
             .save()
         )
 
-    def _publish_sql(self, plan: "_Plan") -> list[str]:
+    def _publish_sql(self, plan: _Plan) -> list[str]:
         target = self._qualified(plan.table)
         stage = self._qualified(plan.stage)
         if plan.replace:
@@ -204,7 +205,7 @@ class PostgresTarget:
         statements.append(f"DROP TABLE {stage}")
         return statements
 
-    def _drop_quietly(self, session: "_Session", tables: Sequence[str]) -> None:
+    def _drop_quietly(self, session: _Session, tables: Sequence[str]) -> None:
         for table in tables:
             try:
                 session.execute(f"DROP TABLE IF EXISTS {self._qualified(table)}")
@@ -234,7 +235,7 @@ class PostgresTarget:
         }
 
     @contextmanager
-    def _session(self) -> Iterator["_Session"]:
+    def _session(self) -> Iterator[_Session]:
         connection = self._connect()
         try:
             yield _Session(connection, self)
@@ -306,7 +307,7 @@ class _Plan:
     """One table of a publish: its columns, their PostgreSQL types, the DataFrame and the staging table."""
 
     table: str
-    frame: "DataFrame"
+    frame: DataFrame
     replace: bool
     stage: str
     columns: list[str]
@@ -314,7 +315,7 @@ class _Plan:
     stage_columns: list[str]
 
     @classmethod
-    def of(cls, table: str, frame: "DataFrame", replace: bool, stage: str) -> "_Plan":
+    def of(cls, table: str, frame: DataFrame, replace: bool, stage: str) -> _Plan:
         _check_identifier(table, "table")
         fields = frame.schema.fields
         for field in fields:
@@ -325,7 +326,7 @@ class _Plan:
         types = [_sql_type(field, table) for field in fields]
         return cls(table, frame, replace, stage, columns, types, _stage_columns(columns))
 
-    def staged_frame(self) -> "DataFrame":
+    def staged_frame(self) -> DataFrame:
         """The DataFrame under the staging column names, complex values as JSON text (lazy, on the executors)."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import ArrayType, MapType, NullType, StringType, StructType
@@ -368,7 +369,7 @@ def _check_identifier(name: str, what: str) -> None:
         )
 
 
-def _sql_type(field: "StructField", table: str) -> str:
+def _sql_type(field: StructField, table: str) -> str:
     from pyspark.sql import types as T
 
     data_type = field.dataType
