@@ -128,9 +128,9 @@ def field_aliases(model: type[Component]) -> dict[str, str]:
 class Preparation:
     place: Placement
     strict: bool = False
-    problems: list = field(default_factory=list)
-    sites: list = field(default_factory=list)
-    claimed: list = field(default_factory=list)  # paths whose problems are already reported
+    problems: list[Diagnostic] = field(default_factory=list)
+    sites: list[Site] = field(default_factory=list)
+    claimed: list[tuple] = field(default_factory=list)  # paths whose problems are already reported
 
     def run(self, data: Any) -> Any:
         if not isinstance(data, dict):
