@@ -280,11 +280,11 @@ def spark_child(manifest: str, config: str, output: str) -> int:
     Spark jobs start the Python workers and warm the JVM up), the second shows the steady state.
     """
     sys.path.insert(0, str(REPO))
-    from framework.cli.sync_command import destination_settings
+    from framework.engine.connector import open_connector, read_config
+    from framework.models.destination import DestinationSettings
     from framework.protocol.catalog import select_streams
     from framework.spark.pipeline import run_pipeline
     from framework.spark.session import spark_session
-    from framework.engine.connector import open_connector, read_config
 
     connector = open_connector(manifest, read_config(config), config_path=config)
     selections = select_streams(connector.streams, None, None)
@@ -295,7 +295,7 @@ def spark_child(manifest: str, config: str, output: str) -> int:
     syncs = []
     for number in (1, 2):
         folder = str(Path(output, f"sync-{number}"))
-        settings = destination_settings(argparse.Namespace(destination=None, output=folder, format="parquet"))
+        settings = DestinationSettings.default_local(folder)  # what run-manifest --output FOLDER lands
         cpu_before = _cpu_parts(jvm)
         began = time.perf_counter()
         result = run_pipeline(connector, manifest, selections, settings, spark)

@@ -16,6 +16,8 @@ commands that run it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from framework.errors import (
     ConfigError,
     DatetimeFormatError,
@@ -39,7 +41,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):  # lazy: `import framework` stays cheap
+def __getattr__(name: str) -> Any:  # lazy: `import framework` stays cheap
     if name in ("check_manifest", "load_manifest"):
         from framework import manifest
 

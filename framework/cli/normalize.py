@@ -12,8 +12,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import IO
+
+from framework.cli.progress import normalized_line
+from framework.cli.settings import destination_settings, normalization_settings
+from framework.errors import FrameworkError
+from framework.normalization.runner import normalize
+from framework.spark.session import spark_session
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -35,8 +42,6 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, err: IO[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     err = err or sys.stderr
-    from framework.errors import FrameworkError
-
     try:
         return run(args, err)
     except FrameworkError as exc:
@@ -44,37 +49,8 @@ def main(argv: Sequence[str] | None = None, err: IO[str] | None = None) -> int:
         return 2
 
 
-def normalization_settings(destination: Any, target: str | None = None, dialect: str | None = None) -> Any:
-    """The destination's normalization settings, with ``target`` and ``dialect`` put in when given."""
-    from framework.errors import ConfigError
-    from framework.models.normalization import NormalizationSettings
-
-    current = destination.normalization
-    data = current.model_dump(exclude_unset=True) if current is not None else {}
-    if target:
-        if target != data.get("target"):
-            data.pop("dialect", None)
-        data["target"] = target
-    if dialect:
-        data["dialect"] = dialect
-    data.setdefault("target", "parquet")
-    from pydantic import ValidationError
-
-    try:
-        return NormalizationSettings.model_validate(data)
-    except ValidationError as exc:  # pydantic lists every problem
-        raise ConfigError(f"normalization settings: {exc}") from None
-
-
 def run(args: argparse.Namespace, err: IO[str]) -> int:
-    import time
-
-    from framework.cli.sync_command import destination_settings
-    from framework.normalization.runner import normalize
-    from framework.spark.session import spark_session
-
-    spec = argparse.Namespace(destination=args.destination, output=args.output, format=None)
-    destination = destination_settings(spec)
+    destination = destination_settings(args.destination, args.output)
     settings = normalization_settings(destination, args.target, args.dialect)
     streams = [s.strip() for s in args.streams.split(",") if s.strip()] if args.streams else None
     started = time.perf_counter()
@@ -83,19 +59,12 @@ def run(args: argparse.Namespace, err: IO[str]) -> int:
         print(f"Spark ready in {time.perf_counter() - started:.1f} s; normalizing {destination.base_uri} "
               f"into {settings.target} ({'full refresh' if args.full_refresh else 'incremental'})", file=err)
     result = normalize(spark, destination, settings, streams=streams, full_refresh=args.full_refresh,
-                       progress=None if args.quiet else lambda outcome: print(describe(outcome), file=err))
+                       progress=None if args.quiet else lambda outcome: print(f"  {normalized_line(outcome)}",
+                                                                             file=err))
     if args.quiet:
         for failed in (s for s in result.streams if s.error):
             print(f"normalize-output: stream `{failed.stream}` failed: {failed.error}", file=err)
     return 1 if result.failed else 0
-
-
-def describe(outcome: Any) -> str:
-    """One line about a stream's normalization."""
-    how = "incremental" if outcome.incremental else "full"
-    status = f"FAILED: {outcome.error}" if outcome.error else "ok"
-    return (f"  {outcome.stream}: {outcome.mode}, {how}, {len(outcome.tables)} table(s) in "
-            f"{outcome.seconds:.1f} s, {status}")
 
 
 if __name__ == "__main__":  # pragma: no cover

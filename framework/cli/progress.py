@@ -56,9 +56,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import orjson
+
+if TYPE_CHECKING:  # the pipeline and normalization need pyspark to run; only their result types are used here
+    from framework.normalization.runner import StreamOutcome
+    from framework.spark.pipeline import PipelineResult, StreamResult
 
 
 class Reporter(Protocol):
@@ -66,15 +70,15 @@ class Reporter(Protocol):
 
     def started(self, master: str, output: str, format_type: str, spark_seconds: float) -> None: ...
 
-    def progress(self, event: str, result: Any) -> None:
+    def progress(self, event: str, result: StreamResult) -> None:
         """``run_pipeline``'s callback: ``event`` is ``planned``, ``group`` or ``done``."""
 
-    def summary(self, result: Any, output: str, seconds: float) -> None: ...
+    def summary(self, result: PipelineResult, output: str, seconds: float) -> None: ...
 
     def failure(self, error: str, stream: str | None = None) -> None: ...
 
-    def normalized(self, outcome: Any) -> None:
-        """A stream's normalization ended (``framework.normalization.runner.StreamOutcome``)."""
+    def normalized(self, outcome: StreamOutcome) -> None:
+        """A stream's normalization ended."""
 
 
 @dataclass(frozen=True)
@@ -89,18 +93,19 @@ def _rate(records: int, seconds: float) -> float:
     return records / seconds if seconds > 0 else 0.0
 
 
-def _state_word(result: Any) -> str:
+def _state_word(result: StreamResult) -> str:
     return "not saved" if not result.state_saved else "partial" if result.error else "saved"
 
 
-def _normalized_line(outcome: Any) -> str:
+def normalized_line(outcome: StreamOutcome) -> str:
+    """One line about a stream's normalization."""
     how = "incremental" if outcome.incremental else "full"
     status = f"FAILED: {outcome.error}" if outcome.error else "ok"
     return (f"{outcome.stream}: {outcome.mode}, {how}, {len(outcome.tables)} table(s) in "
             f"{outcome.seconds:.1f} s, {status}")
 
 
-def summary_table(result: Any, output: str) -> str:
+def summary_table(result: PipelineResult, output: str) -> str:
     """The table printed at the end of a sync: one row per stream, then the sync id and where it went."""
     rows = [("stream", "records", "files", "bytes", "nulled", "state", "seconds")]
     for s in result.streams:
@@ -131,7 +136,7 @@ class TextReporter:
     def started(self, master: str, output: str, format_type: str, spark_seconds: float) -> None:
         self._write(f"Spark ready in {spark_seconds:.1f} s ({master}); writing {format_type} to {output}")
 
-    def progress(self, event: str, result: Any) -> None:
+    def progress(self, event: str, result: StreamResult) -> None:
         now = self.clocks.monotonic()
         if event == "planned":
             self._planned_at[result.name] = now
@@ -150,16 +155,16 @@ class TextReporter:
                         f"{result.units_done}/{result.units} partitions, "
                         f"{_rate(result.records, result.seconds):,.0f} records/s, {status}")
 
-    def summary(self, result: Any, output: str, seconds: float) -> None:
+    def summary(self, result: PipelineResult, output: str, seconds: float) -> None:
         self._write(summary_table(result, output))
 
     def failure(self, error: str, stream: str | None = None) -> None:
         self._write(f"run-manifest: {error}")
 
-    def normalized(self, outcome: Any) -> None:
-        self._write(f"  normalized {_normalized_line(outcome)}")
+    def normalized(self, outcome: StreamOutcome) -> None:
+        self._write(f"  normalized {normalized_line(outcome)}")
 
-    def _running_line(self, result: Any, now: float) -> str:
+    def _running_line(self, result: StreamResult, now: float) -> str:
         elapsed = now - self._planned_at.get(result.name, now)
         return (f"  {result.name}: {result.records:,} records, {result.pages:,} pages, "
                 f"{result.units_done}/{result.units} partitions, {_rate(result.records, elapsed):,.0f} records/s")
@@ -186,10 +191,10 @@ class QuietReporter:
     def started(self, master: str, output: str, format_type: str, spark_seconds: float) -> None:
         return None
 
-    def progress(self, event: str, result: Any) -> None:
+    def progress(self, event: str, result: StreamResult) -> None:
         return None
 
-    def summary(self, result: Any, output: str, seconds: float) -> None:
+    def summary(self, result: PipelineResult, output: str, seconds: float) -> None:
         for failed in (s for s in result.streams if s.error):
             self.err.write(f"run-manifest: stream `{failed.name}` failed: {failed.error}\n")
         self.err.flush()
@@ -198,7 +203,7 @@ class QuietReporter:
         self.err.write(f"run-manifest: {error}\n")
         self.err.flush()
 
-    def normalized(self, outcome: Any) -> None:
+    def normalized(self, outcome: StreamOutcome) -> None:
         if outcome.error:
             self.failure(f"normalization of stream `{outcome.stream}` failed: {outcome.error}")
 
@@ -206,7 +211,7 @@ class QuietReporter:
 # -- JSON lines -------------------------------------------------------------------------------------------------
 
 
-def stream_fields(result: Any) -> dict[str, Any]:
+def stream_fields(result: StreamResult) -> dict[str, Any]:
     """A finished stream's numbers under the keys of ``stream_done`` (without ``event`` and ``time``)."""
     return {
         "stream": result.name, "records": result.records, "pages": result.pages,
@@ -230,7 +235,7 @@ class JsonReporter:
         self._emit("started", master=master, output=output, format=format_type,
                    spark_seconds=round(spark_seconds, 3))
 
-    def progress(self, event: str, result: Any) -> None:
+    def progress(self, event: str, result: StreamResult) -> None:
         now = self.clocks.monotonic()
         if event == "planned":
             self._planned_at[result.name] = now
@@ -245,7 +250,7 @@ class JsonReporter:
             if result.error:
                 self.failure(result.error, result.name)
 
-    def summary(self, result: Any, output: str, seconds: float) -> None:
+    def summary(self, result: PipelineResult, output: str, seconds: float) -> None:
         streams = [stream_fields(s) for s in result.streams]
         self._emit("summary", sync_id=result.sync_id, output=output, ok=not any(s.error for s in result.streams),
                    records=sum(s.records for s in result.streams), seconds=round(seconds, 3), streams=streams)
@@ -253,7 +258,7 @@ class JsonReporter:
     def failure(self, error: str, stream: str | None = None) -> None:
         self._emit("failure", always=True, stream=stream, error=error)
 
-    def normalized(self, outcome: Any) -> None:
+    def normalized(self, outcome: StreamOutcome) -> None:
         self._emit("stream_normalized", stream=outcome.stream, mode=outcome.mode,
                    incremental=bool(outcome.incremental), tables=list(outcome.tables),
                    seconds=round(outcome.seconds, 3), error=outcome.error)
@@ -279,5 +284,5 @@ def reporter_for(err: IO[str], log_format: str = "text", quiet: bool = False) ->
     return TextReporter(err, tty=bool(isatty and isatty()))
 
 
-__all__ = ["Clocks", "JsonReporter", "QuietReporter", "Reporter", "TextReporter", "reporter_for", "stream_fields",
-           "summary_table"]
+__all__ = ["Clocks", "JsonReporter", "QuietReporter", "Reporter", "TextReporter", "normalized_line", "reporter_for",
+           "stream_fields", "summary_table"]

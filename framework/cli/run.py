@@ -26,6 +26,19 @@ import sys
 from collections.abc import Sequence
 from typing import IO, Any
 
+import orjson
+
+from framework.cli.progress import JsonReporter
+from framework.cli.sync_command import SyncOptions, run_sync
+from framework.components.registry import BuildContext
+from framework.engine.connector import Connector, open_connector, read_config
+from framework.errors import ConfigError, FrameworkError, ManifestError
+from framework.manifest import load_manifest
+from framework.protocol import messages
+from framework.protocol.catalog import parse_state, select_streams
+from framework.protocol.check import check_connection
+from framework.protocol.read import check_states, read
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="run-manifest", description="Run a connector described by a manifest.")
@@ -57,10 +70,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _load_json(path: str, what: str) -> Any:
-    import orjson
-
-    from framework.errors import ConfigError
-
     try:
         with open(path, "rb") as handle:
             return orjson.loads(handle.read())
@@ -73,7 +82,6 @@ def _load_json(path: str, what: str) -> Any:
 def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int:
     args = _parser().parse_args(argv)
     out = out if out is not None else sys.stdout.buffer
-    from framework.errors import FrameworkError, ManifestError
 
     # A script that asked for JSON lines on stderr gets them for bad input too (Spark mode only: protocol
     # mode reports on stdout).
@@ -83,8 +91,6 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
     except ManifestError as exc:
         problems = [p for p in exc.diagnostics if p.severity == "error"]
         if json_errors:
-            from framework.cli.progress import JsonReporter
-
             for problem in problems:
                 JsonReporter(sys.stderr).failure(problem.format())
         else:
@@ -93,8 +99,6 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
         return 2
     except FrameworkError as exc:
         if json_errors:
-            from framework.cli.progress import JsonReporter
-
             JsonReporter(sys.stderr).failure(str(exc))
         else:
             print(f"run-manifest: {exc}", file=sys.stderr)
@@ -102,26 +106,14 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
 
 
 def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
-    from framework.protocol import messages
-
     if args.spec:
-        from framework.manifest import load_manifest
-
-        source = load_manifest(args.manifest)
-        spec = source.spec_
-        payload = {"connectionSpecification": dict(spec.connection_specification) if spec else {}}
-        if spec and spec.documentation_url:
-            payload["documentationUrl"] = spec.documentation_url
-        if spec and spec.advanced_auth:
-            payload["advanced_auth"] = dict(spec.advanced_auth)
-        out.write(messages.encode(messages.spec(payload)))
+        # No config is needed for the spec: a connector without streams, read for its spec only.
+        connector = Connector(load_manifest(args.manifest), {}, BuildContext(config={}))
+        out.write(messages.encode(messages.spec(connector.spec or {"connectionSpecification": {}})))
         return 0
     if not args.config:
         print("run-manifest: --config CONFIG.json is required (only --spec works without one)", file=sys.stderr)
         return 2
-    from framework.engine.connector import open_connector, read_config
-    from framework.errors import ConfigError
-
     try:
         config = read_config(args.config)
         connector = open_connector(args.manifest, config, config_path=args.config)
@@ -133,25 +125,24 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
         out.write(messages.encode(messages.catalog([s.catalog_entry() for s in connector.streams.values()])))
         return 0
     if args.check:
-        from framework.protocol.check import check_connection
-
         ok, message = check_connection(connector)
         out.write(messages.encode(messages.connection_status(ok, message)))
         return 0
-    from framework.protocol.catalog import parse_state, select_streams
-    from framework.protocol.read import check_states, read
-
     catalog = _load_json(args.catalog, "catalog") if args.catalog else None
     states = parse_state(_load_json(args.state, "state")) if args.state else {}
     names = [n.strip() for n in args.streams.split(",") if n.strip()] if args.streams else None
     selections = select_streams(connector.streams, catalog, names)
     check_states(connector, selections, states)
     if not args.protocol:
-        from framework.cli.sync_command import run_sync
-
-        return run_sync(args, connector, selections, states)
+        return run_sync(_sync_options(args), connector, selections, states)
     report = read(connector, selections, states, out, concurrency=args.concurrency)
     return 1 if report.failed else 0
+
+
+def _sync_options(args: argparse.Namespace) -> SyncOptions:
+    return SyncOptions(manifest=args.manifest, destination=args.destination, output=args.output, format=args.format,
+                       master=args.master, sync_mode=args.sync_mode, given_state=bool(args.state),
+                       normalize=args.normalize, quiet=args.quiet, log_format=args.log_format)
 
 
 if __name__ == "__main__":  # pragma: no cover

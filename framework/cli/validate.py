@@ -12,6 +12,10 @@ import os
 import sys
 from collections.abc import Sequence
 
+from framework.diagnostics import Diagnostic
+from framework.manifest import check_manifest
+from framework.manifest.config_check import check_config
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -38,10 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"validate-manifest: error: no such file: {name}", file=sys.stderr)
         return 2
 
-    from framework.manifest import check_manifest
-    from framework.manifest.config_check import check_config
-
-    diagnostics = []
+    diagnostics: list[Diagnostic] = []
     for path in args.files:
         checked = check_manifest(path, strict=args.strict)
         diagnostics.extend(checked.diagnostics)

@@ -16,7 +16,7 @@ annotations, this pass:
 from __future__ import annotations
 
 import difflib
-import sys
+import types
 import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -27,7 +27,8 @@ from pydantic import BaseModel
 from framework.diagnostics import Diagnostic, json_path
 from framework.manifest.references import Origin
 from framework.manifest.yaml_source import SourceDocument
-from framework.models import REGISTRY, UNSUPPORTED, Component, default_type_of
+from framework.models import REGISTRY, UNSUPPORTED, Component, DeclarativeSource, default_type_of
+from framework.models.base import field_types
 
 PARAMETERS_KEY = "$parameters"
 
@@ -74,37 +75,24 @@ class Placement:
         return Diagnostic(self.doc.file, line, col, severity, code, message, json_path(path), fix)  # type: ignore[arg-type]
 
 
-def _resolve(annotation: Any, namespace: dict) -> Any:
-    """A forward reference (``'DeclarativeStream'``) evaluated in its model's module.
-
-    Validators are built lazily (``defer_build``), so annotations that name a model defined
-    later are still references here; they are our own source text, evaluated in our module.
-    """
-    while isinstance(annotation, (typing.ForwardRef, str)):
-        text = annotation.__forward_arg__ if isinstance(annotation, typing.ForwardRef) else annotation
-        annotation = eval(text, namespace)  # noqa: S307 - annotations of our own models
-    return annotation
-
-
-def _unwrap(annotation: Any, namespace: dict) -> Iterator[tuple[str, Any]]:
+def _unwrap(annotation: Any) -> Iterator[tuple[str, Any]]:
     """Yield ``(shape, type)`` for every type an annotation admits: shape is one, seq or map."""
-    annotation = _resolve(annotation, namespace)
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Annotated:
-        yield from _unwrap(args[0], namespace)
-    elif origin is typing.Union or (origin is not None and getattr(origin, "__name__", "") == "UnionType"):
+        yield from _unwrap(args[0])
+    elif origin in (typing.Union, types.UnionType):
         for arg in args:
-            yield from _unwrap(arg, namespace)
+            yield from _unwrap(arg)
     elif origin is tuple:
         for arg in args:
             if arg is not Ellipsis:
-                for shape, inner in _unwrap(arg, namespace):
+                for shape, inner in _unwrap(arg):
                     if shape == "one":
                         yield "seq", inner
-    elif origin in (dict, Mapping, typing.Mapping) or (origin is not None and getattr(origin, "__name__", "") == "Mapping"):
+    elif origin in (dict, Mapping):
         if len(args) == 2:
-            for shape, inner in _unwrap(args[1], namespace):
+            for shape, inner in _unwrap(args[1]):
                 if shape == "one":
                     yield "map", inner
     elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
@@ -116,19 +104,19 @@ def slots(model: type[Component]) -> dict[str, dict[str, tuple[type[Component], 
     cached = _SLOTS.get(model)
     if cached is None:
         cached = {}
-        namespace = vars(sys.modules[model.__module__])
-        for name, info in model.model_fields.items():
+        for name, annotation in field_types(model).items():
             found: dict[str, list] = {}
-            for shape, cls in _unwrap(info.annotation, namespace):
+            for shape, cls in _unwrap(annotation):
                 if issubclass(cls, Component) and cls not in found.setdefault(shape, []):
                     found[shape].append(cls)
             if found:
-                cached[info.alias or name] = {shape: tuple(classes) for shape, classes in found.items()}
+                alias = model.model_fields[name].alias or name
+                cached[alias] = {shape: tuple(classes) for shape, classes in found.items()}
         _SLOTS[model] = cached
     return cached
 
 
-_SLOTS: dict = {}
+_SLOTS: dict[type[Component], dict[str, dict[str, tuple[type[Component], ...]]]] = {}
 
 
 def field_aliases(model: type[Component]) -> dict[str, str]:
@@ -140,19 +128,17 @@ def field_aliases(model: type[Component]) -> dict[str, str]:
 class Preparation:
     place: Placement
     strict: bool = False
-    problems: list = field(default_factory=list)
-    sites: list = field(default_factory=list)
-    claimed: list = field(default_factory=list)  # paths whose problems are already reported
+    problems: list[Diagnostic] = field(default_factory=list)
+    sites: list[Site] = field(default_factory=list)
+    claimed: list[tuple] = field(default_factory=list)  # paths whose problems are already reported
 
     def run(self, data: Any) -> Any:
         if not isinstance(data, dict):
-            self.problems.append(self.place.diagnostic((), "not-a-mapping",
-                                                       "a manifest must be a mapping with `version`, `streams` and `check`",
-                                                       "start the file with `version: 6.7.0`"))
+            self.problems.append(self.place.diagnostic(
+                (), "not-a-mapping", "a manifest must be a mapping with `version`, `streams` and `check`",
+                "start the file with `version: 6.7.0`"))
             self.claimed.append(())
             return data
-        from framework.models import DeclarativeSource
-
         return self.component(data, (), (DeclarativeSource,), "DeclarativeSource", {}, {})
 
     def component(self, data: dict, path: tuple, candidates: tuple, default_type: str | None,

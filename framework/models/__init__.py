@@ -99,24 +99,5 @@ UNSUPPORTED.update(
     }
 )
 
-# Models refer to each other across modules by name (the language is recursive: a parent
-# stream is a stream). Give every model module every name, so pydantic resolves the
-# references when it builds a validator, on first use.
-def _share_names() -> None:
-    import sys
-
-    from framework.models.auth import Authenticator
-    from framework.models.error_handling import ErrorHandler
-
-    names = {model.__name__: model for model in COMPONENTS}
-    names.update(Authenticator=Authenticator, ErrorHandler=ErrorHandler)
-    for model in COMPONENTS:
-        module = sys.modules[model.__module__]
-        for name, value in names.items():
-            module.__dict__.setdefault(name, value)
-
-
-_share_names()
-
 __all__ = ["COMPONENTS", "REGISTRY", "UNSUPPORTED", "Component", "Model", "TemplateSpec", "default_type_of",
            "format_of", "template_of"] + [model.__name__ for model in COMPONENTS]

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
 from framework.models.base import BASE, SESSION, Component, spec
-
-if TYPE_CHECKING:  # pragma: no cover
-    from framework.models.requests import HttpRequester, JsonDecoder, RequestOption
 
 
 class NoAuth(Component):
@@ -54,7 +51,9 @@ class BasicHttpAuthenticator(Component):
         "Component type.", "BasicHttpAuthenticator", "BasicHttpAuthenticator"
     )
     username: str = spec("User name.", "{{ config['username'] }}", template=BASE)
-    password: str = spec("Password; empty when the API takes the key as user name.", "{{ config['password'] }}", "", template=BASE)
+    password: str = spec(
+        "Password; empty when the API takes the key as user name.", "{{ config['password'] }}", "", template=BASE
+    )
 
 
 class OAuthAuthenticator(Component):
@@ -176,6 +175,11 @@ class SelectiveAuthenticator(Component):
 
 
 Authenticator = Annotated[
-    NoAuth | ApiKeyAuthenticator | BearerAuthenticator | BasicHttpAuthenticator | OAuthAuthenticator | SessionTokenAuthenticator | SelectiveAuthenticator,
+    NoAuth | ApiKeyAuthenticator | BearerAuthenticator | BasicHttpAuthenticator | OAuthAuthenticator
+    | SessionTokenAuthenticator | SelectiveAuthenticator,
     Field(discriminator="type"),
 ]
+
+# Last, because requests imports this module (an HttpRequester has an authenticator, and a session
+# token authenticator has a login HttpRequester): pydantic resolves the names above from here.
+from framework.models.requests import HttpRequester, JsonDecoder, RequestOption  # noqa: E402

@@ -10,6 +10,7 @@ is turned into. Validators and the interpreter read that metadata back through
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
@@ -90,25 +91,34 @@ def spec(
 def template_of(info: FieldInfo) -> TemplateSpec | None:
     """The template metadata of a field, or None when it holds no templates."""
     extra = info.json_schema_extra
-    if isinstance(extra, Mapping) and "x-template" in extra:
-        data = extra["x-template"]
-        return TemplateSpec(frozenset(data["variables"]), data["result"])
+    data = extra.get("x-template") if isinstance(extra, Mapping) else None
+    if isinstance(data, Mapping):  # as :meth:`TemplateSpec.as_schema` wrote it
+        return TemplateSpec(frozenset(typing.cast(list[str], data["variables"])), typing.cast(Result, data["result"]))
     return None
 
 
 def format_of(info: FieldInfo) -> str | None:
     """``duration`` or ``strftime`` for fields whose strings have that syntax."""
     extra = info.json_schema_extra
-    if isinstance(extra, Mapping):
-        return extra.get("format") or extra.get("x-format")
-    return None
+    value = (extra.get("format") or extra.get("x-format")) if isinstance(extra, Mapping) else None
+    return value if isinstance(value, str) else None
+
+
+def field_types(model: type[BaseModel]) -> dict[str, Any]:
+    """The declared type of each field of ``model`` (by attribute name), ``Annotated`` metadata kept.
+
+    Models are built on first use (``defer_build``); until then pydantic may still hold a type that
+    names a model of another module as text. This resolves the names in the modules that declare
+    them, as pydantic does when it builds the model.
+    """
+    hints = typing.get_type_hints(model, include_extras=True)
+    return {name: hints[name] for name in model.model_fields}
 
 
 def default_type_of(info: FieldInfo) -> str | None:
     extra = info.json_schema_extra
-    if isinstance(extra, Mapping):
-        return extra.get("x-default-type")
-    return None
+    value = extra.get("x-default-type") if isinstance(extra, Mapping) else None
+    return value if isinstance(value, str) else None
 
 
 @dataclass(frozen=True)

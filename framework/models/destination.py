@@ -71,16 +71,6 @@ AvroCodec = Annotated[
     Field(discriminator="codec"),
 ]
 
-# Spark's `avro` writer names for our codecs.
-_SPARK_AVRO_CODEC = {
-    "no compression": "uncompressed",
-    "Deflate": "deflate",
-    "bzip2": "bzip2",
-    "xz": "xz",
-    "zstandard": "zstandard",
-    "snappy": "snappy",
-}
-
 # --------------------------------------------------- CSV / JSONL compression
 
 
@@ -122,11 +112,6 @@ class AvroFormat(Model):
     def extension(self) -> str:
         return ".avro"
 
-    @property
-    def spark_compression(self) -> str:
-        """The codec name Spark's Avro writer takes (`compression` option)."""
-        return _SPARK_AVRO_CODEC[self.compression_codec.codec]
-
 
 class CsvFormat(Model):
     """Comma-separated values with a header row."""
@@ -147,10 +132,6 @@ class CsvFormat(Model):
     def extension(self) -> str:
         return ".csv.gz" if isinstance(self.compression, Gzip) else ".csv"
 
-    @property
-    def spark_compression(self) -> str | None:
-        return "gzip" if isinstance(self.compression, Gzip) else None
-
 
 class JsonlFormat(Model):
     """Newline-delimited JSON: one record per line."""
@@ -170,10 +151,6 @@ class JsonlFormat(Model):
     @property
     def extension(self) -> str:
         return ".jsonl.gz" if isinstance(self.compression, Gzip) else ".jsonl"
-
-    @property
-    def spark_compression(self) -> str | None:
-        return "gzip" if isinstance(self.compression, Gzip) else None
 
 
 ParquetCodec = Literal["UNCOMPRESSED", "SNAPPY", "GZIP", "LZO", "BROTLI", "LZ4", "ZSTD"]
@@ -207,11 +184,6 @@ class ParquetFormat(Model):
     @property
     def extension(self) -> str:
         return ".parquet"
-
-    @property
-    def spark_compression(self) -> str:
-        """The codec name Spark's Parquet writer takes (`compression` option)."""
-        return self.compression_codec.lower()
 
 
 # ------------------------------------------------------ change-data formats
@@ -387,14 +359,6 @@ class DestinationSettings(Model):
         return "local"
 
     @property
-    def is_s3(self) -> bool:
-        return self.target == "s3"
-
-    @property
-    def is_local(self) -> bool:
-        return self.target == "local"
-
-    @property
     def bucket(self) -> str | None:
         """The bucket written to, or None for a local target."""
         if self.s3_bucket_name:
@@ -413,6 +377,6 @@ class DestinationSettings(Model):
     @property
     def base_uri(self) -> str:
         """Root of the output: `s3://bucket[/prefix]` or the local folder as given."""
-        if self.is_local:
+        if self.target == "local":
             return self.output or ""
         return f"s3://{self.bucket}/{self.prefix}" if self.prefix else f"s3://{self.bucket}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Literal
 
 from pydantic import model_validator
 
@@ -30,7 +30,7 @@ class MinMaxDatetime(Component):
     )
 
 
-Bound = Union[MinMaxDatetime, str]
+Bound = MinMaxDatetime | str
 
 
 class DatetimeBasedCursor(Component):
@@ -113,5 +113,3 @@ class DatetimeBasedCursor(Component):
             raise ValueError(f"`{given}` needs `{missing}`: give both or neither")
         return self
 
-
-IncrementalSync = DatetimeBasedCursor

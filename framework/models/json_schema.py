@@ -20,6 +20,7 @@ import sys
 from typing import Any
 
 from framework.models import COMPONENTS, DeclarativeSource
+from framework.models.destination import DestinationSettings
 
 SCHEMA_ID = "https://manifest-framework.dev/schemas/manifest.schema.json"
 COMPONENT_NAMES = {model.__name__ for model in COMPONENTS}
@@ -81,18 +82,14 @@ def _allow_ref(definition: dict) -> None:
 
 def settings_schemas() -> dict[str, dict[str, Any]]:
     """Schemas of our other contracts (destination settings), by file name."""
-    out: dict[str, dict[str, Any]] = {}
-    try:
-        from framework.models.destination import DestinationSettings
-    except ImportError:  # pragma: no cover - present from the sink issue on
-        return out
     schema = DestinationSettings.model_json_schema(by_alias=True, mode="validation")
-    out["destination.schema.json"] = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_ID.replace("manifest", "destination"),
-        **schema,
+    return {
+        "destination.schema.json": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": SCHEMA_ID.replace("manifest", "destination"),
+            **schema,
+        }
     }
-    return out
 
 
 def all_schemas() -> dict[str, dict[str, Any]]:

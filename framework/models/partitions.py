@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from framework.models.base import BASE, Component, spec
 from framework.models.requests import RequestOption
-
-if TYPE_CHECKING:  # pragma: no cover
-    from framework.models.source import DeclarativeStream
 
 
 class ListPartitionRouter(Component):
@@ -75,4 +72,8 @@ class SubstreamPartitionRouter(Component):
 
 
 Router = Annotated[ListPartitionRouter | SubstreamPartitionRouter, Field(discriminator="type")]
-PartitionRouter = Union[Router, tuple[Router, ...]]
+PartitionRouter = Router | tuple[Router, ...]
+
+# Last, because source imports this module (a stream has a partition router, and a substream router
+# has parent streams): pydantic resolves `DeclarativeStream` above from here.
+from framework.models.source import DeclarativeStream  # noqa: E402

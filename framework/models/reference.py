@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import types
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -25,7 +26,8 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from framework.models import COMPONENTS, UNSUPPORTED, Component, Model, format_of, template_of
-from framework.models.base import is_secret
+from framework.models.base import field_types, is_secret
+from framework.models.destination import DestinationSettings
 
 COMMAND = "python -m framework.models.reference docs/reference.md"
 
@@ -39,7 +41,8 @@ GROUPS: tuple[tuple[str, str, str], ...] = (
     ("framework.models.records", "Records and schemas",
      "Where records are in a response, which are kept, how they are changed, and their schema."),
     ("framework.models.error_handling", "Error handling", "Which responses are errors, and how long to wait."),
-    ("framework.models.incremental", "Incremental syncs", "Reading in datetime windows and remembering where to resume."),
+    ("framework.models.incremental", "Incremental syncs",
+     "Reading in datetime windows and remembering where to resume."),
     ("framework.models.partitions", "Partitions", "Splitting a stream into partitions read independently."),
 )
 
@@ -62,45 +65,33 @@ def anchor(name: str) -> str:
     return name.lower()
 
 
-def _namespace(model: type) -> dict[str, Any]:
-    return vars(sys.modules[model.__module__])
-
-
-def _resolve(annotation: Any, namespace: Mapping[str, Any]) -> Any:
-    while isinstance(annotation, (str, typing.ForwardRef)):
-        text = annotation.__forward_arg__ if isinstance(annotation, typing.ForwardRef) else annotation
-        annotation = eval(text, dict(namespace))  # noqa: S307 - annotations of our own models
-    return annotation
-
-
-def type_text(annotation: Any, namespace: Mapping[str, Any], linked: frozenset[str]) -> str:
+def type_text(annotation: Any, linked: frozenset[str]) -> str:
     """A field's type in words: ``string``, ``list of string``, links to components, literal choices."""
-    annotation = _resolve(annotation, namespace)
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Annotated:
-        return type_text(args[0], namespace, linked)
+        return type_text(args[0], linked)
     if origin is typing.Literal:
         return " \\| ".join(f"`{json.dumps(arg)}`" for arg in args)
-    if origin is typing.Union or getattr(origin, "__name__", "") == "UnionType":
+    if origin in (typing.Union, types.UnionType):
         # Python caches unions by equality, so `Union[int, str]` may come back as `Union[str, int]`
         # depending on import order: put plain types last, in a fixed order, so the page is stable.
         options = sorted((arg for arg in args if arg is not type(None)), key=_union_rank)
         texts: list[str] = []
         for option in options:
-            text = type_text(option, namespace, linked)
+            text = type_text(option, linked)
             if text not in texts:
                 texts.append(text)
         return " \\| ".join(texts)
     if origin is tuple:
         inner = [arg for arg in args if arg is not Ellipsis]
-        item = type_text(inner[0], namespace, linked) if inner else "any"
+        item = type_text(inner[0], linked) if inner else "any"
         return f"list of ({item})" if " \\| " in item else f"list of {item}"
-    if origin is not None and getattr(origin, "__name__", "") == "Mapping":
+    if origin is Mapping:
         value = args[1] if len(args) == 2 else Any
         if value is Any:
             return "mapping"
-        return "mapping of string to " + type_text(value, namespace, linked)
+        return "mapping of string to " + type_text(value, linked)
     if annotation is Any:
         return "any"
     if isinstance(annotation, type) and issubclass(annotation, Model):
@@ -152,7 +143,7 @@ def _cell(text: str) -> str:
 
 def default_text(info: FieldInfo) -> str:
     if info.default_factory is not None:
-        return _code(_json(info.default_factory()))
+        return _code(_json(info.get_default(call_default_factory=True, validated_data={})))
     if info.default is PydanticUndefined:
         return "required"
     if info.default is None:
@@ -161,8 +152,9 @@ def default_text(info: FieldInfo) -> str:
 
 
 _RESULTS = {"string": "text", "integer": "an integer", "number": "a number", "boolean": "true or false",
-            "object": "a mapping or a list", "any": "any value (a single expression keeps its type; text that reads as a number, "
-            "list or mapping becomes one)"}
+            "object": "a mapping or a list",
+            "any": "any value (a single expression keeps its type; text that reads as a number, "
+                   "list or mapping becomes one)"}
 
 
 def notes(info: FieldInfo) -> list[str]:
@@ -185,7 +177,7 @@ def notes(info: FieldInfo) -> list[str]:
 
 def field_rows(model: type[Model], linked: frozenset[str]) -> list[FieldRow]:
     """The model's fields in declaration order, leaving out ``type`` and ``$parameters``."""
-    namespace = _namespace(model)
+    annotations = field_types(model)
     rows = []
     for name, info in model.model_fields.items():
         key = info.alias or name
@@ -193,7 +185,7 @@ def field_rows(model: type[Model], linked: frozenset[str]) -> list[FieldRow]:
             continue
         description = " ".join([info.description or ""] + notes(info))
         example = _code(_json(info.examples[0])) if info.examples else ""
-        rows.append(FieldRow(key, type_text(info.annotation, namespace, linked), default_text(info),
+        rows.append(FieldRow(key, type_text(annotations[name], linked), default_text(info),
                              _cell(description), example))
     return rows
 
@@ -237,8 +229,6 @@ def _groups() -> list[tuple[str, str, list[type[Component]]]]:
 
 def _destination_models() -> list[type[Model]]:
     """DestinationSettings and the settings models it holds, in first-seen order."""
-    from framework.models.destination import DestinationSettings
-
     found: list[type[Model]] = []
     pending: list[type[Model]] = [DestinationSettings]
     while pending:
@@ -246,14 +236,12 @@ def _destination_models() -> list[type[Model]]:
         if model in found:
             continue
         found.append(model)
-        namespace = _namespace(model)
-        for info in model.model_fields.values():
-            pending.extend(m for m in _models_in(info.annotation, namespace) if m not in found)
+        for annotation in field_types(model).values():
+            pending.extend(m for m in _models_in(annotation) if m not in found)
     return found
 
 
-def _models_in(annotation: Any, namespace: Mapping[str, Any]) -> list[type[Model]]:
-    annotation = _resolve(annotation, namespace)
+def _models_in(annotation: Any) -> list[type[Model]]:
     if isinstance(annotation, type) and issubclass(annotation, Model):
         return [annotation]
     if typing.get_origin(annotation) is typing.Literal:
@@ -261,7 +249,7 @@ def _models_in(annotation: Any, namespace: Mapping[str, Any]) -> list[type[Model
     out: list[type[Model]] = []
     for arg in typing.get_args(annotation):
         if arg is not Ellipsis:
-            out.extend(_models_in(arg, namespace))
+            out.extend(_models_in(arg))
     return out
 
 
@@ -310,8 +298,8 @@ def render() -> str:
         "additions). Not part of a manifest; `schemas/destination.schema.json` holds the same facts.",
         "",
     ]
-    for model in destination:
-        lines += _model_section(model, "###", local)
+    for settings_model in destination:
+        lines += _model_section(settings_model, "###", local)
     lines += [
         "## Not supported",
         "",

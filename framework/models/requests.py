@@ -7,7 +7,7 @@ itself comes from whoever owns the option (a paginator, a cursor, a router).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from pydantic import model_validator
 
@@ -56,7 +56,7 @@ class RequestPath(Component):
     type: Literal["RequestPath"] = spec("Component type.", "RequestPath", "RequestPath")
 
 
-RequestValues = Union[Mapping[str, Any], str]
+RequestValues = Mapping[str, Any] | str
 
 
 class JsonDecoder(Component):
@@ -95,34 +95,40 @@ class HttpRequester(Component):
         default_type="DefaultErrorHandler",
     )
     request_parameters: RequestValues = spec(
-        "Query parameters added to every request. Keys and values are templates; a single template string must render an object.",
+        "Query parameters added to every request. Keys and values are templates; "
+        "a single template string must render an object.",
         {"sort": "updated_at", "since": "{{ stream_interval.start_time }}"},
         default_factory=dict,
         template=REQUEST,
         result="object",
     )
     request_headers: RequestValues = spec(
-        "Headers added to every request. Keys and values are templates; a single template string must render an object.",
+        "Headers added to every request. Keys and values are templates; "
+        "a single template string must render an object.",
         {"Accept": "application/json"},
         default_factory=dict,
         template=REQUEST,
         result="object",
     )
     request_body_json: RequestValues = spec(
-        "JSON body of the request (POST). Strings anywhere inside are templates; a single template string must render an object.",
+        "JSON body of the request (POST). Strings anywhere inside are templates; "
+        "a single template string must render an object.",
         {"query": {"updated_after": "{{ stream_interval.start_time }}"}},
         default_factory=dict,
         template=REQUEST,
         result="object",
     )
     request_body_data: RequestValues = spec(
-        "Form-encoded body of the request (POST). Keys and values are templates; a template string is sent as rendered.",
+        "Form-encoded body of the request (POST). Keys and values are templates; "
+        "a template string is sent as rendered.",
         {"grant": "all"},
         default_factory=dict,
         template=REQUEST,
         result="any",
     )
-    use_cache: bool = spec("Cache responses within a sync (useful for parent streams read by several children).", False, False)
+    use_cache: bool = spec(
+        "Cache responses within a sync (useful for parent streams read by several children).", False, False
+    )
 
     @model_validator(mode="after")
     def _one_body(self) -> HttpRequester:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from framework.models.base import BASE, Component, spec
 from framework.models.incremental import DatetimeBasedCursor
@@ -12,7 +12,7 @@ from framework.models.partitions import PartitionRouter
 from framework.models.records import RecordSelector, SchemaLoader, Transformation
 from framework.models.requests import HttpRequester, JsonDecoder
 
-PrimaryKey = Union[str, tuple[str, ...], tuple[tuple[str, ...], ...]]
+PrimaryKey = str | tuple[str, ...] | tuple[tuple[str, ...], ...]
 
 
 class SimpleRetriever(Component):
