@@ -42,7 +42,7 @@ import orjson
 from framework.components.http.request import Injection, RequestParts, injection_of
 from framework.components.http.transport import CaseInsensitiveHeaders, HttpResponse
 from framework.components.registry import BuildContext, builds
-from framework.errors import ConfigError, PaginationLoopError
+from framework.errors import ConfigError, PaginationLoopError, place_suffix
 from framework.interpolation import TemplateEngine
 from framework.models.pagination import CursorPagination, OffsetIncrement, PageIncrement
 from framework.models.requests import RequestPath
@@ -392,7 +392,7 @@ class NoPaginator:
 
 def _positive(value: Any, place: str | None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        where = f" (manifest: {place})" if place else ""
+        where = place_suffix(place)
         raise ConfigError(
             f"`page_size` must be a positive whole number, not {value!r}{where}; "
             "set it (or the config value it reads) to the number of records per page"
@@ -406,28 +406,32 @@ def _page_size(model: Any, ctx: BuildContext, path: tuple) -> tuple[int | None, 
     if source is None:
         return None, None
     place = ctx.place(path + ("page_size",))
-    if isinstance(source, str) and "response" in ctx.engine.compile(source).names:
+    engine = ctx.engine
+    assert engine is not None  # BuildContext sets it
+    if isinstance(source, str) and "response" in engine.compile(source).names:
         return None, source
     return _positive(ctx.render(source, model.parameters, result="integer"), place), None
 
 
 def _strategy(model: Any, ctx: BuildContext, path: tuple) -> Strategy:
     size, size_template = _page_size(model, ctx, path)
+    engine = ctx.engine
+    assert engine is not None  # BuildContext sets it
     if isinstance(model, CursorPagination):
-        templates = _Templates(ctx.engine, model.parameters,
-                               _reads_headers(ctx.engine, model.cursor_value, model.stop_condition))
+        templates = _Templates(engine, model.parameters,
+                               _reads_headers(engine, model.cursor_value, model.stop_condition))
         # compile now, so a broken template fails the build, not the first page
-        ctx.engine.compile(model.cursor_value)
+        engine.compile(model.cursor_value)
         if model.stop_condition is not None:
-            ctx.engine.compile(model.stop_condition)
+            engine.compile(model.stop_condition)
         return CursorStrategy(model.cursor_value, model.stop_condition, size, templates)
     if isinstance(model, PageIncrement):
         return PageNumberStrategy(model.start_from_page, size, model.inject_on_first_request)
     if isinstance(model, OffsetIncrement):
-        templates = None
+        offset_templates = None
         if size_template is not None:
-            templates = _Templates(ctx.engine, model.parameters, _reads_headers(ctx.engine, size_template))
-        return OffsetStrategy(size, model.inject_on_first_request, size_template, templates)
+            offset_templates = _Templates(engine, model.parameters, _reads_headers(engine, size_template))
+        return OffsetStrategy(size, model.inject_on_first_request, size_template, offset_templates)
     raise NotImplementedError(f"no pagination strategy {getattr(model, 'type', model)!r}")  # pragma: no cover
 
 

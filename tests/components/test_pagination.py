@@ -12,17 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import framework.components.pagination  # noqa: F401  (registers the builders)
-from framework.errors import ConfigError, InterpolationError, PaginationLoopError
 from framework.components.http.request import HttpRequest, RequestParts
 from framework.components.http.transport import (
     CaseInsensitiveHeaders,
     FunctionTransport,
     HttpResponse,
 )
-from framework.interpolation import TemplateEngine
-from framework.models.pagination import DefaultPaginator, NoPagination
 from framework.components.pagination import parse_link_header
 from framework.components.registry import _BUILDERS, BuildContext
+from framework.errors import ConfigError, InterpolationError, PaginationLoopError
+from framework.interpolation import TemplateEngine
+from framework.models.pagination import DefaultPaginator, NoPagination
 
 BASE_URL = "https://api.test/v1"
 VARIABLES = {

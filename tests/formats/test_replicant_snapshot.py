@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from framework.formats import open_format_writer
 from framework.models.destination import (
     DestinationSettings,
     ReplicantCsvFormat,
     ReplicantJsonFormat,
 )
-from framework.formats import open_format_writer
 from framework.typed import RecordConverter
 
 SCHEMA = {
@@ -122,9 +122,9 @@ REGIONS = [{"r_regionkey": 0, "r_comment": "lar deposits, blithely", "r_name": "
 @pytest.mark.spark
 @pytest.mark.parametrize("fmt", ["replicant_csv", "replicant_json"])
 def test_a_sync_writes_snapshot_files(spark, fake_api, write_manifest, tmp_path, fmt):
+    from framework.engine.connector import open_connector
     from framework.protocol.catalog import select_streams
     from framework.spark.pipeline import run_pipeline
-    from framework.engine.connector import open_connector
 
     fake_api.route("GET", "/region", {"data": REGIONS})
     manifest = write_manifest(MANIFEST)

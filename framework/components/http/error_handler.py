@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 from framework.components.http.transport import HttpResponse
 from framework.components.registry import BuildContext, builds
-from framework.errors import ConfigError, InterpolationError, ReadError, TransportError
+from framework.errors import ConfigError, InterpolationError, ReadError, TransportError, place_suffix
 from framework.models import error_handling as models
 from framework.temporal.clock import Clock
 
@@ -427,8 +427,7 @@ def build_error_handler(model: Any, ctx: BuildContext, path: tuple = ()) -> Erro
 
 
 def _where(ctx: BuildContext, path: tuple) -> str:
-    place = ctx.place(path)
-    return f" (manifest: {place})" if place else ""
+    return place_suffix(ctx.place(path))
 
 
 @builds("DefaultErrorHandler")

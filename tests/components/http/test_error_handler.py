@@ -10,8 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from framework.components import registry
-from framework.temporal.clock import FixedClock
-from framework.errors import ConfigError, ReadError, TransportError
 from framework.components.http.error_handler import (
     ExponentialBackoff,
     FilterErrorHandler,
@@ -29,7 +27,9 @@ from framework.components.http.transport import (
     FunctionTransport,
     HttpResponse,
 )
+from framework.errors import ConfigError, ReadError, TransportError
 from framework.models.error_handling import CompositeErrorHandler, DefaultErrorHandler
+from framework.temporal.clock import FixedClock
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 REQUEST = HttpRequest("GET", "https://api.example.com/v1/items")
