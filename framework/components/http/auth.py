@@ -50,6 +50,7 @@ from framework.errors import (
     place_suffix,
 )
 from framework.masking import Mask, masking_credentials
+from framework.models import auth as models
 from framework.temporal.clock import Clock
 from framework.temporal.datetime_formats import parse_datetime
 from framework.temporal.durations import parse_duration
@@ -154,12 +155,12 @@ def _present(*values: str | None) -> tuple[str, ...]:
 
 
 @builds("NoAuth")
-def _build_no_auth(model: Any, ctx: BuildContext, path: tuple) -> NoAuth:
+def _build_no_auth(model: models.NoAuth, ctx: BuildContext, path: tuple) -> NoAuth:
     return NoAuth()
 
 
 @builds("ApiKeyAuthenticator")
-def _build_api_key(model: Any, ctx: BuildContext, path: tuple) -> ApiKeyAuth:
+def _build_api_key(model: models.ApiKeyAuthenticator, ctx: BuildContext, path: tuple) -> ApiKeyAuth:
     token = _text(ctx.render(model.api_token, model.parameters))
     if model.inject_into is not None:
         injection = injection_of(model.inject_into, ctx)
@@ -169,12 +170,12 @@ def _build_api_key(model: Any, ctx: BuildContext, path: tuple) -> ApiKeyAuth:
 
 
 @builds("BearerAuthenticator")
-def _build_bearer(model: Any, ctx: BuildContext, path: tuple) -> BearerAuth:
+def _build_bearer(model: models.BearerAuthenticator, ctx: BuildContext, path: tuple) -> BearerAuth:
     return BearerAuth(_text(ctx.render(model.api_token, model.parameters)))
 
 
 @builds("BasicHttpAuthenticator")
-def _build_basic(model: Any, ctx: BuildContext, path: tuple) -> BasicAuth:
+def _build_basic(model: models.BasicHttpAuthenticator, ctx: BuildContext, path: tuple) -> BasicAuth:
     return BasicAuth(
         _text(ctx.render(model.username, model.parameters)),
         _text(ctx.render(model.password, model.parameters)),
@@ -285,8 +286,11 @@ class _TokenRequestErrors:
 _TOKEN_BACKOFF = ExponentialBackoff(0.5)  # 1, 2, 4 ... s for retry 1, 2, 3 ...
 
 
-def _exchange(ctx: BuildContext, parts: RequestParts, mask: Mask,
-              failed: Callable[[str, str | None, bool], AuthenticationError]) -> HttpResponse:
+#: ``failed(reason, hint, transient)``: the error a failed token or login request raises.
+_Failed = Callable[[str, str | None, bool], AuthenticationError]
+
+
+def _exchange(ctx: BuildContext, parts: RequestParts, mask: Mask, failed: _Failed) -> HttpResponse:
     """Send a token or login request, retried as :class:`_TokenRequestErrors` says.
 
     ``failed(reason, hint, transient)`` makes the error raised when retries are
@@ -410,7 +414,7 @@ class OAuth(_RenewedToken):
             )
         return _Token(value, self._expiry(body.get(settings.expires_in_name), started, failed))
 
-    def _expiry(self, raw: Any, started: datetime, failed: Callable[..., AuthenticationError]) -> datetime | None:
+    def _expiry(self, raw: Any, started: datetime, failed: _Failed) -> datetime | None:
         if raw is None or raw == "":
             return None  # no lifetime given: use the token until a 401
         fmt = self._settings.expiry_format
@@ -435,7 +439,7 @@ class OAuth(_RenewedToken):
 
 
 @builds("OAuthAuthenticator")
-def _build_oauth(model: Any, ctx: BuildContext, path: tuple) -> OAuth:
+def _build_oauth(model: models.OAuthAuthenticator, ctx: BuildContext, path: tuple) -> OAuth:
     params = model.parameters
 
     def render(value: Any) -> str:
@@ -576,7 +580,7 @@ class SessionToken(_RenewedToken):
 
 
 @builds("SessionTokenAuthenticator")
-def _build_session_token(model: Any, ctx: BuildContext, path: tuple) -> SessionToken:
+def _build_session_token(model: models.SessionTokenAuthenticator, ctx: BuildContext, path: tuple) -> SessionToken:
     login = model.login_requester
     params = login.parameters
     url = join_url(_text(ctx.render(login.url_base, params)), _text(ctx.render(login.path, params)))
@@ -640,7 +644,7 @@ def _render_body_data(ctx: BuildContext, body: Any, parameters: Mapping[str, Any
 
 
 @builds("SelectiveAuthenticator")
-def _build_selective(model: Any, ctx: BuildContext, path: tuple) -> Authenticator:
+def _build_selective(model: models.SelectiveAuthenticator, ctx: BuildContext, path: tuple) -> Authenticator:
     where = ".".join(map(str, model.authenticator_selection_path))
     node: Any = ctx.config
     for key in model.authenticator_selection_path:
@@ -659,7 +663,7 @@ def _build_selective(model: Any, ctx: BuildContext, path: tuple) -> Authenticato
     return ctx.build(model.authenticators[choice], path + ("authenticators", choice))
 
 
-def _choices(model: Any) -> str:
+def _choices(model: models.SelectiveAuthenticator) -> str:
     return ", ".join(f"`{name}`" for name in model.authenticators) or "(none defined)"
 
 

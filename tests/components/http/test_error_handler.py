@@ -8,6 +8,7 @@ from email.utils import format_datetime
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from requests.structures import CaseInsensitiveDict
 
 from framework.components import registry
 from framework.components.http.error_handler import (
@@ -23,7 +24,6 @@ from framework.components.http.error_handler import (
 )
 from framework.components.http.request import HttpRequest
 from framework.components.http.transport import (
-    CaseInsensitiveHeaders,
     FunctionTransport,
     HttpResponse,
 )
@@ -46,7 +46,7 @@ def make_ctx(config=None, clock=None):
 def response(status=200, body=b"", headers=None):
     if isinstance(body, str):
         body = body.encode()
-    return HttpResponse(status, CaseInsensitiveHeaders(headers or {}), body, REQUEST)
+    return HttpResponse(status, CaseInsensitiveDict(headers or {}), body, REQUEST)
 
 
 def handler(spec=None, ctx=None):
