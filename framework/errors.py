@@ -30,6 +30,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from framework.diagnostics import Diagnostic
 
 
+def place_note(place: str) -> str:
+    """``manifest: file:line:col``: how a message names the manifest place it is about."""
+    return f"manifest: {place}"
+
+
+def place_suffix(place: str | None) -> str:
+    """`` (manifest: file:line:col)`` to append to a message, or nothing when the place is unknown."""
+    return f" ({place_note(place)})" if place else ""
+
+
 class FrameworkError(Exception):
     """Base class of every error the framework raises on purpose."""
 
@@ -109,7 +119,7 @@ class ReadError(FrameworkError):
         if self.request:
             tail.append(f"request: {self.request}")
         if self.place:
-            tail.append(f"manifest: {self.place}")
+            tail.append(place_note(self.place))
         return head + self.reason + (f" ({'; '.join(tail)})" if tail else "")
 
 

@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from framework.cdc.plan import ChangeStream
 from framework.cdc.render import json_key_texts
 from framework.formats.replicant import render_array
+from framework.typed.envelope import EXTRACTED_AT
 
 _MIB = 1024 * 1024
 _BATCH_ROWS = 32_768
@@ -121,7 +122,7 @@ def read_staged(change: ChangeStream, destination: Mapping[str, Any]) -> Callabl
                     rows = batch.num_rows
                     texts = _texts(batch, change.fields)
                     o_num, o_text = _order(batch, change.cursor, texts, change.fields)
-                    at_index = batch.schema.get_field_index("_airbyte_extracted_at")
+                    at_index = batch.schema.get_field_index(EXTRACTED_AT)
                     o_at = (batch.column(at_index).cast(pa.int64()) if at_index >= 0
                             else pa.nulls(rows, pa.int64()))
                     seq = pa.array(range((index << 32) + seen, (index << 32) + seen + rows), pa.int64())

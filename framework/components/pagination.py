@@ -32,19 +32,27 @@ at most (never per record); page sizes that only read ``config`` and
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
+from requests.structures import CaseInsensitiveDict
+from requests.utils import parse_header_links
 
 from framework.components.http.request import Injection, RequestParts, injection_of
-from framework.components.http.transport import CaseInsensitiveHeaders, HttpResponse
+from framework.components.http.transport import HttpResponse
 from framework.components.registry import BuildContext, builds
-from framework.errors import ConfigError, PaginationLoopError
+from framework.errors import ConfigError, PaginationLoopError, place_suffix
 from framework.interpolation import TemplateEngine
-from framework.models.pagination import CursorPagination, OffsetIncrement, PageIncrement
+from framework.masking import Mask
+from framework.models.pagination import (
+    CursorPagination,
+    DefaultPaginator,
+    NoPagination,
+    OffsetIncrement,
+    PageIncrement,
+)
 from framework.models.requests import RequestPath
 
 __all__ = [
@@ -59,6 +67,7 @@ __all__ = [
     "parse_link_header",
 ]
 
+_StrategyModel = CursorPagination | PageIncrement | OffsetIncrement
 _SHOWN_TOKEN_CHARS = 80
 _NO_TOKEN: Mapping[str, Any] = {"next_page_token": {}}
 
@@ -89,18 +98,11 @@ def parse_link_header(text: str | None) -> dict[str, dict[str, str]]:
 
     This is what ``headers.link`` holds in pagination templates, so
     ``{{ headers.link.next.url }}`` reads the next page's URL. A link without
-    ``rel`` is keyed by its URL.
+    ``rel`` is keyed by its URL; parameter names are lower-cased.
     """
     links: dict[str, dict[str, str]] = {}
-    if not text:
-        return links
-    for match in re.finditer(r"<([^>]*)>([^<]*)", text):
-        entry = {"url": match.group(1).strip()}
-        for param in match.group(2).split(";"):
-            name, sep, value = param.partition("=")
-            name = name.strip().strip(",").strip().lower()
-            if sep and name:
-                entry[name] = value.strip().rstrip(",").strip().strip("\"'")
+    for link in parse_header_links(text) if text else ():
+        entry = {name.lower(): value for name, value in link.items()}
         links[entry.get("rel") or entry["url"]] = entry
     return links
 
@@ -112,9 +114,10 @@ def _decoded(response: HttpResponse) -> Any:
         return None
 
 
-def _headers(response: HttpResponse) -> CaseInsensitiveHeaders:
-    headers = CaseInsensitiveHeaders(response.headers)
-    headers["link"] = parse_link_header(response.headers.get("link"))  # type: ignore[assignment]
+def _headers(response: HttpResponse) -> CaseInsensitiveDict[Any]:
+    """The response headers with ``link`` parsed (see :func:`parse_link_header`)."""
+    headers: CaseInsensitiveDict[Any] = CaseInsensitiveDict(response.headers)
+    headers["link"] = parse_link_header(response.headers.get("link"))
     return headers
 
 
@@ -245,7 +248,7 @@ Strategy = CursorStrategy | PageNumberStrategy | OffsetStrategy
 # -- runtime paginators ------------------------------------------------------------
 
 
-def _shown_token(token: Any, mask: Any) -> str:
+def _shown_token(token: Any, mask: Mask) -> str:
     text = token if isinstance(token, str) else repr(token)
     text = mask(text)
     if len(text) > _SHOWN_TOKEN_CHARS:
@@ -277,7 +280,7 @@ class StrategyPaginator:
     token_is_path: bool = False
     size_into: Injection | None = None
     place: str | None = None
-    mask: Any = field(default=lambda text: text, repr=False)
+    mask: Mask = field(default=lambda text: text, repr=False)
 
     def start(self) -> StrategyPager:
         return StrategyPager(self)
@@ -392,7 +395,7 @@ class NoPaginator:
 
 def _positive(value: Any, place: str | None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        where = f" (manifest: {place})" if place else ""
+        where = place_suffix(place)
         raise ConfigError(
             f"`page_size` must be a positive whole number, not {value!r}{where}; "
             "set it (or the config value it reads) to the number of records per page"
@@ -400,49 +403,53 @@ def _positive(value: Any, place: str | None) -> int:
     return value
 
 
-def _page_size(model: Any, ctx: BuildContext, path: tuple) -> tuple[int | None, str | None]:
+def _page_size(model: _StrategyModel, ctx: BuildContext, path: tuple) -> tuple[int | None, str | None]:
     """The page size rendered now, or the template when it reads ``response``."""
     source = model.page_size
     if source is None:
         return None, None
     place = ctx.place(path + ("page_size",))
-    if isinstance(source, str) and "response" in ctx.engine.compile(source).names:
+    engine = ctx.engine
+    assert engine is not None  # BuildContext sets it
+    if isinstance(source, str) and "response" in engine.compile(source).names:
         return None, source
     return _positive(ctx.render(source, model.parameters, result="integer"), place), None
 
 
-def _strategy(model: Any, ctx: BuildContext, path: tuple) -> Strategy:
+def _strategy(model: _StrategyModel, ctx: BuildContext, path: tuple) -> Strategy:
     size, size_template = _page_size(model, ctx, path)
+    engine = ctx.engine
+    assert engine is not None  # BuildContext sets it
     if isinstance(model, CursorPagination):
-        templates = _Templates(ctx.engine, model.parameters,
-                               _reads_headers(ctx.engine, model.cursor_value, model.stop_condition))
+        templates = _Templates(engine, model.parameters,
+                               _reads_headers(engine, model.cursor_value, model.stop_condition))
         # compile now, so a broken template fails the build, not the first page
-        ctx.engine.compile(model.cursor_value)
+        engine.compile(model.cursor_value)
         if model.stop_condition is not None:
-            ctx.engine.compile(model.stop_condition)
+            engine.compile(model.stop_condition)
         return CursorStrategy(model.cursor_value, model.stop_condition, size, templates)
     if isinstance(model, PageIncrement):
         return PageNumberStrategy(model.start_from_page, size, model.inject_on_first_request)
     if isinstance(model, OffsetIncrement):
-        templates = None
+        offset_templates = None
         if size_template is not None:
-            templates = _Templates(ctx.engine, model.parameters, _reads_headers(ctx.engine, size_template))
-        return OffsetStrategy(size, model.inject_on_first_request, size_template, templates)
+            offset_templates = _Templates(engine, model.parameters, _reads_headers(engine, size_template))
+        return OffsetStrategy(size, model.inject_on_first_request, size_template, offset_templates)
     raise NotImplementedError(f"no pagination strategy {getattr(model, 'type', model)!r}")  # pragma: no cover
 
 
 @builds("DefaultPaginator")
-def _build_default(model: Any, ctx: BuildContext, path: tuple) -> StrategyPaginator:
+def _build_default(model: DefaultPaginator, ctx: BuildContext, path: tuple) -> StrategyPaginator:
     strategy = _strategy(model.pagination_strategy, ctx, path + ("pagination_strategy",))
     option = model.page_token_option
     token_into = None
     token_is_path = isinstance(option, RequestPath)
-    if option is not None and not token_is_path:
+    if option is not None and not isinstance(option, RequestPath):
         token_into = injection_of(option, ctx)
     size_into = injection_of(model.page_size_option, ctx) if model.page_size_option is not None else None
     return StrategyPaginator(strategy, token_into, token_is_path, size_into, ctx.place(path), ctx.mask)
 
 
 @builds("NoPagination")
-def _build_none(model: Any, ctx: BuildContext, path: tuple) -> NoPaginator:
+def _build_none(model: NoPagination, ctx: BuildContext, path: tuple) -> NoPaginator:
     return NoPaginator()

@@ -20,6 +20,8 @@ from framework.components.registry import BuildContext
 from framework.components.stream import Stream
 from framework.errors import ConfigError, ManifestError
 from framework.interpolation import TemplateEngine
+from framework.manifest.config_check import check_config, secret_values
+from framework.masking import Masker
 from framework.models import DeclarativeSource
 from framework.temporal.clock import Clock, SystemClock
 
@@ -116,21 +118,17 @@ def open_connector_text(text: str, config: Mapping[str, Any], *, file: str = "<m
 def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *, config_path: str | None = None,
            transport: Any = None, clock: Clock | None = None, sleep: Callable[[float], None] = time.sleep,
            schemas: Mapping[str, Mapping[str, Any]] | None = None) -> Connector:
-    from framework.manifest.config_check import mask, secret_values
-
     if not checked.ok or checked.source is None:
         raise ManifestError(checked.diagnostics)
     source = checked.source
     spec = source.spec_.connection_specification if source.spec_ is not None else None
-    secrets = frozenset(secret_values(spec, config)) if spec else frozenset()
+    mask = Masker.of(secret_values(spec, config)) if spec else Masker()
     if spec and config_path is not None:
-        from framework.manifest.config_check import check_config
-
         problems = [d for d in check_config(spec, config_path) if d.severity == "error"]
         if problems:
             raise ConfigError("\n".join(d.format() for d in problems))
     elif spec:
-        _check_config_value(spec, config, secrets)
+        _check_config_value(spec, config, mask)
     clock = clock or SystemClock()
     context = BuildContext(
         config=config,
@@ -140,7 +138,7 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *, con
         sleep=sleep,
         base_dir=base_dir,
         locate=checked.locate,
-        mask=lambda text: mask(text, secrets),
+        mask=mask,
         schemas=schemas or {},
     )
     streams = {}
@@ -149,15 +147,13 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *, con
     return Connector(source, config, context, streams)
 
 
-def _check_config_value(spec: Mapping[str, Any], config: Mapping[str, Any], secrets: frozenset[str]) -> None:
+def _check_config_value(spec: Mapping[str, Any], config: Mapping[str, Any], mask: Masker) -> None:
     import jsonschema
-
-    from framework.manifest.config_check import mask
 
     validator_class = jsonschema.validators.validator_for(spec, default=jsonschema.Draft7Validator)
     errors = sorted(validator_class(spec).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        lines = [f"config{''.join(f'[{p!r}]' for p in e.absolute_path)}: {mask(e.message, secrets)}" for e in errors]
+        lines = [f"config{''.join(f'[{p!r}]' for p in e.absolute_path)}: {mask(e.message)}" for e in errors]
         raise ConfigError("the config does not fit the manifest's spec:\n" + "\n".join(lines))
 
 

@@ -38,18 +38,16 @@ import orjson
 import pyarrow as pa
 
 from framework.errors import ConfigError
+from framework.typed.envelope import DATA, EXTRACTED_AT, GENERATION_ID, META, RAW_ID
 
 #: The columns of a raw batch, the input of the JSONL and CSV writers.
 RAW_SCHEMA = pa.schema([
-    ("_airbyte_raw_id", pa.string()),
-    ("_airbyte_extracted_at", pa.timestamp("ms", tz="UTC")),
-    ("_airbyte_meta", pa.string()),
-    ("_airbyte_generation_id", pa.int64()),
-    ("_airbyte_data", pa.string()),
+    (RAW_ID, pa.string()),
+    (EXTRACTED_AT, pa.timestamp("ms", tz="UTC")),
+    (META, pa.string()),
+    (GENERATION_ID, pa.int64()),
+    (DATA, pa.string()),
 ])
-
-#: The envelope columns, in the order the text formats write them.
-ENVELOPE = ("_airbyte_raw_id", "_airbyte_extracted_at", "_airbyte_meta", "_airbyte_generation_id")
 
 
 class FormatWriter(Protocol):
@@ -125,7 +123,7 @@ def raw_batch(data: Sequence[Any], raw_ids: Sequence[str] | pa.Array, extracted_
         metas = [f'{{"sync_id":{int(sync_id)},"changes":[]}}'] * n
     ids = raw_ids if isinstance(raw_ids, pa.Array) else pa.array(list(raw_ids), pa.string())
     return pa.RecordBatch.from_arrays(
-        [ids, at.cast(RAW_SCHEMA.field("_airbyte_extracted_at").type), pa.array(list(metas), pa.string()),
+        [ids, at.cast(RAW_SCHEMA.field(EXTRACTED_AT).type), pa.array(list(metas), pa.string()),
          pa.repeat(pa.scalar(generation_id, pa.int64()), n), pa.array(texts, pa.string())],
         schema=RAW_SCHEMA,
     )
@@ -171,4 +169,4 @@ def open_format_writer(fmt_settings: Any, arrow_schema: pa.Schema | None, avro_s
     )
 
 
-__all__ = ["ENVELOPE", "RAW_SCHEMA", "CountingSink", "FormatWriter", "open_format_writer", "raw_batch"]
+__all__ = ["RAW_SCHEMA", "CountingSink", "FormatWriter", "open_format_writer", "raw_batch"]

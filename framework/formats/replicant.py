@@ -43,9 +43,7 @@ import pyarrow.compute as pc
 
 from framework.errors import ConfigError
 from framework.formats import CountingSink
-
-#: The envelope columns of the typed batches, left out of Replicant files.
-ENVELOPE_NAMES = frozenset({"_airbyte_raw_id", "_airbyte_extracted_at", "_airbyte_generation_id", "_airbyte_meta"})
+from framework.typed.envelope import ENVELOPE_NAMES  # left out of Replicant files
 
 #: Member names of the sink's union structs (``framework.typed.arrow``), used to recognise them.
 _UNION_MEMBERS = frozenset({

@@ -25,9 +25,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from framework.formats import ENVELOPE, FormatWriter, open_format_writer
+from framework.formats import FormatWriter, open_format_writer
 from framework.storage import GENERATION_KEY, ObjectWriter, Storage
 from framework.storage.layout import StreamLayout
+from framework.typed.envelope import DATA, TEXT_ENVELOPE
 
 _MIB = 1024 * 1024
 
@@ -90,7 +91,7 @@ class RollingWriter:
         """
         layout = StreamLayout.of(settings, stream, namespace, started_at=started_at, sync_id=sync_id)
         if columns is None:
-            columns = [n for n in arrow_schema.names if n not in ENVELOPE and n != "_airbyte_data"] \
+            columns = [n for n in arrow_schema.names if n not in TEXT_ENVELOPE and n != DATA] \
                 if arrow_schema is not None else []
         return cls(storage, layout.key, settings.format, arrow_schema, avro_schema, generation_id,
                    settings.file_size_limit_mb * _MIB, part_numbers, columns=columns, to_avro=to_avro)

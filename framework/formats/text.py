@@ -36,7 +36,8 @@ import orjson
 import pyarrow as pa
 
 from framework.errors import ConfigError
-from framework.formats import ENVELOPE, RAW_SCHEMA, CountingSink
+from framework.formats import RAW_SCHEMA, CountingSink
+from framework.typed.envelope import DATA, EXTRACTED_AT, GENERATION_ID, META, RAW_ID, TEXT_ENVELOPE
 
 _GZIP_LEVEL = 6  # zlib's default: most of level 9's ratio at a fraction of its time
 
@@ -61,9 +62,9 @@ class _TextFile:
                 + "; missing: " + ", ".join(missing)
             )
         self._records += batch.num_rows
-        return (batch.column("_airbyte_raw_id").to_pylist(), _epoch_ms(batch.column("_airbyte_extracted_at")),
-                batch.column("_airbyte_meta").to_pylist(), batch.column("_airbyte_generation_id").to_pylist(),
-                batch.column("_airbyte_data").to_pylist())
+        return (batch.column(RAW_ID).to_pylist(), _epoch_ms(batch.column(EXTRACTED_AT)),
+                batch.column(META).to_pylist(), batch.column(GENERATION_ID).to_pylist(),
+                batch.column(DATA).to_pylist())
 
     @property
     def bytes_written(self) -> int:
@@ -90,20 +91,19 @@ class JsonlFileWriter(_TextFile):
             return
         ids, ats, metas, gens, datas = self._columns(batch)
         dumps, fragment = orjson.dumps, orjson.Fragment
+        id_key, at_key, meta_key, gen_key, data_key = RAW_ID, EXTRACTED_AT, META, GENERATION_ID, DATA  # locals: fast
         lines = []
         if self.flatten:
             for raw_id, at, meta, gen, data in zip(ids, ats, metas, gens, datas):
-                line = {"_airbyte_raw_id": raw_id, "_airbyte_extracted_at": at, "_airbyte_meta": _meta(meta),
-                        "_airbyte_generation_id": gen}
+                line = {id_key: raw_id, at_key: at, meta_key: _meta(meta), gen_key: gen}
                 for key, value in (orjson.loads(data) if data is not None else {}).items():
                     if key not in line:
                         line[key] = value
                 lines.append(dumps(line))
         else:
             for raw_id, at, meta, gen, data in zip(ids, ats, metas, gens, datas):
-                lines.append(dumps({"_airbyte_raw_id": raw_id, "_airbyte_extracted_at": at,
-                                    "_airbyte_meta": _meta(meta), "_airbyte_generation_id": gen,
-                                    "_airbyte_data": fragment(data) if data is not None else None}))
+                lines.append(dumps({id_key: raw_id, at_key: at, meta_key: _meta(meta), gen_key: gen,
+                                    data_key: fragment(data) if data is not None else None}))
         lines.append(b"")
         self._out.write(b"\n".join(lines))
 
@@ -113,9 +113,9 @@ class CsvFileWriter(_TextFile):
 
     def __init__(self, settings: Any, sink: BinaryIO, *, columns: Sequence[str] = ()):
         super().__init__(settings, sink, ".csv")
-        self.columns = [c for c in columns if c not in ENVELOPE] if self.flatten else []
+        self.columns = [c for c in columns if c not in TEXT_ENVELOPE] if self.flatten else []
         self.flatten = self.flatten and bool(self.columns)
-        header = list(ENVELOPE) + (self.columns if self.flatten else ["_airbyte_data"])
+        header = list(TEXT_ENVELOPE) + (self.columns if self.flatten else [DATA])
         self._emit([header])
 
     def _emit(self, rows: list[list]) -> None:

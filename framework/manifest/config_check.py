@@ -1,19 +1,18 @@
 """Checking a connector config against the manifest's ``spec.connection_specification``.
 
 Values of properties marked ``airbyte_secret: true`` never appear in a message:
-they are replaced by ``****`` wherever they would be quoted.
+:func:`secret_values` lists every spelling of them, and a
+:class:`~framework.masking.Masker` of those replaces each by ``****``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Any
 
 from framework.diagnostics import Diagnostic, json_path
 from framework.manifest.yaml_source import read_document
-
-MASK = "****"
+from framework.masking import Masker
 
 
 def secret_values(schema: Any, config: Any) -> set[str]:
@@ -58,17 +57,9 @@ def _spellings(value: Any) -> set[str]:
     return {text for text in out if text}
 
 
-def mask(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret value replaced by ``****`` (longest first)."""
-    for secret in sorted(secrets, key=len, reverse=True):
-        if secret:
-            text = text.replace(secret, MASK)
-    return text
-
-
 def check_config(spec: Any, config_path: str) -> list[Diagnostic]:
     """Problems of the config file at ``config_path`` under the connection specification ``spec``."""
-    import jsonschema
+    import jsonschema  # about 0.1 s to import: only when a config is checked
 
     doc = read_document(config_path)
     if doc.problems:
@@ -76,7 +67,7 @@ def check_config(spec: Any, config_path: str) -> list[Diagnostic]:
     config = doc.data
     if not isinstance(spec, dict):
         return []
-    secrets = secret_values(spec, config)
+    mask = Masker.of(secret_values(spec, config))
     validator_class = jsonschema.validators.validator_for(spec, default=jsonschema.Draft7Validator)
     validator = validator_class(spec, format_checker=validator_class.FORMAT_CHECKER)
     out = []
@@ -90,5 +81,5 @@ def check_config(spec: Any, config_path: str) -> list[Diagnostic]:
         elif error.validator in ("type", "enum", "pattern", "format"):
             fix = f"change `{json_path(path) or 'the config'}` to match the spec"
         out.append(Diagnostic(doc.file, line, col, "error", f"config-{error.validator}",
-                              mask(message, secrets), json_path(path), fix))
+                              mask(message), json_path(path), fix))
     return out

@@ -36,13 +36,12 @@ import orjson
 import pyarrow as pa
 
 from framework.errors import ConfigError
+from framework.typed.envelope import DATA, EXTRACTED_AT, RAW_ID, TEXT_ENVELOPE
 
-TEXT_SCHEMA = pa.schema([("_airbyte_raw_id", pa.string()), ("_airbyte_extracted_at", pa.timestamp("us", tz="UTC")),
-                         ("_airbyte_data", pa.string())])
+TEXT_SCHEMA = pa.schema([(RAW_ID, pa.string()), (EXTRACTED_AT, pa.timestamp("us", tz="UTC")), (DATA, pa.string())])
 WRITTEN_DDL = "key string, rows long, max_emitted_at timestamp"
 EXTENSIONS = {".parquet": "parquet", ".avro": "avro", ".csv": "text", ".csv.gz": "text", ".jsonl": "text",
               ".jsonl.gz": "text"}
-_ENVELOPE = ("_airbyte_raw_id", "_airbyte_extracted_at", "_airbyte_meta", "_airbyte_generation_id")
 _BATCH_ROWS = 65536
 
 
@@ -149,8 +148,8 @@ def _parquet_batches(storage: Any, key: str, schema: pa.Schema, after_ms: int | 
     present = set(handle.schema_arrow.names)
     columns = [name for name in schema.names if name in present]
     filters = None
-    if after_ms is not None and "_airbyte_extracted_at" in present:
-        filters = [("_airbyte_extracted_at", ">", datetime.fromtimestamp(after_ms / 1000, timezone.utc))]
+    if after_ms is not None and EXTRACTED_AT in present:
+        filters = [(EXTRACTED_AT, ">", datetime.fromtimestamp(after_ms / 1000, timezone.utc))]
     if filters is None:
         for batch in handle.iter_batches(batch_size=_BATCH_ROWS, columns=columns):
             yield from conform(pa.Table.from_batches([batch]), schema).to_batches()
@@ -194,12 +193,12 @@ def _jsonl_rows(data: bytes) -> Iterator[tuple[Any, Any, Any]]:
         if not line.strip():
             continue
         record = loads(line)
-        if "_airbyte_data" in record:
-            value = record["_airbyte_data"]
+        if DATA in record:
+            value = record[DATA]
             text = None if value is None else dumps(value).decode()
         else:
-            text = dumps({k: v for k, v in record.items() if k not in _ENVELOPE}).decode()
-        yield record.get("_airbyte_raw_id"), _ms(record.get("_airbyte_extracted_at")), text
+            text = dumps({k: v for k, v in record.items() if k not in TEXT_ENVELOPE}).decode()
+        yield record.get(RAW_ID), _ms(record.get(EXTRACTED_AT)), text
 
 
 def _csv_rows(data: bytes, fields: Mapping[str, str]) -> Iterator[tuple[Any, Any, Any]]:
@@ -208,13 +207,13 @@ def _csv_rows(data: bytes, fields: Mapping[str, str]) -> Iterator[tuple[Any, Any
     if header is None:
         return
     at = {name: index for index, name in enumerate(header)}
-    raw_id, extracted = at.get("_airbyte_raw_id"), at.get("_airbyte_extracted_at")
-    if "_airbyte_data" in at:
-        data_index = at["_airbyte_data"]
+    raw_id, extracted = at.get(RAW_ID), at.get(EXTRACTED_AT)
+    if DATA in at:
+        data_index = at[DATA]
         for row in reader:
             yield row[raw_id], _ms(row[extracted]), row[data_index] or None
         return
-    columns = [(name, index, fields.get(name, "string")) for name, index in at.items() if name not in _ENVELOPE]
+    columns = [(name, index, fields.get(name, "string")) for name, index in at.items() if name not in TEXT_ENVELOPE]
     for row in reader:
         record: dict[str, Any] = {}
         for name, index, kind in columns:

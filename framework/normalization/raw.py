@@ -45,6 +45,7 @@ from framework.normalization.files import (
 from framework.normalization.plan import AB_ID, DATA, EMITTED_AT, StreamPlan
 from framework.normalization.transform import NODE, parse_type
 from framework.typed import types as t
+from framework.typed.envelope import EXTRACTED_AT, META, RAW_ID
 
 #: How ``to_json`` writes a timestamp (Spark's JSON default); the node holds timestamps as this text.
 JSON_TIMESTAMP = "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"
@@ -80,7 +81,7 @@ def raw_frame(spark: Any, destination: Any, storage: Any, plan: StreamPlan, afte
                           "(`--format parquet`) with a full refresh sync, then normalize")
     after_ms = None if after is None else int(after.timestamp() * 1000)
     direct, flat = [], []
-    ids = [F.col("_airbyte_raw_id").alias(AB_ID), F.col("_airbyte_extracted_at").alias(EMITTED_AT)]
+    ids = [F.col(RAW_ID).alias(AB_ID), F.col(EXTRACTED_AT).alias(EMITTED_AT)]
     if files.get("parquet"):
         schema = _reader_schema(plan)
         if _spark_can_read(storage, files["parquet"], schema):
@@ -221,7 +222,7 @@ def _reader_schema(plan: StreamPlan) -> pa.Schema:
     from framework.typed import arrow_schema
 
     schema = arrow_schema(plan.record_type, plan.stream)
-    return pa.schema([f for f in schema if f.name != "_airbyte_meta"])
+    return pa.schema([f for f in schema if f.name != META])
 
 
 def _record_json(plan: StreamPlan) -> Any:

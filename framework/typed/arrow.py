@@ -40,12 +40,8 @@ from typing import Any
 import pyarrow as pa
 
 from framework.typed import types as t
+from framework.typed.envelope import DATA, ENVELOPE_NAMES, EXTRACTED_AT, GENERATION_ID, META, RAW_ID
 from framework.typed.errors import SchemaConflictError
-
-RAW_ID, EXTRACTED_AT, GENERATION_ID, META = (
-    "_airbyte_raw_id", "_airbyte_extracted_at", "_airbyte_generation_id", "_airbyte_meta")
-DATA = "_airbyte_data"
-ENVELOPE_NAMES = (RAW_ID, EXTRACTED_AT, GENERATION_ID, META)
 
 CHANGE_TYPE = pa.struct([pa.field("field", pa.string(), nullable=False),
                          pa.field("change", pa.string(), nullable=False),

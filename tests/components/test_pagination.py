@@ -10,19 +10,19 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from requests.structures import CaseInsensitiveDict
 
 import framework.components.pagination  # noqa: F401  (registers the builders)
-from framework.errors import ConfigError, InterpolationError, PaginationLoopError
 from framework.components.http.request import HttpRequest, RequestParts
 from framework.components.http.transport import (
-    CaseInsensitiveHeaders,
     FunctionTransport,
     HttpResponse,
 )
-from framework.interpolation import TemplateEngine
-from framework.models.pagination import DefaultPaginator, NoPagination
 from framework.components.pagination import parse_link_header
 from framework.components.registry import _BUILDERS, BuildContext
+from framework.errors import ConfigError, InterpolationError, PaginationLoopError
+from framework.interpolation import TemplateEngine
+from framework.models.pagination import DefaultPaginator, NoPagination
 
 BASE_URL = "https://api.test/v1"
 VARIABLES = {
@@ -73,7 +73,7 @@ def param(name: str) -> dict:
 def response(body: Any, headers: dict | None = None, request: HttpRequest | None = None) -> HttpResponse:
     content = body if isinstance(body, bytes) else orjson.dumps(body)
     request = request or HttpRequest("GET", BASE_URL + "/items")
-    return HttpResponse(200, CaseInsensitiveHeaders(headers or {}), content, request)
+    return HttpResponse(200, CaseInsensitiveDict(headers or {}), content, request)
 
 
 Server = Callable[[HttpRequest], tuple[dict, Any]]  # request -> (headers, body with "data")
@@ -161,7 +161,8 @@ def test_cursor_templates_see_the_page_and_the_slice():
     paginator = build(paginator_spec(
         {
             "type": "CursorPagination",
-            "cursor_value": "{{ stream_partition.account }}-{{ config.region }}-{{ last_record.id }}-{{ last_page_size }}",
+            "cursor_value": ("{{ stream_partition.account }}-{{ config.region }}-{{ last_record.id }}"
+                             "-{{ last_page_size }}"),
             "stop_condition": "{{ last_records | length < 2 }}",
         },
         param("after"),
@@ -290,7 +291,8 @@ def test_next_page_url_from_the_link_header():
         {"type": "RequestPath"},
     ))
     links = {
-        BASE_URL + "/items": '<https://api.test/v1/items?page=2>; rel="next", <https://api.test/v1/items?page=3>; rel="last"',
+        BASE_URL + "/items": ('<https://api.test/v1/items?page=2>; rel="next", '
+                              '<https://api.test/v1/items?page=3>; rel="last"'),
         BASE_URL + "/items?page=2": '<https://api.test/v1/items?page=3>; rel="next"',
         BASE_URL + "/items?page=3": '<https://api.test/v1/items?page=1>; rel="first"',
     }
@@ -303,11 +305,13 @@ def test_next_page_url_from_the_link_header():
 
 
 def test_parse_link_header():
-    text = '<https://x/a?p=2>; rel="next"; title="Next page", <https://x/a?p=1>;rel=prev, <https://x/b>'
+    text = ('<https://x/a?p=2>; rel="next"; title="Next page", <https://x/a?p=1>;rel=prev, <https://x/b>, '
+            "<https://x/c?ids=1,2>; REL='last'")
     assert parse_link_header(text) == {
         "next": {"url": "https://x/a?p=2", "rel": "next", "title": "Next page"},
         "prev": {"url": "https://x/a?p=1", "rel": "prev"},
         "https://x/b": {"url": "https://x/b"},
+        "last": {"url": "https://x/c?ids=1,2", "rel": "last"},
     }
     assert parse_link_header(None) == {}
     assert parse_link_header("") == {}
@@ -557,7 +561,8 @@ def test_no_pagination_reads_one_page():
 def test_cursor_pagination_renders_at_most_two_templates_per_page():
     engine = CountingEngine()
     paginator = build(paginator_spec(
-        {"type": "CursorPagination", "cursor_value": "{{ response.next }}", "stop_condition": "{{ not response.next }}"},
+        {"type": "CursorPagination", "cursor_value": "{{ response.next }}",
+         "stop_condition": "{{ not response.next }}"},
         param("cursor"),
     ), engine=engine)
     engine.evaluations = 0

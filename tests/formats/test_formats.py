@@ -18,14 +18,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from framework.errors import ConfigError
+from framework.formats import RAW_SCHEMA, open_format_writer, raw_batch
+from framework.formats import avro as avro_module
 from framework.models.destination import (
     AvroFormat,
     CsvFormat,
     JsonlFormat,
     ParquetFormat,
 )
-from framework.formats import RAW_SCHEMA, open_format_writer, raw_batch
-from framework.formats import avro as avro_module
 
 UTC = timezone.utc
 

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from framework.formats import open_format_writer
 from framework.models.destination import (
     DestinationSettings,
     ReplicantCsvFormat,
     ReplicantJsonFormat,
 )
-from framework.formats import open_format_writer
 from framework.typed import RecordConverter
 
 SCHEMA = {
@@ -70,7 +70,8 @@ def test_csv_without_header_starts_with_data_like_the_seed():
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.one_of(st.none(), st.text(max_size=10)), min_size=1, max_size=5))
 def test_csv_values_round_trip_through_pythons_csv_reader(names):
-    rows = list(csv.reader(io.StringIO(write(ReplicantCsvFormat(mode="snapshot"), [record(r_name=n) for n in names]), newline="")))
+    text = write(ReplicantCsvFormat(mode="snapshot"), [record(r_name=n) for n in names])
+    rows = list(csv.reader(io.StringIO(text, newline="")))
     assert [row[1] for row in rows] == ["NULL" if n is None else n for n in names]
 
 
@@ -122,15 +123,16 @@ REGIONS = [{"r_regionkey": 0, "r_comment": "lar deposits, blithely", "r_name": "
 @pytest.mark.spark
 @pytest.mark.parametrize("fmt", ["replicant_csv", "replicant_json"])
 def test_a_sync_writes_snapshot_files(spark, fake_api, write_manifest, tmp_path, fmt):
+    from framework.engine.connector import open_connector
     from framework.protocol.catalog import select_streams
     from framework.spark.pipeline import run_pipeline
-    from framework.engine.connector import open_connector
 
     fake_api.route("GET", "/region", {"data": REGIONS})
     manifest = write_manifest(MANIFEST)
     out = tmp_path / "out"
     settings = DestinationSettings.model_validate(
-        {"output": str(out), "format": {"format_type": fmt, "mode": "snapshot", "include_header": True} if fmt == "replicant_csv"
+        {"output": str(out),
+         "format": {"format_type": fmt, "mode": "snapshot", "include_header": True} if fmt == "replicant_csv"
          else {"format_type": fmt, "mode": "snapshot"}})
     connector = open_connector(manifest, {"base_url": fake_api.url}, sleep=lambda seconds: None)
     result = run_pipeline(connector, manifest, select_streams(connector.streams, None, None), settings, spark)

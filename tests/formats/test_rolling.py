@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from framework.models.destination import DestinationSettings, JsonlFormat, ParquetFormat
-from framework.formats.rolling import RollingWriter, WrittenFile, delete_older_generations
 from framework.formats import raw_batch
+from framework.formats.rolling import RollingWriter, WrittenFile, delete_older_generations
+from framework.models.destination import DestinationSettings, JsonlFormat, ParquetFormat
 from framework.storage.layout import PartNumbers, StreamLayout
 from framework.storage.local import LocalStorage
 from framework.storage.s3 import S3Storage

@@ -1,6 +1,7 @@
 import json
 
-from framework.manifest.config_check import check_config, mask, secret_values
+from framework.manifest.config_check import check_config, secret_values
+from framework.masking import Masker
 
 SPEC = {
     "type": "object",
@@ -45,4 +46,4 @@ def test_secret_values_never_appear(tmp_path):
 def test_mask_and_secret_values():
     found = secret_values(SPEC, {"api_key": "abc", "credentials": {"password": 5}, "start_date": "2024-01-01"})
     assert {"abc", "5"} <= found and not any("2024" in value for value in found)
-    assert mask("key abc and abcd", {"abc", "abcd"}) == "key **** and ****"
+    assert Masker.of({"abc", "abcd"})("key abc and abcd") == "key **** and ****"

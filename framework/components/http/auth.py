@@ -27,8 +27,12 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from dateutil.parser import isoparse
+
+from framework.components.http.client import Authenticator, HttpClient
+from framework.components.http.error_handler import ExponentialBackoff, Resolution, retry_after_seconds
 from framework.components.http.request import (
     HttpRequest,
     Injection,
@@ -43,9 +47,16 @@ from framework.errors import (
     ConfigError,
     DatetimeFormatError,
     TransportError,
+    place_suffix,
 )
+from framework.masking import Mask, masking_credentials
+from framework.models import auth as models
+from framework.temporal.clock import Clock
 from framework.temporal.datetime_formats import parse_datetime
 from framework.temporal.durations import parse_duration
+
+if TYPE_CHECKING:  # pragma: no cover
+    import isodate
 
 __all__ = [
     "TOKEN_RENEW_MARGIN",
@@ -64,19 +75,6 @@ TOKEN_RETRIES = 3
 #: A token is renewed this long before it expires (or half its lifetime, when that is shorter).
 TOKEN_RENEW_MARGIN = timedelta(seconds=60)
 _MAX_BACKOFF = 60.0  # seconds; a longer Retry-After is cut to this
-
-
-class Authenticator(Protocol):
-    """What the requester needs from an authenticator."""
-
-    def apply(self, parts: RequestParts) -> None:
-        """Add the credentials to a request being built."""
-
-    def refresh(self) -> bool:
-        """Get new credentials after a 401; True if the request should be retried."""
-
-    def secrets(self) -> tuple[str, ...]:
-        """The credential values in use now, for masking."""
 
 
 # --- static credentials ---------------------------------------------------------------
@@ -157,12 +155,12 @@ def _present(*values: str | None) -> tuple[str, ...]:
 
 
 @builds("NoAuth")
-def _build_no_auth(model: Any, ctx: BuildContext, path: tuple) -> NoAuth:
+def _build_no_auth(model: models.NoAuth, ctx: BuildContext, path: tuple) -> NoAuth:
     return NoAuth()
 
 
 @builds("ApiKeyAuthenticator")
-def _build_api_key(model: Any, ctx: BuildContext, path: tuple) -> ApiKeyAuth:
+def _build_api_key(model: models.ApiKeyAuthenticator, ctx: BuildContext, path: tuple) -> ApiKeyAuth:
     token = _text(ctx.render(model.api_token, model.parameters))
     if model.inject_into is not None:
         injection = injection_of(model.inject_into, ctx)
@@ -172,12 +170,12 @@ def _build_api_key(model: Any, ctx: BuildContext, path: tuple) -> ApiKeyAuth:
 
 
 @builds("BearerAuthenticator")
-def _build_bearer(model: Any, ctx: BuildContext, path: tuple) -> BearerAuth:
+def _build_bearer(model: models.BearerAuthenticator, ctx: BuildContext, path: tuple) -> BearerAuth:
     return BearerAuth(_text(ctx.render(model.api_token, model.parameters)))
 
 
 @builds("BasicHttpAuthenticator")
-def _build_basic(model: Any, ctx: BuildContext, path: tuple) -> BasicAuth:
+def _build_basic(model: models.BasicHttpAuthenticator, ctx: BuildContext, path: tuple) -> BasicAuth:
     return BasicAuth(
         _text(ctx.render(model.username, model.parameters)),
         _text(ctx.render(model.password, model.parameters)),
@@ -208,7 +206,7 @@ class _RenewedToken:
 
     _fetchable = True
 
-    def __init__(self, clock: Any, initial: _Token | None = None):
+    def __init__(self, clock: Clock, initial: _Token | None = None):
         self._clock = clock
         self._token = initial
         self._lock = threading.Lock()
@@ -256,40 +254,58 @@ def _renew_at(now: datetime, expires: datetime) -> datetime:
     return expires - margin
 
 
-def _exchange(ctx: BuildContext, request: HttpRequest, failed: Callable[..., AuthenticationError]) -> HttpResponse:
-    """Send a token or login request, retrying 429, 5xx and connection failures with backoff.
+class _TokenRequestErrors:
+    """The error handler of token and login requests, for the one retry loop
+    (:class:`~framework.components.http.client.HttpClient`): a 2xx succeeds; a 429, a 5xx or a
+    connection failure is retried ``TOKEN_RETRIES`` times, after what ``Retry-After`` asks (seconds
+    or an HTTP date, at most a minute) or else 1, 2, 4 ... s; any other status fails at once."""
+
+    max_retries = TOKEN_RETRIES
+
+    def __init__(self, clock: Clock):
+        self.clock = clock
+
+    def interpret(self, response: HttpResponse | None, error: TransportError | None = None) -> Resolution:
+        if response is None:
+            reason = error.reason if error is not None else "no response"
+            return Resolution("RETRY", "transient_error", f"the connection failed ({reason})")
+        if 200 <= response.status < 300:
+            return Resolution("SUCCESS")
+        said = f"it answered HTTP {response.status}{_error_detail(response)}"
+        if response.status == 429 or response.status >= 500:
+            return Resolution("RETRY", "transient_error", said)
+        return Resolution("FAIL", "config_error", said)
+
+    def backoff(self, response: HttpResponse | None, attempt: int) -> float:
+        asked = retry_after_seconds(response, self.clock)
+        if asked is not None:
+            return min(asked, _MAX_BACKOFF)
+        return _TOKEN_BACKOFF.wait(response, attempt) or 0.0
+
+
+_TOKEN_BACKOFF = ExponentialBackoff(0.5)  # 1, 2, 4 ... s for retry 1, 2, 3 ...
+
+
+#: ``failed(reason, hint, transient)``: the error a failed token or login request raises.
+_Failed = Callable[[str, str | None, bool], AuthenticationError]
+
+
+def _exchange(ctx: BuildContext, parts: RequestParts, mask: Mask, failed: _Failed) -> HttpResponse:
+    """Send a token or login request, retried as :class:`_TokenRequestErrors` says.
 
     ``failed(reason, hint, transient)`` makes the error raised when retries are
     exhausted or the answer is a non-retryable error status.
     """
-    for attempt in range(TOKEN_RETRIES + 1):
-        last = attempt == TOKEN_RETRIES
-        try:
-            response = ctx.transport.send(request)
-        except TransportError as exc:
-            if last:
-                raise failed(f"the connection failed ({exc.reason})", "check the URL or try again later",
-                             True) from None
-            ctx.sleep(_backoff(attempt, None))
-            continue
-        if 200 <= response.status < 300:
-            return response
-        retryable = response.status == 429 or response.status >= 500
-        if retryable and not last:
-            ctx.sleep(_backoff(attempt, response))
-            continue
-        raise failed(f"it answered HTTP {response.status}{_error_detail(response)}", None, retryable)
-    raise AssertionError("unreachable")  # pragma: no cover
 
+    def give_up(resolution: Resolution, response: HttpResponse | None, exhausted: bool) -> AuthenticationError:
+        hint = "check the URL or try again later" if response is None else None
+        return failed(resolution.message or "it failed", hint, exhausted)
 
-def _backoff(attempt: int, response: HttpResponse | None) -> float:
-    if response is not None:
-        header = response.headers.get("Retry-After")
-        try:
-            return min(max(float(header), 0.0), _MAX_BACKOFF)
-        except (TypeError, ValueError):
-            pass
-    return float(2**attempt)
+    client = HttpClient(ctx.transport, _TokenRequestErrors(ctx.clock), sleep=ctx.sleep, mask=mask,
+                        give_up=give_up)
+    response = client.send(parts)
+    assert response is not None  # the handler never says IGNORE
+    return response
 
 
 def _error_detail(response: HttpResponse) -> str:
@@ -316,8 +332,6 @@ def _expiry_of(value: Any, fmt: str | None) -> datetime:
     """An expiry written as a datetime: with ``fmt`` when given, otherwise ISO 8601 (UTC when naive)."""
     if fmt:
         return parse_datetime(value, fmt)
-    from dateutil.parser import isoparse
-
     try:
         parsed = isoparse(str(value))
     except (ValueError, OverflowError):
@@ -375,8 +389,8 @@ class OAuth(_RenewedToken):
 
     def _fetch(self) -> _Token:
         settings = self._settings
-        request = HttpRequest("POST", settings.endpoint, headers=dict(settings.headers), data=dict(settings.body))
-        where = request.describe(self._mask)
+        parts = RequestParts("POST", url=settings.endpoint, headers=dict(settings.headers), data=dict(settings.body))
+        where = parts.to_request().describe(self._mask)
         credentials = "check client_id, client_secret and refresh_token in the config"
 
         def failed(reason: str, hint: str | None, transient: bool) -> AuthenticationError:
@@ -387,7 +401,7 @@ class OAuth(_RenewedToken):
             )
 
         started = self._clock.now()
-        response = _exchange(self._ctx, request, failed)
+        response = _exchange(self._ctx, parts, self._mask, failed)
         body = _json_object(response)
         if body is None:
             raise failed("its answer is not a JSON object", None, False)
@@ -400,7 +414,7 @@ class OAuth(_RenewedToken):
             )
         return _Token(value, self._expiry(body.get(settings.expires_in_name), started, failed))
 
-    def _expiry(self, raw: Any, started: datetime, failed: Callable[..., AuthenticationError]) -> datetime | None:
+    def _expiry(self, raw: Any, started: datetime, failed: _Failed) -> datetime | None:
         if raw is None or raw == "":
             return None  # no lifetime given: use the token until a 401
         fmt = self._settings.expiry_format
@@ -421,14 +435,11 @@ class OAuth(_RenewedToken):
         return _renew_at(started, expires)
 
     def _mask(self, text: str) -> str:
-        text = self._ctx.mask(text)
-        for secret in self.secrets():
-            text = text.replace(secret, "****")
-        return text
+        return masking_credentials(self, self._ctx.mask)(text)
 
 
 @builds("OAuthAuthenticator")
-def _build_oauth(model: Any, ctx: BuildContext, path: tuple) -> OAuth:
+def _build_oauth(model: models.OAuthAuthenticator, ctx: BuildContext, path: tuple) -> OAuth:
     params = model.parameters
 
     def render(value: Any) -> str:
@@ -468,10 +479,11 @@ def _build_oauth(model: Any, ctx: BuildContext, path: tuple) -> OAuth:
             try:
                 expires = _expiry_of(expiry_text, model.token_expiry_date_format)
             except DatetimeFormatError as exc:
+                fmt = model.token_expiry_date_format
                 raise ConfigError(
                     f"the OAuth `token_expiry_date` could not be read: {exc}; give it as an ISO 8601 datetime"
-                    + (f" or in the format {model.token_expiry_date_format!r}" if model.token_expiry_date_format else "")
-                    + (f" (manifest: {place})" if place else "")
+                    + (f" or in the format {fmt!r}" if fmt else "")
+                    + place_suffix(place)
                 ) from None
             renew_at = _renew_at(ctx.clock.now(), expires)
         initial = _Token(access_token, renew_at)
@@ -479,7 +491,7 @@ def _build_oauth(model: Any, ctx: BuildContext, path: tuple) -> OAuth:
         raise ConfigError(
             "the OAuth authenticator has neither an access token (`access_token_value` rendered empty) "
             "nor a `token_refresh_endpoint` to get one; set the access token in the config"
-            + (f" (manifest: {place})" if place else "")
+            + place_suffix(place)
         )
     return OAuth(settings, ctx, place, initial)
 
@@ -509,8 +521,8 @@ def _render_deep(ctx: BuildContext, value: Any, parameters: Mapping[str, Any]) -
 class SessionToken(_RenewedToken):
     """Logs in with one request and sends the session token it returned, renewing it when it expires."""
 
-    def __init__(self, login: HttpRequest, login_auth: Any, token_path: tuple[str, ...],
-                 lifetime: Any, send: Callable[[RequestParts, str], None],
+    def __init__(self, login: HttpRequest, login_auth: Authenticator, token_path: tuple[str, ...],
+                 lifetime: timedelta | isodate.Duration | None, send: Callable[[RequestParts, str], None],
                  shown: Callable[[str], tuple[str, ...]], ctx: BuildContext, place: str | None):
         super().__init__(ctx.clock)
         self._login = login
@@ -540,8 +552,7 @@ class SessionToken(_RenewedToken):
             data=dict(self._login.data) if isinstance(self._login.data, Mapping) else self._login.data,
         )
         self._login_auth.apply(parts)
-        request = parts.to_request()
-        where = request.describe(self._ctx.mask)
+        where = parts.to_request().describe(self._ctx.mask)
 
         def failed(reason: str, hint: str | None, transient: bool) -> AuthenticationError:
             fix = hint or ("the login endpoint may be down; try again later" if transient
@@ -552,7 +563,7 @@ class SessionToken(_RenewedToken):
             )
 
         started = self._clock.now()
-        response = _exchange(self._ctx, request, failed)
+        response = _exchange(self._ctx, parts, self._ctx.mask, failed)
         node: Any = _json_object(response)
         if node is None:
             raise failed("its answer is not a JSON object", None, False)
@@ -569,7 +580,7 @@ class SessionToken(_RenewedToken):
 
 
 @builds("SessionTokenAuthenticator")
-def _build_session_token(model: Any, ctx: BuildContext, path: tuple) -> SessionToken:
+def _build_session_token(model: models.SessionTokenAuthenticator, ctx: BuildContext, path: tuple) -> SessionToken:
     login = model.login_requester
     params = login.parameters
     url = join_url(_text(ctx.render(login.url_base, params)), _text(ctx.render(login.path, params)))
@@ -633,7 +644,7 @@ def _render_body_data(ctx: BuildContext, body: Any, parameters: Mapping[str, Any
 
 
 @builds("SelectiveAuthenticator")
-def _build_selective(model: Any, ctx: BuildContext, path: tuple) -> Any:
+def _build_selective(model: models.SelectiveAuthenticator, ctx: BuildContext, path: tuple) -> Authenticator:
     where = ".".join(map(str, model.authenticator_selection_path))
     node: Any = ctx.config
     for key in model.authenticator_selection_path:
@@ -652,10 +663,9 @@ def _build_selective(model: Any, ctx: BuildContext, path: tuple) -> Any:
     return ctx.build(model.authenticators[choice], path + ("authenticators", choice))
 
 
-def _choices(model: Any) -> str:
+def _choices(model: models.SelectiveAuthenticator) -> str:
     return ", ".join(f"`{name}`" for name in model.authenticators) or "(none defined)"
 
 
 def _at(ctx: BuildContext, path: tuple) -> str:
-    place = ctx.place(path)
-    return f" (manifest: {place})" if place else ""
+    return place_suffix(ctx.place(path))

@@ -10,6 +10,10 @@ the error handler what the response means:
 * RETRY and RATE_LIMITED sleep for the handler's backoff and try again, up to
   the handler's ``max_retries``; then the last failure is raised.
 
+A ``give_up`` function, when given, makes the errors of FAIL and of retries
+run out instead (the token requests of :mod:`framework.components.http.auth`
+report them as authentication errors).
+
 A 401 with an authenticator first asks it to ``refresh()`` once per
 :meth:`HttpClient.send`; when it could, the request is repeated at once and
 that repeat is not counted as a retry. All the waits of one ``send`` together
@@ -17,7 +21,7 @@ may not exceed ``max_rate_limit_wait`` seconds: a wait that would go past it
 fails at once instead of stalling the read.
 
 Every message and request description is masked: the authenticator's secrets
-become ``****`` and then the config ``mask`` applies. The client keeps no
+become ``****`` (see :mod:`framework.masking`) and then the config ``mask`` applies. The client keeps no
 state between or during requests beyond local variables, so one client serves
 every thread.
 """
@@ -28,15 +32,14 @@ import copy
 import dataclasses
 from collections.abc import Callable
 from typing import Protocol
-from urllib.parse import quote, quote_plus
 
 from framework.components.http.error_handler import ErrorHandler, Resolution, excerpt, status_text
 from framework.components.http.request import HttpRequest, RequestParts
 from framework.components.http.transport import DEFAULT_TIMEOUT, HttpResponse, Transport
 from framework.errors import HttpStatusError, ReadError, TransportError
+from framework.masking import Mask, masking_credentials
 
 _RETRYING = frozenset({"RETRY", "RATE_LIMITED"})
-MASKED = "****"
 
 
 class Authenticator(Protocol):
@@ -51,6 +54,11 @@ class Authenticator(Protocol):
 
 def _unmasked(text: str) -> str:
     return text
+
+
+#: Makes the error raised for a FAIL resolution (``exhausted`` False) or when retries run out
+#: (``exhausted`` True), from the last resolution and response (``None`` after a connection failure).
+GiveUp = Callable[[Resolution, "HttpResponse | None", bool], ReadError]
 
 
 # Rate-limited answers are retried until the wait budget is spent, or this many times at most
@@ -68,9 +76,10 @@ class HttpClient:
         authenticator: Authenticator | None = None,
         *,
         sleep: Callable[[float], None],
-        mask: Callable[[str], str] = _unmasked,
+        mask: Mask = _unmasked,
         timeout: float = DEFAULT_TIMEOUT,
         max_rate_limit_wait: float = 3600.0,
+        give_up: GiveUp | None = None,
     ):
         self.transport = transport
         self.error_handler = error_handler
@@ -79,6 +88,7 @@ class HttpClient:
         self.mask = mask
         self.timeout = timeout
         self.max_rate_limit_wait = max_rate_limit_wait
+        self.give_up = give_up
 
     def send(self, parts: RequestParts) -> HttpResponse | None:
         """The response of ``parts``; ``None`` when the error handler says IGNORE."""
@@ -92,7 +102,7 @@ class HttpClient:
             sent += 1
             if may_refresh and response is not None and response.status == 401:
                 may_refresh = False
-                if self.authenticator.refresh():  # type: ignore[union-attr]
+                if self.authenticator is not None and self.authenticator.refresh():
                     continue
             try:
                 resolution = handler.interpret(response, error)
@@ -106,11 +116,11 @@ class HttpClient:
                     # Rate limits do not count towards max_retries; the wait budget bounds them.
                     limited += 1
                     if limited > MAX_RATE_LIMITED_ATTEMPTS:
-                        raise self._exhausted(sent, response, error)
+                        raise self._exhausted(sent, resolution, response, error)
                     attempt = limited
                 else:
                     if retries >= handler.max_retries:
-                        raise self._exhausted(sent, response, error)
+                        raise self._exhausted(sent, resolution, response, error)
                     retries += 1
                     attempt = retries
                 wait = handler.backoff(response, attempt)
@@ -147,13 +157,18 @@ class HttpClient:
 
     def _failure(self, resolution: Resolution, response: HttpResponse | None,
                  error: TransportError | None) -> ReadError:
+        if self.give_up is not None:
+            return self.give_up(resolution, response, False)
         if response is None:
             message = resolution.message or (error.reason if error is not None else "the request failed")
             return TransportError(message, failure_type=resolution.failure_type)
         message = resolution.message or status_text(response.status)
         return HttpStatusError(message, status=response.status, failure_type=resolution.failure_type)
 
-    def _exhausted(self, sent: int, response: HttpResponse | None, error: TransportError | None) -> ReadError:
+    def _exhausted(self, sent: int, resolution: Resolution, response: HttpResponse | None,
+                   error: TransportError | None) -> ReadError:
+        if self.give_up is not None:
+            return self.give_up(resolution, response, True)
         head = f"gave up after {sent} attempt{'s' if sent != 1 else ''}"
         if response is None:
             reason = error.reason if error is not None else "no response"
@@ -178,21 +193,10 @@ class HttpClient:
         exc.args = (exc.reason,)
         exc.with_context(request=request.describe(masked))
 
-    def _masker(self) -> Callable[[str], str]:
-        secrets: set[str] = set()
-        if self.authenticator is not None:
-            for secret in self.authenticator.secrets():
-                if secret:
-                    secrets.update((secret, quote(secret, safe=""), quote_plus(secret)))
-        ordered = sorted(secrets, key=len, reverse=True)
-        mask = self.mask
-
-        def masked(text: str) -> str:
-            for secret in ordered:
-                text = text.replace(secret, MASKED)
-            return mask(text)
-
-        return masked
+    def _masker(self) -> Mask:
+        if self.authenticator is None:
+            return self.mask
+        return masking_credentials(self.authenticator, self.mask)
 
 
-__all__ = ["Authenticator", "HttpClient", "MASKED", "MAX_RATE_LIMITED_ATTEMPTS"]
+__all__ = ["Authenticator", "GiveUp", "HttpClient", "MAX_RATE_LIMITED_ATTEMPTS"]

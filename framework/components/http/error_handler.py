@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 from framework.components.http.transport import HttpResponse
 from framework.components.registry import BuildContext, builds
-from framework.errors import ConfigError, InterpolationError, ReadError, TransportError
+from framework.errors import ConfigError, InterpolationError, ReadError, TransportError, place_suffix
 from framework.models import error_handling as models
 from framework.temporal.clock import Clock
 
@@ -332,16 +332,22 @@ class FilterErrorHandler:
         return ExponentialBackoff(DEFAULT_BACKOFF_FACTOR).wait(response, attempt) or 0.0
 
 
+class MatchingErrorHandler(ErrorHandler, Protocol):
+    """An error handler that also says whether one of its own filters matches (``None``: none does)."""
+
+    def match(self, response: HttpResponse | None) -> Resolution | None: ...
+
+
 class FirstMatchErrorHandler:
     """Several handlers: the first with a matching filter decides, else the first's defaults."""
 
-    def __init__(self, handlers: Sequence[Any]):
+    def __init__(self, handlers: Sequence[MatchingErrorHandler]):
         if not handlers:
             raise ValueError("a CompositeErrorHandler needs at least one error handler")
         self.handlers = tuple(handlers)
         self.max_retries = max(handler.max_retries for handler in self.handlers)
 
-    def _decide(self, response: HttpResponse | None) -> tuple[Any, Resolution | None]:
+    def _decide(self, response: HttpResponse | None) -> tuple[MatchingErrorHandler, Resolution | None]:
         for handler in self.handlers:
             found = handler.match(response)
             if found is not None:
@@ -387,7 +393,11 @@ def _regex(source: str | None, ctx: BuildContext, path: tuple) -> re.Pattern[str
                           + _where(ctx, path)) from None
 
 
-def _strategy(model: Any, ctx: BuildContext, path: tuple) -> BackoffStrategy:
+_StrategyModel = (models.ConstantBackoffStrategy | models.ExponentialBackoffStrategy | models.WaitTimeFromHeader
+                  | models.WaitUntilTimeFromHeader)
+
+
+def _strategy(model: _StrategyModel, ctx: BuildContext, path: tuple) -> BackoffStrategy:
     params = model.parameters
     if isinstance(model, models.ConstantBackoffStrategy):
         seconds = _seconds(ctx, model.backoff_time_in_seconds, params, "backoff_time_in_seconds", path)
@@ -419,7 +429,8 @@ def _filter(model: models.HttpResponseFilter, ctx: BuildContext, path: tuple) ->
     )
 
 
-def build_error_handler(model: Any, ctx: BuildContext, path: tuple = ()) -> ErrorHandler:
+def build_error_handler(model: models.DefaultErrorHandler | models.CompositeErrorHandler, ctx: BuildContext,
+                        path: tuple = ()) -> FilterErrorHandler | FirstMatchErrorHandler:
     """The runtime handler of a ``DefaultErrorHandler`` or ``CompositeErrorHandler`` model."""
     if isinstance(model, models.CompositeErrorHandler):
         return _build_composite(model, ctx, path)
@@ -427,8 +438,7 @@ def build_error_handler(model: Any, ctx: BuildContext, path: tuple = ()) -> Erro
 
 
 def _where(ctx: BuildContext, path: tuple) -> str:
-    place = ctx.place(path)
-    return f" (manifest: {place})" if place else ""
+    return place_suffix(ctx.place(path))
 
 
 @builds("DefaultErrorHandler")

@@ -11,8 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
+
+if TYPE_CHECKING:  # pragma: no cover - the registry imports request options' users
+    from framework.components.registry import BuildContext
+    from framework.models.requests import RequestOption
 
 Mask = Callable[[str], str]
 
@@ -135,7 +139,7 @@ class Injection:
 __all__ = ["HttpRequest", "Injection", "Mask", "RequestParts", "injection_of", "join_url"]
 
 
-def injection_of(option: Any, ctx: Any) -> Injection:
+def injection_of(option: RequestOption, ctx: BuildContext) -> Injection:
     """The :class:`Injection` of a RequestOption model, with its names rendered (``config``, ``parameters``)."""
     if option.field_path is not None:
         path = tuple(str(ctx.render(part, option.parameters)) for part in option.field_path)

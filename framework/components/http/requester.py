@@ -12,18 +12,18 @@ interprets errors.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, quote_plus
 
-from framework.components.http.client import MASKED, HttpClient
-from framework.components.http.error_handler import default_error_handler
+from framework.components.http.client import Authenticator, HttpClient
+from framework.components.http.error_handler import ErrorHandler, default_error_handler
 from framework.components.http.request import HttpRequest, RequestParts
 from framework.components.http.transport import HttpResponse
 from framework.components.registry import BuildContext, builds
 from framework.components.templates import TemplateValue
 from framework.errors import InterpolationError, ReadError
+from framework.masking import Mask, masking_credentials
 from framework.models import HttpRequester
 
 
@@ -38,7 +38,7 @@ class Requester:
     body_data: TemplateValue | None
     client: HttpClient
     parameters: Mapping[str, Any]
-    mask: Callable[[str], str]
+    mask: Mask
     place: str | None = None
 
     def parts(self, variables: Mapping[str, Any]) -> RequestParts:
@@ -81,7 +81,8 @@ class Requester:
         try:
             return self.client.send(parts)
         except ReadError as exc:
-            raise exc.with_context(place=self.place)
+            exc.with_context(place=self.place)
+            raise
 
 
 def _drop_empty(values: Any) -> dict:
@@ -96,13 +97,17 @@ def _drop_empty(values: Any) -> dict:
 @builds("HttpRequester")
 def build_requester(model: HttpRequester, ctx: BuildContext, path: tuple) -> Requester:
     engine = ctx.engine
-    authenticator = ctx.build(model.authenticator, path + ("authenticator",)) if model.authenticator else None
+    assert engine is not None  # BuildContext sets it
+    authenticator: Authenticator | None = (
+        ctx.build(model.authenticator, path + ("authenticator",)) if model.authenticator else None
+    )
+    handler: ErrorHandler
     if model.error_handler is not None:
         handler = ctx.build(model.error_handler, path + ("error_handler",))
     else:
         handler = default_error_handler(ctx)
     client = HttpClient(ctx.transport, handler, authenticator, sleep=ctx.sleep, mask=ctx.mask)
-    mask = ctx.mask if authenticator is None else _mask_with(authenticator, ctx.mask)
+    mask = ctx.mask if authenticator is None else masking_credentials(authenticator, ctx.mask)
 
     def value(raw: Any, result: str = "string", inner: str = "string") -> TemplateValue:
         return TemplateValue(raw, engine, result, inner)
@@ -120,20 +125,6 @@ def build_requester(model: HttpRequester, ctx: BuildContext, path: tuple) -> Req
         mask=mask,
         place=ctx.place(path),
     )
-
-
-def _mask_with(authenticator: Any, mask: Callable[[str], str]) -> Callable[[str], str]:
-    """A mask that also hides the authenticator's credentials as they are when a message is made
-    (tokens obtained at run time are not in the config)."""
-
-    def masked(text: str) -> str:
-        secrets = {variant for secret in authenticator.secrets() if secret
-                   for variant in (secret, quote(secret, safe=""), quote_plus(secret))}
-        for secret in sorted(secrets, key=len, reverse=True):
-            text = text.replace(secret, MASKED)
-        return mask(text)
-
-    return masked
 
 
 __all__ = ["Requester", "build_requester"]

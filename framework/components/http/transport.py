@@ -15,45 +15,28 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import orjson
+import requests
+import requests.utils
+from requests.structures import CaseInsensitiveDict
 
 from framework.components.http.request import HttpRequest
 from framework.errors import ReadError, TransportError
 
 DEFAULT_TIMEOUT = 60.0  # seconds, for connecting and for each read
 
-
-class CaseInsensitiveHeaders(dict):
-    """Response headers, looked up without regard to case."""
-
-    def __init__(self, items: Mapping[str, str] | None = None):
-        super().__init__()
-        for key, value in (items or {}).items():
-            self[key] = value
-
-    def __setitem__(self, key: str, value: str) -> None:
-        super().__setitem__(key.lower(), value)
-
-    def __getitem__(self, key: str) -> str:
-        return super().__getitem__(key.lower())
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and super().__contains__(key.lower())
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return super().get(key.lower(), default)
-
-
 _UNSET: Any = object()
 
 
 @dataclass(eq=False)
 class HttpResponse:
-    """A response: status, headers and the raw body; ``json()`` decodes once, with orjson."""
+    """A response: status, headers (looked up without regard to case) and the raw body;
+    ``json()`` decodes once, with orjson."""
 
     status: int
-    headers: CaseInsensitiveHeaders
+    headers: CaseInsensitiveDict[str]
     content: bytes
     request: HttpRequest
     _json: Any = field(default=_UNSET, repr=False)
@@ -85,11 +68,9 @@ class RequestsTransport:
     def __init__(self) -> None:
         self._local = threading.local()
 
-    def _session(self) -> Any:
+    def _session(self) -> requests.Session:
         session = getattr(self._local, "session", None)
         if session is None:
-            import requests
-
             session = self._local.session = requests.Session()
             # requests reads proxies, CA bundle and .netrc from the environment on every request (a few per
             # cent of a fast read); we read them once per scheme and host instead (see _environment).
@@ -97,17 +78,13 @@ class RequestsTransport:
             self._local.environment = {}
         return session
 
-    def _environment(self, url: str) -> tuple[dict, Any, Any]:
+    def _environment(self, url: str) -> tuple[dict[str, str], bool | str, tuple[str, str] | None]:
         """Proxies, ``verify`` and .netrc auth from the environment for ``url``'s scheme and host, as
         requests would find them (``HTTPS_PROXY``, ``NO_PROXY``, ``REQUESTS_CA_BUNDLE``, ``~/.netrc``)."""
-        from urllib.parse import urlsplit
-
         parts = urlsplit(url)
         key = (parts.scheme, parts.netloc)
         found = self._local.environment.get(key)
         if found is None:
-            import requests.utils
-
             base = f"{parts.scheme}://{parts.netloc}/"
             proxies = requests.utils.get_environ_proxies(base)
             verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
@@ -115,8 +92,6 @@ class RequestsTransport:
         return found
 
     def send(self, request: HttpRequest, timeout: float = DEFAULT_TIMEOUT) -> HttpResponse:
-        import requests
-
         body: Any = None
         headers = dict(request.headers)
         if request.json is not None:
@@ -144,7 +119,7 @@ class RequestsTransport:
             raise TransportError(f"could not connect: {_reason(exc)}") from None
         except requests.exceptions.RequestException as exc:
             raise TransportError(f"the request failed: {_reason(exc)}") from None
-        return HttpResponse(raw.status_code, CaseInsensitiveHeaders(raw.headers), raw.content, request)
+        return HttpResponse(raw.status_code, raw.headers, raw.content, request)
 
 
 def _reason(exc: BaseException) -> str:
@@ -176,11 +151,10 @@ class FunctionTransport:
             content = bytes(body)
         else:
             content = orjson.dumps(body)
-        return HttpResponse(status, CaseInsensitiveHeaders(headers), content, request)
+        return HttpResponse(status, CaseInsensitiveDict(headers), content, request)
 
 
 __all__ = [
-    "CaseInsensitiveHeaders",
     "DEFAULT_TIMEOUT",
     "FunctionTransport",
     "HttpResponse",

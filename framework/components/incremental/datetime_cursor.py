@@ -31,7 +31,7 @@ from framework.components.http.request import Injection, RequestParts, injection
 from framework.components.incremental.min_max import MinMax, min_max_of
 from framework.components.incremental.windows import Step, datetime_windows, describe_duration, shift
 from framework.components.registry import BuildContext, builds
-from framework.errors import DatetimeFormatError, DurationError, StateError
+from framework.errors import DatetimeFormatError, DurationError, StateError, place_suffix
 from framework.models.incremental import DatetimeBasedCursor
 from framework.temporal.clock import Clock
 from framework.temporal.datetime_formats import FormattedValue, format_datetime
@@ -258,7 +258,7 @@ class DatetimeCursor:
 
 
 def _where(place: str | None) -> str:
-    return f" (manifest: {place})" if place else ""
+    return place_suffix(place)
 
 
 def _rendered(text: str | None, ctx: BuildContext, parameters: Any) -> str | None:

@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from framework.components.registry import BuildContext, builds
-from framework.errors import ConfigError, DatetimeFormatError
+from framework.errors import ConfigError, DatetimeFormatError, place_suffix
 from framework.interpolation import TemplateEngine
 from framework.models.incremental import Bound, MinMaxDatetime
 from framework.temporal.datetime_formats import parse_datetime
@@ -89,7 +89,7 @@ class MinMax:
             ) from None
 
     def _where(self) -> str:
-        return f" (manifest: {self.place})" if self.place else ""
+        return place_suffix(self.place)
 
 
 def min_max_of(
@@ -106,9 +106,11 @@ def min_max_of(
     ``default_format`` is used when the bound names no ``datetime_format``.
     """
     place = ctx.place(path) or (ctx.place(path[:-1]) if path else None)
+    engine = ctx.engine
+    assert engine is not None  # BuildContext sets it
     if isinstance(bound, MinMaxDatetime):
         return MinMax(
-            engine=ctx.engine,
+            engine=engine,
             source=bound.datetime,
             datetime_format=bound.datetime_format or default_format,
             min_source=bound.min_datetime,
@@ -119,7 +121,7 @@ def min_max_of(
             mask=ctx.mask,
         )
     return MinMax(
-        engine=ctx.engine,
+        engine=engine,
         source=bound,
         datetime_format=default_format,
         variables=ctx.variables(parameters),

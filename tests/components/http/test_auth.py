@@ -11,11 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from framework.components import registry
-from framework.temporal.clock import FixedClock
-from framework.errors import AuthenticationError, ConfigError, TransportError
 from framework.components.http import auth
 from framework.components.http.request import RequestParts
 from framework.components.http.transport import FunctionTransport
+from framework.errors import AuthenticationError, ConfigError, TransportError
 from framework.models import (
     ApiKeyAuthenticator,
     BasicHttpAuthenticator,
@@ -25,6 +24,7 @@ from framework.models import (
     SelectiveAuthenticator,
     SessionTokenAuthenticator,
 )
+from framework.temporal.clock import FixedClock
 
 START = datetime(2024, 1, 1, 12, 0, tzinfo=timezone.utc)
 TOKEN_URL = "https://auth.example.com/oauth/token"
@@ -198,7 +198,8 @@ class TokenServer:
 def test_oauth_refresh_grant_sends_form_body_and_uses_token():
     server = TokenServer()
     ctx, transport = make_ctx(OAUTH_CONFIG, server)
-    runtime = build(oauth_model(scopes=["read", "write"], refresh_request_body={"audience": "{{ config.client_id }}-api"},
+    runtime = build(oauth_model(scopes=["read", "write"],
+                                refresh_request_body={"audience": "{{ config.client_id }}-api"},
                                 refresh_request_headers={"X-Trace": "1"}), ctx)
     assert transport.requests == []  # nothing fetched until first used
     assert applied(runtime).headers == {"Authorization": "Bearer access-1"}
@@ -405,6 +406,29 @@ def test_oauth_retries_server_errors_then_succeeds():
     assert sleeps == [1.0, 7.0]
 
 
+def test_oauth_honours_a_retry_after_http_date_by_the_injected_clock():
+    # START is 12:00:00; the token endpoint asks to come back at 12:00:09, then in an hour (cut to a minute)
+    answers = [
+        (503, {"Retry-After": "Mon, 01 Jan 2024 12:00:09 GMT"}, ""),
+        (429, {"Retry-After": "Mon, 01 Jan 2024 13:00:00 GMT"}, ""),
+        (429, {"Retry-After": "Mon, 01 Jan 2024 11:00:00 GMT"}, ""),  # already past: no wait
+        (200, {}, {"access_token": "ok"}),
+    ]
+    sleeps: list = []
+    ctx, transport = make_ctx(OAUTH_CONFIG, lambda r: answers.pop(0), sleeps=sleeps)
+    assert applied(build(oauth_model(), ctx)).headers["Authorization"] == "Bearer ok"
+    assert len(transport.requests) == 4
+    assert sleeps == [9.0, 60.0, 0.0]
+
+
+def test_session_login_honours_a_retry_after_http_date():
+    answers = [(503, {"retry-after": "Mon, 01 Jan 2024 12:00:30 GMT"}, ""), (200, {}, {"data": {"token": "t"}})]
+    sleeps: list = []
+    ctx, _ = make_ctx(SESSION_CONFIG, lambda r: answers.pop(0), sleeps=sleeps)
+    assert applied(build(session_model(), ctx)).headers["Authorization"] == "Bearer t"
+    assert sleeps == [30.0]
+
+
 def test_oauth_gives_up_after_retries_on_server_errors():
     sleeps: list = []
     ctx, transport = make_ctx(OAUTH_CONFIG, lambda r: (500, {}, "oops"), sleeps=sleeps)
@@ -430,7 +454,8 @@ def test_oauth_connection_failure():
 
 @pytest.mark.parametrize(
     "body, expected",
-    [("<html>nope</html>", "not a JSON object"), ({"token_type": "bearer"}, "no `access_token`"), ([1], "not a JSON object")],
+    [("<html>nope</html>", "not a JSON object"), ({"token_type": "bearer"}, "no `access_token`"),
+     ([1], "not a JSON object")],
 )
 def test_oauth_unusable_answer(body, expected):
     ctx, _ = make_ctx(OAUTH_CONFIG, lambda r: (200, {}, body))
@@ -559,7 +584,8 @@ def test_session_login_requester_with_its_own_authenticator_and_form_body():
     ctx, transport = make_ctx({**SESSION_CONFIG, "login_key": "lk-1"}, server)
     model = session_model(login_requester={
         "type": "HttpRequester", "url_base": "https://api.example.com", "path": "v1/login", "http_method": "POST",
-        "authenticator": {"type": "ApiKeyAuthenticator", "api_token": "{{ config.login_key }}", "header": "X-Login-Key"},
+        "authenticator": {"type": "ApiKeyAuthenticator", "api_token": "{{ config.login_key }}",
+                          "header": "X-Login-Key"},
         "request_body_data": {"username": "{{ config.user }}"},
         "request_parameters": {"v": "2"},
     })

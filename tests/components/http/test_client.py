@@ -6,14 +6,14 @@ from datetime import datetime, timezone
 
 import pytest
 
-from framework.temporal.clock import FixedClock
-from framework.errors import HttpStatusError, ReadError, TransportError
 from framework.components.http.client import MAX_RATE_LIMITED_ATTEMPTS, HttpClient
 from framework.components.http.error_handler import build_error_handler, default_error_handler
 from framework.components.http.request import RequestParts
 from framework.components.http.transport import FunctionTransport
-from framework.models.error_handling import DefaultErrorHandler
 from framework.components.registry import BuildContext
+from framework.errors import HttpStatusError, ReadError, TransportError
+from framework.models.error_handling import DefaultErrorHandler
+from framework.temporal.clock import FixedClock
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 

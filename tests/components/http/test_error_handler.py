@@ -8,10 +8,9 @@ from email.utils import format_datetime
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from requests.structures import CaseInsensitiveDict
 
 from framework.components import registry
-from framework.temporal.clock import FixedClock
-from framework.errors import ConfigError, ReadError, TransportError
 from framework.components.http.error_handler import (
     ExponentialBackoff,
     FilterErrorHandler,
@@ -25,11 +24,12 @@ from framework.components.http.error_handler import (
 )
 from framework.components.http.request import HttpRequest
 from framework.components.http.transport import (
-    CaseInsensitiveHeaders,
     FunctionTransport,
     HttpResponse,
 )
+from framework.errors import ConfigError, ReadError, TransportError
 from framework.models.error_handling import CompositeErrorHandler, DefaultErrorHandler
+from framework.temporal.clock import FixedClock
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 REQUEST = HttpRequest("GET", "https://api.example.com/v1/items")
@@ -46,7 +46,7 @@ def make_ctx(config=None, clock=None):
 def response(status=200, body=b"", headers=None):
     if isinstance(body, str):
         body = body.encode()
-    return HttpResponse(status, CaseInsensitiveHeaders(headers or {}), body, REQUEST)
+    return HttpResponse(status, CaseInsensitiveDict(headers or {}), body, REQUEST)
 
 
 def handler(spec=None, ctx=None):

@@ -59,8 +59,8 @@ def test_describe_masks_secrets():
 def test_a_url_without_a_scheme_fails_at_once_as_a_config_error():
     import time
 
-    from framework.errors import ReadError, TransportError
     from framework.components.http.transport import RequestsTransport
+    from framework.errors import ReadError, TransportError
 
     started = time.perf_counter()
     with pytest.raises(ReadError) as caught:

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from framework.temporal.clock import FixedClock
-from framework.errors import ConfigError, DatetimeFormatError
 from framework.components.incremental import DEFAULT_FORMAT, MinMax
+from framework.components.registry import _BUILDERS, BuildContext
+from framework.errors import ConfigError, DatetimeFormatError
 from framework.interpolation import TemplateEngine
 from framework.models.incremental import MinMaxDatetime
-from framework.components.registry import _BUILDERS, BuildContext
+from framework.temporal.clock import FixedClock
 
 UTC = timezone.utc
 NOW = datetime(2024, 3, 10, 15, 30, 45, tzinfo=UTC)

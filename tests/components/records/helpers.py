@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+from requests.structures import CaseInsensitiveDict
 
 from framework.temporal.clock import FixedClock
 from framework.components.http.request import HttpRequest
-from framework.components.http.transport import CaseInsensitiveHeaders, HttpResponse
+from framework.components.http.transport import HttpResponse
 from framework.interpolation import TemplateEngine
 from framework.models import records as models
 from framework.components.records import selection, transformations  # noqa: F401  (registers the builders)
@@ -41,7 +42,7 @@ def response(body: Any, status: int = 200, content_type: str = "application/json
         content = body.encode() if isinstance(body, str) else body
     else:
         content = orjson.dumps(body)
-    return HttpResponse(status, CaseInsensitiveHeaders({"Content-Type": content_type}), content,
+    return HttpResponse(status, CaseInsensitiveDict({"Content-Type": content_type}), content,
                         HttpRequest("GET", "http://x/y"))
 
 

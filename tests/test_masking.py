@@ -1,0 +1,43 @@
+"""The one masking rule: secrets become ``****``, longest first; credentials in their URL spellings too."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from framework.masking import MASKED, Masker, credential_spellings, masking_credentials
+
+
+def test_longest_secret_is_masked_whole():
+    assert Masker.of(["abc", "abcdef", ""])("x abcdef y abc") == f"x {MASKED} y {MASKED}"
+
+
+def test_masker_is_immutable_and_combining_makes_a_new_one():
+    config = Masker.of(["hunter2"])
+    both = config.with_credentials(["to/ken"])
+    assert config("hunter2 to/ken") == "**** to/ken"
+    assert both("hunter2 to/ken to%2Fken") == "**** **** ****"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.secrets = ()  # type: ignore[misc]
+
+
+def test_config_secrets_are_masked_as_given_credentials_also_url_encoded():
+    assert Masker.of(["a b"])("a+b a%20b a b") == "a+b a%20b ****"
+    assert credential_spellings("a b") == ("a b", "a%20b", "a+b")
+    assert Masker().with_credentials(["a b"])("a+b a%20b a b") == "**** **** ****"
+
+
+class _Tokens:
+    def __init__(self) -> None:
+        self.current = ("first",)
+
+    def secrets(self) -> tuple[str, ...]:
+        return self.current
+
+
+def test_masking_credentials_reads_them_when_masking_then_applies_the_config_mask():
+    tokens = _Tokens()
+    mask = masking_credentials(tokens, Masker.of(["cfg"]))
+    tokens.current = ("second",)
+    assert mask("first second cfg") == "first **** ****"
