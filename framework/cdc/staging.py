@@ -25,7 +25,7 @@ field's name; :func:`read_image` gives ``k``, ``img`` (always true) and
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -34,18 +34,18 @@ import pyarrow.parquet as pq
 from framework.cdc.plan import ChangeStream
 from framework.cdc.render import json_key_texts
 from framework.formats.replicant import render_array
+from framework.formats.rolling import RollingWriter
+from framework.models.destination import DestinationSettings, ParquetFormat
+from framework.storage import Storage, storage_for
 
 _MIB = 1024 * 1024
 _BATCH_ROWS = 32_768
 IMAGE_KEY = "_cdc_key"
 
 
-def staging_writer(storage: Any, settings: Any, prefix: str, arrow_schema: pa.Schema, generation_id: int,
-                   part_numbers: Any, started_at: float) -> Any:
+def staging_writer(storage: Storage, settings: DestinationSettings, prefix: str, arrow_schema: pa.Schema,
+                   generation_id: int, part_numbers: Iterable[int], started_at: float) -> RollingWriter:
     """A rolling writer of typed batches into ``prefix`` (Parquet, named by the start time and part number)."""
-    from framework.formats.rolling import RollingWriter
-    from framework.models.destination import ParquetFormat
-
     stamp = int(started_at * 1000)
     return RollingWriter(storage, lambda number: f"{prefix}{stamp}_{number:05d}.parquet",
                          ParquetFormat(compression_codec="SNAPPY"), arrow_schema, None, generation_id,
@@ -61,14 +61,11 @@ def image_ddl(count: int) -> str:
     return ", ".join(["k string", "img boolean"] + [f"w{i} string" for i in range(count)])
 
 
-def _storage(destination: Mapping[str, Any]) -> Any:
-    from framework.models.destination import DestinationSettings
-    from framework.storage import storage_for
-
+def _storage(destination: Mapping[str, Any]) -> Storage:
     return storage_for(DestinationSettings.model_validate(destination))
 
 
-def _batches(storage: Any, key: str, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+def _batches(storage: Storage, key: str, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
     raw = storage.read(key)
     if raw is None:  # listed, then gone: a concurrent clean-up; nothing to read
         return

@@ -130,7 +130,8 @@ class _Resolver:
         target, target_path = found
         if target_path in chain:
             loop = " -> ".join(json_path(p) for p in chain + (target_path,))
-            self.report(at, "ref-cycle", f"reference cycle: {loop}", "break the cycle: a definition cannot contain itself")
+            self.report(at, "ref-cycle", f"reference cycle: {loop}",
+                        "break the cycle: a definition cannot contain itself")
             return {}, Origin(at, {})
         return self.resolve(target, target_path, chain + (target_path,))
 

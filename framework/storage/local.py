@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from framework.errors import ConfigError, FrameworkError
-from framework.storage import ObjectInfo, _WriterContext
+from framework.storage.objects import ObjectInfo, WriterContext
 
 _BUFFER = 1024 * 1024
 
@@ -104,7 +104,7 @@ class LocalStorage:
                     pass
 
 
-class LocalObjectWriter(_WriterContext):
+class LocalObjectWriter(WriterContext):
     """Bytes of one object in a hidden temp file next to its final name."""
 
     def __init__(self, storage: LocalStorage, key: str, metadata: Mapping[str, str] | None):
