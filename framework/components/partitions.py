@@ -26,6 +26,7 @@ from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
 from framework.errors import ConfigError
 from framework.models import ListPartitionRouter, SubstreamPartitionRouter
+from framework.models.partitions import PartitionRouter
 
 if TYPE_CHECKING:
     from framework.components.stream import Stream
@@ -175,7 +176,7 @@ def _substream_router(model: SubstreamPartitionRouter, ctx: BuildContext, path: 
     return SubstreamRouter(tuple(parents))
 
 
-def build_router(model: Any, ctx: BuildContext, path: tuple) -> Router:
+def build_router(model: PartitionRouter, ctx: BuildContext, path: tuple) -> Router:
     """A router, or the product of a list of routers."""
     if isinstance(model, (list, tuple)):
         routers = tuple(ctx.build(m, path + (i,)) for i, m in enumerate(model))

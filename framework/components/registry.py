@@ -24,6 +24,7 @@ from typing import Any
 
 from framework.components.http.transport import RequestsTransport, Transport
 from framework.interpolation import TemplateEngine
+from framework.models import Component
 from framework.temporal.clock import Clock, SystemClock
 
 Builder = Callable[[Any, "BuildContext", tuple], Any]
@@ -109,7 +110,7 @@ class BuildContext:
         for name, value in values.items():
             object.__setattr__(self, name, value)
 
-    def build(self, model: Any, path: tuple) -> Any:
+    def build(self, model: Component, path: tuple) -> Any:
         """The runtime component of ``model`` (found by its ``type``)."""
         _load()
         kind = getattr(model, "type", None)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from framework.diagnostics import Diagnostic
-from framework.interpolation import DEPRECATED_VARIABLES, VARIABLES, analyze_template
+from framework.interpolation import DEPRECATED_VARIABLES, VARIABLES, TemplateEngine, analyze_template
 from framework.manifest.components import Placement, Site, field_aliases
 from framework.models import (
     REGISTRY,
@@ -260,8 +260,6 @@ def _render_static(text: str, parameters: Any) -> str | None:
     info = analyze_template(text)
     if info.syntax_error is not None or info.variables - {"parameters"}:
         return None
-    from framework.interpolation import TemplateEngine
-
     try:
         return TemplateEngine().render(text, {"parameters": parameters if isinstance(parameters, dict) else {}})
     except Exception:  # noqa: BLE001 - a template failing here is reported elsewhere

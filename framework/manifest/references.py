@@ -29,7 +29,7 @@ class Origin:
     """Where a resolved value came from: a source path, and the origins of its children."""
 
     src: tuple
-    children: Any = None  # dict key -> Origin, or list of Origin, or None for scalars
+    children: dict[Any, Origin] | list[Origin] | None = None  # None for scalars
 
     def child(self, key: Any) -> Origin:
         if isinstance(self.children, dict):
