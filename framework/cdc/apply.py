@@ -53,12 +53,12 @@ from framework.cdc.pointer import Pointer, load_pointer, save_pointer
 from framework.cdc.render import OpLines
 from framework.cdc.staging import (
     IMAGE_KEY,
-    _ddl_schema,
-    _storage,
+    ddl_schema,
     image_ddl,
     read_image,
     read_staged,
     staged_ddl,
+    storage_of,
 )
 from framework.errors import FrameworkError
 from framework.formats.replicant import table_name
@@ -299,7 +299,7 @@ def _image_writer(change: ChangeStream, destination: Mapping[str, Any], version:
             yield pa.RecordBatch.from_pylist([{"image_key": None}], schema=out_schema)
             return
         writer.close()
-        with _storage(destination).open_object(key) as target:
+        with storage_of(destination).open_object(key) as target:
             target.write(sink.getvalue())
             target.commit()
         yield pa.RecordBatch.from_pylist([{"image_key": key}], schema=out_schema)
@@ -311,7 +311,7 @@ def _ops_pass(change: ChangeStream, destination: Mapping[str, Any], version: int
               cursor: CursorInfo, mut_base: int) -> ArrowTask:
     """Render the partition's operations (whole batches, :class:`.render.OpLines`) and write them as one file."""
     width = len(change.fields)
-    out_schema = _ddl_schema(_FILES_DDL)
+    out_schema = ddl_schema(_FILES_DDL)
     as_csv = change.format_type == "replicant_csv"
     table = table_name(change.catalog, change.schema, change.stream)
 
@@ -330,7 +330,7 @@ def _ops_pass(change: ChangeStream, destination: Mapping[str, Any], version: int
                 columns = batch.columns
                 data = lines.render(columns[0], columns[1:1 + width], columns[1 + width:])
                 if target is None:
-                    storage = _storage(destination)
+                    storage = storage_of(destination)
                     target = storage.open_object(key)
                     if as_csv and change.include_header:
                         target.write(lines.header())

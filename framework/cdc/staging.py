@@ -61,7 +61,8 @@ def image_ddl(count: int) -> str:
     return ", ".join(["k string", "img boolean"] + [f"w{i} string" for i in range(count)])
 
 
-def _storage(destination: Mapping[str, Any]) -> Storage:
+def storage_of(destination: Mapping[str, Any]) -> Storage:
+    """The storage of ``DestinationSettings`` given as JSON (what travels to the executors)."""
     return storage_for(DestinationSettings.model_validate(destination))
 
 
@@ -107,10 +108,10 @@ def _order(batch: pa.RecordBatch, cursor: str | None, texts: list[pa.Array],
 def read_staged(change: ChangeStream, destination: Mapping[str, Any]) -> Callable[[Iterator[pa.RecordBatch]],
                                                                                    Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function from rows ``(i, key)`` of staged files to rows of :func:`staged_ddl`."""
-    schema = _ddl_schema(staged_ddl(len(change.fields)))
+    schema = ddl_schema(staged_ddl(len(change.fields)))
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        storage = _storage(destination)
+        storage = storage_of(destination)
         for listing in batches:
             for index, key in zip(listing.column("i").to_pylist(), listing.column("key").to_pylist()):
                 seen = 0
@@ -135,10 +136,10 @@ def read_staged(change: ChangeStream, destination: Mapping[str, Any]) -> Callabl
 def read_image(change: ChangeStream, destination: Mapping[str, Any]) -> Callable[[Iterator[pa.RecordBatch]],
                                                                                   Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function from rows ``(i, key)`` of image files to rows of :func:`image_ddl`."""
-    schema = _ddl_schema(image_ddl(len(change.fields)))
+    schema = ddl_schema(image_ddl(len(change.fields)))
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        storage = _storage(destination)
+        storage = storage_of(destination)
         for listing in batches:
             for key in listing.column("key").to_pylist():
                 for batch in _batches(storage, key, [IMAGE_KEY, *change.fields]):
@@ -156,7 +157,7 @@ _SPARK_TYPES = {"string": pa.string(), "double": pa.float64(), "bigint": pa.int6
                 "int": pa.int32()}
 
 
-def _ddl_schema(ddl: str) -> pa.Schema:
+def ddl_schema(ddl: str) -> pa.Schema:
     """The Arrow schema of a DDL string of ``name type`` pairs (the simple types above only)."""
     fields = []
     for part in ddl.split(","):
@@ -165,4 +166,5 @@ def _ddl_schema(ddl: str) -> pa.Schema:
     return pa.schema(fields)
 
 
-__all__ = ["IMAGE_KEY", "image_ddl", "key_texts", "read_image", "read_staged", "staged_ddl", "staging_writer"]
+__all__ = ["IMAGE_KEY", "ddl_schema", "image_ddl", "key_texts", "read_image", "read_staged", "staged_ddl",
+           "staging_writer", "storage_of"]
