@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 #: Metadata key of the generation a data object belongs to (S3 user metadata ``x-amz-meta-ab-generation-id``).
 GENERATION_KEY = "ab-generation-id"
+
 
 @dataclass(frozen=True)
 class ObjectInfo:
@@ -76,15 +77,21 @@ class Storage(Protocol):
         """Where the object is, for people and for Spark: a file path or ``s3://bucket/key``."""
 
 
+_W = TypeVar("_W", bound="WriterContext")
+
+
 class WriterContext:
     """``with`` support for object writers: abort when the block raises, keep the writer open otherwise."""
 
-    def __enter__(self) -> Any:
+    def abort(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _W) -> _W:
         return self
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
         if kind is not None:
-            self.abort()  # type: ignore[attr-defined]
+            self.abort()
 
 
 __all__ = ["GENERATION_KEY", "ObjectInfo", "ObjectWriter", "Storage", "WriterContext"]
