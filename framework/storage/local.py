@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -114,7 +114,7 @@ class LocalObjectWriter(WriterContext):
         folder, name = os.path.split(self.final)
         os.makedirs(folder, exist_ok=True)
         self.temp = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
-        self._file: Any = open(self.temp, "wb", buffering=_BUFFER)
+        self._file: BinaryIO = open(self.temp, "wb", buffering=_BUFFER)
         self._count = 0
         self._state = "open"  # open -> sealed -> committed | aborted
 
