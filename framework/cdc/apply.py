@@ -36,13 +36,16 @@ import io
 import math
 import os
 import re
+import shutil
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import orjson
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from framework.cdc.ops import CursorInfo, OpCounts
 from framework.cdc.plan import ChangeStream
@@ -50,15 +53,24 @@ from framework.cdc.pointer import Pointer, load_pointer, save_pointer
 from framework.cdc.render import OpLines
 from framework.cdc.staging import (
     IMAGE_KEY,
-    _ddl_schema,
-    _storage,
+    ddl_schema,
     image_ddl,
     read_image,
     read_staged,
     staged_ddl,
+    storage_of,
 )
 from framework.errors import FrameworkError
 from framework.formats.replicant import table_name
+from framework.storage import LocalStorage, ObjectInfo, Storage
+from framework.temporal.clock import Clock
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from framework.models.destination import DestinationSettings
+
+ArrowTask = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 PHASES: list = []
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -81,15 +93,15 @@ class ApplyResult:
     phases: tuple[tuple[str, float], ...] = field(default=(), compare=False)  # (step, seconds) on the driver
 
 
-def apply_changes(spark: Any, storage: Any, settings: Any, change: ChangeStream, *, completed: bool,
-                  clock: Any, cores: int = 2) -> ApplyResult:
+def apply_changes(spark: SparkSession, storage: Storage, settings: DestinationSettings, change: ChangeStream, *,
+                  completed: bool, clock: Clock, cores: int = 2) -> ApplyResult:
     """Apply the stream's staged records (see the module docs); ``completed`` says the sync had no error."""
     started = time.perf_counter()
     pointer = load_pointer(storage, change.pointer_key)
     if not completed:
         return ApplyResult(pointer.version, pointer.applied_sync, OpCounts(),
                            skipped="the sync did not complete; its staged records wait for the next one")
-    by_sync: dict[int, list[Any]] = {}
+    by_sync: dict[int, list[ObjectInfo]] = {}
     for info in storage.list(change.staging_root, with_metadata=False):
         match = _SYNC_FOLDER.search(info.key)
         if match and info.key.endswith(".parquet"):
@@ -134,8 +146,9 @@ def apply_changes(spark: Any, storage: Any, settings: Any, change: ChangeStream,
                        phases=tuple(PHASES))
 
 
-def _run(spark: Any, storage: Any, change: ChangeStream, destination: dict, pointer: Pointer, version: int,
-         staged: list[Any], partitions: int, now_ms: int) -> tuple[list[OpCounts], list[str], int, list[dict]]:
+def _run(spark: SparkSession, storage: Storage, change: ChangeStream, destination: dict, pointer: Pointer,
+         version: int, staged: list[ObjectInfo], partitions: int,
+         now_ms: int) -> tuple[list[OpCounts], list[str], int, list[dict]]:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -224,7 +237,7 @@ class _Phases:
         self._last = now
 
 
-def _latest(records: Any, values: list[str]) -> Any:
+def _latest(records: DataFrame, values: list[str]) -> DataFrame:
     """The latest record of each key: highest cursor, then extraction time, then the last staged."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -235,11 +248,9 @@ def _latest(records: Any, values: list[str]) -> Any:
             .select("k", "del", *values))
 
 
-def _jvm_files(storage: Any, fields: tuple[str, ...], image_fields: tuple[str, ...]) -> bool:
+def _jvm_files(storage: Storage, fields: tuple[str, ...], image_fields: tuple[str, ...]) -> bool:
     """Whether Spark's own Parquet reader and writer can take the image: local files, and column names that
     Spark (case-insensitive by default) tells apart."""
-    from framework.storage.local import LocalStorage
-
     if not isinstance(storage, LocalStorage):
         return False
     return all(len({n.lower() for n in names + (IMAGE_KEY,)}) == len(names) + 1 for names in (fields, image_fields))
@@ -249,7 +260,7 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _read_image_jvm(spark: Any, storage: Any, change: ChangeStream, pointer: Pointer) -> Any:
+def _read_image_jvm(spark: SparkSession, storage: Storage, change: ChangeStream, pointer: Pointer) -> DataFrame:
     from pyspark.sql import functions as F
 
     frame = spark.read.parquet(*[storage.uri(key) for key in pointer.image_keys])
@@ -260,7 +271,7 @@ def _read_image_jvm(spark: Any, storage: Any, change: ChangeStream, pointer: Poi
           for i, name in enumerate(change.fields)])
 
 
-def _listing(spark: Any, keys: list[str]) -> Any:
+def _listing(spark: SparkSession, keys: list[str]) -> DataFrame:
     return spark.createDataFrame([(i, key) for i, key in enumerate(keys)], "i bigint, key string")
 
 
@@ -271,10 +282,8 @@ def _partition() -> int:
     return context.partitionId() if context is not None else 0
 
 
-def _image_writer(change: ChangeStream, destination: Mapping[str, Any], version: int):
+def _image_writer(change: ChangeStream, destination: Mapping[str, Any], version: int) -> ArrowTask:
     """The partition's part of the new image as one Parquet object (storage without Spark's writer: S3)."""
-    import pyarrow.parquet as pq
-
     image_schema = pa.schema([pa.field(IMAGE_KEY, pa.string())] + [pa.field(n, pa.string()) for n in change.fields])
     out_schema = pa.schema([pa.field("image_key", pa.string())])
 
@@ -290,7 +299,7 @@ def _image_writer(change: ChangeStream, destination: Mapping[str, Any], version:
             yield pa.RecordBatch.from_pylist([{"image_key": None}], schema=out_schema)
             return
         writer.close()
-        with _storage(destination).open_object(key) as target:
+        with storage_of(destination).open_object(key) as target:
             target.write(sink.getvalue())
             target.commit()
         yield pa.RecordBatch.from_pylist([{"image_key": key}], schema=out_schema)
@@ -299,10 +308,10 @@ def _image_writer(change: ChangeStream, destination: Mapping[str, Any], version:
 
 
 def _ops_pass(change: ChangeStream, destination: Mapping[str, Any], version: int, offsets: Mapping[int, OpCounts],
-              cursor: CursorInfo, mut_base: int):
+              cursor: CursorInfo, mut_base: int) -> ArrowTask:
     """Render the partition's operations (whole batches, :class:`.render.OpLines`) and write them as one file."""
     width = len(change.fields)
-    out_schema = _ddl_schema(_FILES_DDL)
+    out_schema = ddl_schema(_FILES_DDL)
     as_csv = change.format_type == "replicant_csv"
     table = table_name(change.catalog, change.schema, change.stream)
 
@@ -321,7 +330,7 @@ def _ops_pass(change: ChangeStream, destination: Mapping[str, Any], version: int
                 columns = batch.columns
                 data = lines.render(columns[0], columns[1:1 + width], columns[1 + width:])
                 if target is None:
-                    storage = _storage(destination)
+                    storage = storage_of(destination)
                     target = storage.open_object(key)
                     if as_csv and change.include_header:
                         target.write(lines.header())
@@ -340,19 +349,17 @@ def _ops_pass(change: ChangeStream, destination: Mapping[str, Any], version: int
     return run
 
 
-def _destination(settings: Any) -> dict:
-    import orjson
-
+def _destination(settings: DestinationSettings) -> dict:
     return orjson.loads(settings.model_dump_json(by_alias=True))
 
 
-def _delete_prefixes(storage: Any, prefixes: list[str]) -> None:
+def _delete_prefixes(storage: Storage, prefixes: list[str]) -> None:
     victims = [info.key for prefix in prefixes for info in storage.list(prefix, with_metadata=False)]
     if victims:
         storage.delete(victims)
 
 
-def _clean_up(storage: Any, change: ChangeStream, version: int, staged_keys: list[str]) -> None:
+def _clean_up(storage: Storage, change: ChangeStream, version: int, staged_keys: list[str]) -> None:
     """After the commit: the applied staging and older images go (a failure here only leaves garbage)."""
     current = change.image_prefix(version)
     older = [info.key for info in storage.list(f"{change.root}image/", with_metadata=False)
@@ -360,11 +367,7 @@ def _clean_up(storage: Any, change: ChangeStream, version: int, staged_keys: lis
     victims = staged_keys + older
     if victims:
         storage.delete(victims)
-    from framework.storage.local import LocalStorage
-
     if isinstance(storage, LocalStorage):  # Spark's writer leaves checksum files that listings do not show
-        import shutil
-
         folder = storage.path(f"{change.root}image")
         keep = current.rstrip("/").rpartition("/")[2]
         for name in os.listdir(folder) if os.path.isdir(folder) else ():

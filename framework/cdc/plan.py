@@ -20,9 +20,16 @@ variable (``<namespace>/<stream>/`` by default).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from framework.errors import ConfigError
+from framework.models.destination import DestinationSettings, ReplicantCsvFormat, ReplicantJsonFormat
+from framework.storage import StreamLayout, safe_name
+from framework.typed import RecordConverter, parse_schema
+from framework.typed.arrow import ENVELOPE_NAMES
+
+if TYPE_CHECKING:
+    from framework.components.stream import Stream
 
 CDC_ROOT = "_airbyte_cdc"
 
@@ -72,21 +79,17 @@ class ChangeStream:
         return f"{self.op_prefix}cdc_{version:08d}_"
 
 
-def is_realtime(settings: Any) -> bool:
+def is_realtime(settings: DestinationSettings) -> bool:
     fmt = settings.format
-    return fmt.format_type in ("replicant_csv", "replicant_json") and fmt.mode == "realtime"
+    return isinstance(fmt, (ReplicantCsvFormat, ReplicantJsonFormat)) and fmt.mode == "realtime"
 
 
-def realtime_stream(settings: Any, stream: Any, *, incremental: bool, sync_id: int,
+def realtime_stream(settings: DestinationSettings, stream: Stream, *, incremental: bool, sync_id: int,
                     namespace: str = "") -> ChangeStream | None:
     """The :class:`ChangeStream` of ``stream`` (a framework Stream) when ``settings`` ask for realtime files."""
-    if not is_realtime(settings):
-        return None
-    from framework.storage.layout import StreamLayout, safe_name
-    from framework.typed import RecordConverter, parse_schema
-    from framework.typed.arrow import ENVELOPE_NAMES
-
     fmt = settings.format
+    if not isinstance(fmt, (ReplicantCsvFormat, ReplicantJsonFormat)) or fmt.mode != "realtime":  # is_realtime
+        return None
     schema = RecordConverter(parse_schema(dict(stream.json_schema), stream=stream.name), stream=stream.name).schema
     fields = tuple(name for name in schema.names if name not in ENVELOPE_NAMES)
     keys = _key_positions(stream, fields)
@@ -104,7 +107,7 @@ def realtime_stream(settings: Any, stream: Any, *, incremental: bool, sync_id: i
     )
 
 
-def _key_positions(stream: Any, fields: tuple[str, ...]) -> tuple[int, ...]:
+def _key_positions(stream: Stream, fields: tuple[str, ...]) -> tuple[int, ...]:
     paths = [list(path) for path in (stream.primary_key or [])]
     fix = ("give the stream a `primary_key` of top-level fields of its schema, or write it with `mode: snapshot`")
     if not paths:

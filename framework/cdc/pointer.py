@@ -16,11 +16,11 @@ rewrites them.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import orjson
 
 from framework.errors import StateError
+from framework.storage import Storage
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Pointer:
         return orjson.dumps(asdict(self), option=orjson.OPT_INDENT_2)
 
 
-def load_pointer(storage: Any, key: str) -> Pointer:
+def load_pointer(storage: Storage, key: str) -> Pointer:
     """The stream's pointer, or the empty one (version 0, nothing applied) when there is none."""
     raw = storage.read(key)
     if raw is None:
@@ -54,7 +54,7 @@ def load_pointer(storage: Any, key: str) -> Pointer:
                          "or move the stream's `_airbyte_cdc` folder away to start its change data anew") from None
 
 
-def save_pointer(storage: Any, key: str, pointer: Pointer) -> None:
+def save_pointer(storage: Storage, key: str, pointer: Pointer) -> None:
     """Write the pointer in one atomic step: this is the commit of an apply."""
     storage.write_atomic(key, pointer.as_json(), {"content-type": "application/json"})
 

@@ -25,7 +25,7 @@ field's name; :func:`read_image` gives ``k``, ``img`` (always true) and
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -34,6 +34,9 @@ import pyarrow.parquet as pq
 from framework.cdc.plan import ChangeStream
 from framework.cdc.render import json_key_texts
 from framework.formats.replicant import render_array
+from framework.formats.rolling import RollingWriter
+from framework.models.destination import DestinationSettings, ParquetFormat
+from framework.storage import Storage, storage_for
 from framework.typed.envelope import EXTRACTED_AT
 
 _MIB = 1024 * 1024
@@ -41,12 +44,9 @@ _BATCH_ROWS = 32_768
 IMAGE_KEY = "_cdc_key"
 
 
-def staging_writer(storage: Any, settings: Any, prefix: str, arrow_schema: pa.Schema, generation_id: int,
-                   part_numbers: Any, started_at: float) -> Any:
+def staging_writer(storage: Storage, settings: DestinationSettings, prefix: str, arrow_schema: pa.Schema,
+                   generation_id: int, part_numbers: Iterable[int], started_at: float) -> RollingWriter:
     """A rolling writer of typed batches into ``prefix`` (Parquet, named by the start time and part number)."""
-    from framework.formats.rolling import RollingWriter
-    from framework.models.destination import ParquetFormat
-
     stamp = int(started_at * 1000)
     return RollingWriter(storage, lambda number: f"{prefix}{stamp}_{number:05d}.parquet",
                          ParquetFormat(compression_codec="SNAPPY"), arrow_schema, None, generation_id,
@@ -62,14 +62,12 @@ def image_ddl(count: int) -> str:
     return ", ".join(["k string", "img boolean"] + [f"w{i} string" for i in range(count)])
 
 
-def _storage(destination: Mapping[str, Any]) -> Any:
-    from framework.models.destination import DestinationSettings
-    from framework.storage import storage_for
-
+def storage_of(destination: Mapping[str, Any]) -> Storage:
+    """The storage of ``DestinationSettings`` given as JSON (what travels to the executors)."""
     return storage_for(DestinationSettings.model_validate(destination))
 
 
-def _batches(storage: Any, key: str, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+def _batches(storage: Storage, key: str, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
     raw = storage.read(key)
     if raw is None:  # listed, then gone: a concurrent clean-up; nothing to read
         return
@@ -111,10 +109,10 @@ def _order(batch: pa.RecordBatch, cursor: str | None, texts: list[pa.Array],
 def read_staged(change: ChangeStream, destination: Mapping[str, Any]) -> Callable[[Iterator[pa.RecordBatch]],
                                                                                    Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function from rows ``(i, key)`` of staged files to rows of :func:`staged_ddl`."""
-    schema = _ddl_schema(staged_ddl(len(change.fields)))
+    schema = ddl_schema(staged_ddl(len(change.fields)))
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        storage = _storage(destination)
+        storage = storage_of(destination)
         for listing in batches:
             for index, key in zip(listing.column("i").to_pylist(), listing.column("key").to_pylist()):
                 seen = 0
@@ -139,10 +137,10 @@ def read_staged(change: ChangeStream, destination: Mapping[str, Any]) -> Callabl
 def read_image(change: ChangeStream, destination: Mapping[str, Any]) -> Callable[[Iterator[pa.RecordBatch]],
                                                                                   Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function from rows ``(i, key)`` of image files to rows of :func:`image_ddl`."""
-    schema = _ddl_schema(image_ddl(len(change.fields)))
+    schema = ddl_schema(image_ddl(len(change.fields)))
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        storage = _storage(destination)
+        storage = storage_of(destination)
         for listing in batches:
             for key in listing.column("key").to_pylist():
                 for batch in _batches(storage, key, [IMAGE_KEY, *change.fields]):
@@ -160,7 +158,7 @@ _SPARK_TYPES = {"string": pa.string(), "double": pa.float64(), "bigint": pa.int6
                 "int": pa.int32()}
 
 
-def _ddl_schema(ddl: str) -> pa.Schema:
+def ddl_schema(ddl: str) -> pa.Schema:
     """The Arrow schema of a DDL string of ``name type`` pairs (the simple types above only)."""
     fields = []
     for part in ddl.split(","):
@@ -169,4 +167,5 @@ def _ddl_schema(ddl: str) -> pa.Schema:
     return pa.schema(fields)
 
 
-__all__ = ["IMAGE_KEY", "image_ddl", "key_texts", "read_image", "read_staged", "staged_ddl", "staging_writer"]
+__all__ = ["IMAGE_KEY", "ddl_schema", "image_ddl", "key_texts", "read_image", "read_staged", "staged_ddl",
+           "staging_writer", "storage_of"]

@@ -19,18 +19,30 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from framework.components.http.request import Injection, RequestParts, injection_of
 from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
 from framework.errors import ConfigError
 from framework.models import ListPartitionRouter, SubstreamPartitionRouter
+from framework.models.partitions import PartitionRouter
+
+if TYPE_CHECKING:
+    from framework.components.stream import Stream
 
 # A parent's records as the sync reads them: (tag, records) pairs, where the tag says which unit
 # of the parent's sync the records came from, so the parent's state can wait for the children.
 ParentPages = Iterator[tuple[Any, list[dict]]]
 ReadParent = Callable[["ParentConfig"], ParentPages]
+
+
+class Router(Protocol):
+    """What a stream's partition router does: list partitions, put one into a request."""
+
+    def partitions(self, read_parent: ReadParent) -> Iterator[RoutedPartition]: ...
+
+    def apply(self, parts: RequestParts, stream_slice: StreamSlice) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -63,7 +75,7 @@ class ListRouter:
 class ParentConfig:
     """ParentStreamConfig at run time; ``parent_key`` and each extra field are paths (``a/b`` split)."""
 
-    stream: Any  # framework.components.stream.Stream
+    stream: Stream
     parent_key: tuple[str, ...]
     partition_field: str
     option: Injection | None
@@ -115,7 +127,7 @@ def tag_partition(tag: Any) -> Mapping[str, Any]:
 class ProductRouter:
     """A list of routers: every combination of their partitions, the first router's varying slowest."""
 
-    routers: tuple[Any, ...]
+    routers: tuple[Router, ...]
 
     def partitions(self, read_parent: ReadParent) -> Iterator[RoutedPartition]:
         lists = [list(router.partitions(read_parent)) for router in self.routers]
@@ -164,7 +176,7 @@ def _substream_router(model: SubstreamPartitionRouter, ctx: BuildContext, path: 
     return SubstreamRouter(tuple(parents))
 
 
-def build_router(model: Any, ctx: BuildContext, path: tuple) -> Any:
+def build_router(model: PartitionRouter, ctx: BuildContext, path: tuple) -> Router:
     """A router, or the product of a list of routers."""
     if isinstance(model, (list, tuple)):
         routers = tuple(ctx.build(m, path + (i,)) for i, m in enumerate(model))
@@ -172,7 +184,7 @@ def build_router(model: Any, ctx: BuildContext, path: tuple) -> Any:
     return ctx.build(model, path)
 
 
-def parents_of(router: Any) -> Iterable[ParentConfig]:
+def parents_of(router: Router | None) -> Iterable[ParentConfig]:
     """The parent configs of a router (or of the routers in a product)."""
     if isinstance(router, SubstreamRouter):
         return router.parents
@@ -181,5 +193,5 @@ def parents_of(router: Any) -> Iterable[ParentConfig]:
     return ()
 
 
-__all__ = ["ListRouter", "ParentConfig", "ProductRouter", "RoutedPartition", "SubstreamRouter", "build_router",
-           "parents_of", "tag_partition"]
+__all__ = ["ListRouter", "ParentConfig", "ProductRouter", "RoutedPartition", "Router", "SubstreamRouter",
+           "build_router", "parents_of", "tag_partition"]

@@ -19,10 +19,12 @@ from __future__ import annotations
 import importlib
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from framework.components.http.transport import RequestsTransport, Transport
 from framework.interpolation import TemplateEngine
+from framework.models import Component
 from framework.temporal.clock import Clock, SystemClock
 
 Builder = Callable[[Any, "BuildContext", tuple], Any]
@@ -74,34 +76,41 @@ def _nowhere(path: tuple) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class BuildContext:
     """What builders and the components they build may use from outside.
 
-    ``locate(path)`` gives ``file:line:col`` for a manifest path (or None);
-    ``mask(text)`` hides secret config values in a message. ``schemas`` holds stream
-    schemas loaded already (by the driver, for executors without the schema files).
+    ``engine`` is built on ``clock`` when not given (so macros read the same clock) and
+    ``transport`` is a :class:`RequestsTransport` when not given. ``locate(path)`` gives
+    ``file:line:col`` for a manifest path (or None); ``mask(text)`` hides secret config
+    values in a message. ``schemas`` holds stream schemas loaded already (by the driver,
+    for executors without the schema files).
     """
 
     config: Mapping[str, Any]
-    engine: TemplateEngine | None = None  # built on ``clock`` when None, so macros read the same clock
-    transport: Any = None  # framework.components.http.transport.Transport; RequestsTransport when None
-    clock: Clock = field(default_factory=SystemClock)
-    sleep: Callable[[float], None] = time.sleep
-    base_dir: str | None = None
-    locate: Callable[[tuple], str | None] = _nowhere
-    mask: Callable[[str], str] = _identity
-    schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # stream schemas loaded already
+    engine: TemplateEngine
+    transport: Transport
+    clock: Clock
+    sleep: Callable[[float], None]
+    base_dir: str | None
+    locate: Callable[[tuple], str | None]
+    mask: Callable[[str], str]
+    schemas: Mapping[str, Mapping[str, Any]]
 
-    def __post_init__(self) -> None:
-        if self.engine is None:
-            object.__setattr__(self, "engine", TemplateEngine(self.clock))
-        if self.transport is None:
-            from framework.components.http.transport import RequestsTransport
+    def __init__(self, config: Mapping[str, Any], engine: TemplateEngine | None = None,
+                 transport: Transport | None = None, clock: Clock | None = None,
+                 sleep: Callable[[float], None] = time.sleep, base_dir: str | None = None,
+                 locate: Callable[[tuple], str | None] = _nowhere, mask: Callable[[str], str] = _identity,
+                 schemas: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        clock = clock if clock is not None else SystemClock()
+        values = {"config": config, "engine": engine if engine is not None else TemplateEngine(clock),
+                  "transport": transport if transport is not None else RequestsTransport(), "clock": clock,
+                  "sleep": sleep, "base_dir": base_dir, "locate": locate, "mask": mask,
+                  "schemas": schemas if schemas is not None else {}}
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
 
-            object.__setattr__(self, "transport", RequestsTransport())
-
-    def build(self, model: Any, path: tuple) -> Any:
+    def build(self, model: Component, path: tuple) -> Any:
         """The runtime component of ``model`` (found by its ``type``)."""
         _load()
         kind = getattr(model, "type", None)

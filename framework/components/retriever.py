@@ -15,10 +15,12 @@ from urllib.parse import parse_qs, urlsplit
 
 from framework.components.http.request import RequestParts
 from framework.components.http.requester import Requester
+from framework.components.pagination import Paginator
+from framework.components.records import RecordSelector
 from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
 from framework.errors import InterpolationError, ReadError
-from framework.models import SimpleRetriever
+from framework.models import NoPagination, SimpleRetriever
 
 SliceOptions = Callable[[RequestParts, StreamSlice], None]
 
@@ -30,8 +32,8 @@ def _no_options(parts: RequestParts, stream_slice: StreamSlice) -> None:
 @dataclass(frozen=True)
 class Retriever:
     requester: Requester
-    selector: Any  # framework.components.records.RecordSelector
-    paginator: Any  # framework.components.pagination.Paginator
+    selector: RecordSelector
+    paginator: Paginator
     parameters: Mapping[str, Any]
     slice_options_on_every_page: bool = True
 
@@ -57,8 +59,8 @@ class Retriever:
                 page, records = self.selector.select_page(response, page_variables)
                 more = pager.advance(response, page, variables)  # judged by the page as the API sent it
             except ReadError as exc:  # the body may echo a token: mask it again, with the credentials too
-                raise self.requester.hide_secrets(exc).with_context(
-                    request=self.requester.describe(response.request))
+                self.requester.hide_secrets(exc).with_context(request=self.requester.describe(response.request))
+                raise
             except InterpolationError as exc:  # a template that fails on this response
                 raise ReadError(self.requester.mask(str(exc)),
                                 request=self.requester.describe(response.request)) from None
@@ -88,8 +90,6 @@ def _drop_params_in_url(parts: RequestParts) -> None:
 def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> Retriever:
     paginator_model = model.paginator
     if paginator_model is None:
-        from framework.models import NoPagination
-
         paginator_model = NoPagination()
     return Retriever(
         requester=ctx.build(model.requester, path + ("requester",)),

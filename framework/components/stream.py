@@ -10,14 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from framework.components.http.request import RequestParts
+from framework.components.partitions import Router, build_router
+from framework.components.records import load_schema
 from framework.components.registry import BuildContext, builds
 from framework.components.retriever import Retriever
 from framework.components.slices import StreamSlice
 from framework.errors import ReadError
 from framework.models import DeclarativeStream
+
+if TYPE_CHECKING:
+    from framework.components.incremental import DatetimeCursor
 
 
 def key_paths(primary_key: Any) -> tuple[tuple[str, ...], ...]:
@@ -36,8 +41,8 @@ class Stream:
     retriever: Retriever
     json_schema: Mapping[str, Any]
     primary_key: tuple[tuple[str, ...], ...] = ()
-    cursor: Any = None  # framework.components.incremental.DatetimeCursor
-    router: Any = None  # framework.components.partitions.Router
+    cursor: DatetimeCursor | None = None
+    router: Router | None = None
     parameters: Mapping[str, Any] = field(default_factory=dict)
     place: str | None = None
 
@@ -59,7 +64,8 @@ class Stream:
             yield from self.retriever.read(stream_slice, config, slice_options=self.slice_options,
                                            stream_state=stream_state)
         except ReadError as exc:
-            raise exc.with_context(stream=self.name, place=self.place)
+            exc.with_context(stream=self.name, place=self.place)
+            raise
 
     def catalog_entry(self) -> dict[str, Any]:
         """This stream as an Airbyte catalog entry (for ``--discover``)."""
@@ -79,8 +85,6 @@ class Stream:
 
 @builds("DeclarativeStream")
 def build_stream(model: DeclarativeStream, ctx: BuildContext, path: tuple) -> Stream:
-    from framework.components.records import load_schema
-
     retriever: Retriever = ctx.build(model.retriever, path + ("retriever",))
     transformations = [ctx.build(t, path + ("transformations", i)) for i, t in enumerate(model.transformations)]
     preloaded = ctx.schemas.get(model.name)
@@ -97,8 +101,6 @@ def build_stream(model: DeclarativeStream, ctx: BuildContext, path: tuple) -> St
     cursor = ctx.build(model.incremental_sync, path + ("incremental_sync",)) if model.incremental_sync else None
     router = None
     if model.retriever.partition_router is not None:
-        from framework.components.partitions import build_router
-
         router = build_router(model.retriever.partition_router, ctx, path + ("retriever", "partition_router"))
     return Stream(
         name=model.name,

@@ -30,7 +30,7 @@ import importlib.util
 import lzma
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, BinaryIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, cast
 
 import fastavro
 import pyarrow as pa
@@ -38,6 +38,9 @@ from fastavro.write import Writer
 
 from framework.errors import ConfigError
 from framework.formats import CountingSink
+
+if TYPE_CHECKING:
+    from framework.models.destination import AvroFormat
 
 _CODECS = {"no compression": "null", "Deflate": "deflate", "bzip2": "bzip2", "xz": "xz",
            "zstandard": "zstandard", "snappy": "snappy"}
@@ -64,7 +67,7 @@ class AvroFileWriter:
 
     extension = ".avro"
 
-    def __init__(self, settings: Any, arrow_schema: pa.Schema | None, avro_schema: Mapping, sink: BinaryIO,
+    def __init__(self, settings: AvroFormat, arrow_schema: pa.Schema | None, avro_schema: Mapping, sink: BinaryIO,
                  *, to_avro: Callable[[pa.RecordBatch], Iterable[dict]] | None = None):
         codec_settings = settings.compression_codec
         codec = _CODECS[codec_settings.codec]
@@ -76,7 +79,8 @@ class AvroFileWriter:
             )
         level = getattr(codec_settings, "compression_level", None)
         self._sink = CountingSink(sink)
-        self._writer = Writer(self._sink, fastavro.parse_schema(dict(avro_schema)), codec=codec,
+        # fastavro only writes to, flushes and tells the sink
+        self._writer = Writer(cast(IO[bytes], self._sink), fastavro.parse_schema(dict(avro_schema)), codec=codec,
                               compression_level=level)
         if codec == "xz" and level is not None:
             self._writer.block_writer = _xz_block_writer

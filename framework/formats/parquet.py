@@ -23,13 +23,16 @@ timestamps whose Arrow type has a time zone.
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from framework.errors import ConfigError
 from framework.formats import CountingSink
+
+if TYPE_CHECKING:
+    from framework.models.destination import ParquetFormat
 
 _CODECS = {"UNCOMPRESSED": "none", "SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "BROTLI": "brotli",
            "LZ4": "lz4"}
@@ -42,7 +45,7 @@ class ParquetFileWriter:
 
     extension = ".parquet"
 
-    def __init__(self, settings: Any, schema: pa.Schema, sink: BinaryIO):
+    def __init__(self, settings: ParquetFormat, schema: pa.Schema, sink: BinaryIO):
         codec = settings.compression_codec
         if codec not in _CODECS:
             raise ConfigError(

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 import pyarrow as pa
 
@@ -29,6 +29,9 @@ from framework.formats import FormatWriter, open_format_writer
 from framework.storage import GENERATION_KEY, ObjectWriter, Storage
 from framework.storage.layout import StreamLayout
 from framework.typed.envelope import DATA, TEXT_ENVELOPE
+
+if TYPE_CHECKING:
+    from framework.models.destination import DestinationSettings, OutputFormat
 
 _MIB = 1024 * 1024
 
@@ -59,7 +62,7 @@ class _Pending:
 class RollingWriter:
     """Writes a stream's batches into files of about ``size_limit_bytes`` each; see the module docs."""
 
-    def __init__(self, storage: Storage, layout_fn: Callable[[int], str], fmt_settings: Any,
+    def __init__(self, storage: Storage, layout_fn: Callable[[int], str], fmt_settings: OutputFormat,
                  arrow_schema: pa.Schema | None, avro_schema: Mapping | None, generation_id: int,
                  size_limit_bytes: int, part_numbers: Iterable[int], *, columns: Sequence[str] = (),
                  to_avro: Callable[[pa.RecordBatch], Iterable[dict]] | None = None,
@@ -79,7 +82,7 @@ class RollingWriter:
         self._closed = False
 
     @classmethod
-    def for_stream(cls, storage: Storage, settings: Any, *, stream: str, namespace: str | None = "",
+    def for_stream(cls, storage: Storage, settings: DestinationSettings, *, stream: str, namespace: str | None = "",
                    arrow_schema: pa.Schema | None, avro_schema: Mapping | None, generation_id: int,
                    part_numbers: Iterable[int], sync_id: int = 0,
                    started_at: datetime | float | None = None, columns: Sequence[str] | None = None,
@@ -115,7 +118,8 @@ class RollingWriter:
         key = self.layout_fn(number)
         target = self.storage.open_object(key, self._metadata)
         try:
-            writer = open_format_writer(self.fmt_settings, self.arrow_schema, self.avro_schema, target,
+            # the format writers only write to (and tell) the sink, which an ObjectWriter does
+            writer = open_format_writer(self.fmt_settings, self.arrow_schema, self.avro_schema, cast(BinaryIO, target),
                                         columns=self._columns, to_avro=self._to_avro)
         except BaseException:
             target.abort()
@@ -184,7 +188,7 @@ class RollingWriter:
             self.abort()
 
 
-def delete_older_generations(storage: Storage, layout: Any, stream: str | None = None,
+def delete_older_generations(storage: Storage, layout: StreamLayout | DestinationSettings, stream: str | None = None,
                              namespace: str | None = "", generation: int = 0) -> list[str]:
     """Delete the stream's files of generations before ``generation`` (and files with no generation).
 

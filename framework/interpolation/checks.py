@@ -83,9 +83,9 @@ def forbidden_constructs(tree: nodes.Node) -> list[Finding]:
     on real objects at render time.
     """
     found: list[Finding] = []
-    for node in tree.find_all(nodes.Name):
-        if node.name == "self" and node.ctx == "load":
-            found.append(Finding("self", "the template's `self` reference", node.lineno, "self"))
+    for name_node in tree.find_all(nodes.Name):
+        if name_node.name == "self" and name_node.ctx == "load":
+            found.append(Finding("self", "the template's `self` reference", name_node.lineno, "self"))
     for tag, (label, keyword) in _FORBIDDEN_TAGS.items():
         for node in tree.find_all(tag):
             found.append(Finding(label, f"the `{label}` tag", node.lineno, keyword))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from typing import Any
 
@@ -10,7 +11,7 @@ from pydantic import ValidationError
 
 from framework.diagnostics import Diagnostic
 from framework.manifest.components import Placement, field_aliases
-from framework.models import REGISTRY, DeclarativeSource
+from framework.models import REGISTRY, Component, DeclarativeSource, template_of
 
 _TYPE_WORDS = {
     "string_type": "a string",
@@ -41,7 +42,8 @@ def build_source(data: Any, place: Placement, claimed: list) -> tuple[Declarativ
 def _clean_path(loc: tuple, data: Any) -> tuple[tuple, Any, Any]:
     """Drop pydantic's union-tag steps from ``loc``; also return the value and its parent."""
     path: list = []
-    node, parent = data, None
+    node: Any = data
+    parent: Any = None
     for step in loc:
         if isinstance(node, dict) and step in node:
             parent, node = node, node[step]
@@ -65,7 +67,7 @@ def _is_tag(step: Any) -> bool:
 _TAGS = {"str", "int", "float", "bool", "dict", "list", "tuple", "none", "Mapping", "union"}
 
 
-def _model_of(parent: Any) -> type | None:
+def _model_of(parent: Any) -> type[Component] | None:
     if isinstance(parent, dict):
         kind = parent.get("type")
         if isinstance(kind, str):
@@ -151,8 +153,6 @@ def _one(path: tuple, errors: list, place: Placement, data: Any) -> Diagnostic:
 
 def _is_template_field(path: tuple, data: Any) -> bool:
     """Whether the value at ``path`` is a field whose strings are templates."""
-    from framework.models import template_of
-
     if not path or not isinstance(path[-1], str):
         return False
     _, _, parent = _clean_path(path, data)
@@ -164,7 +164,5 @@ def _is_template_field(path: tuple, data: Any) -> bool:
 
 
 def _short(example: Any) -> str:
-    import json
-
     text = example if isinstance(example, str) else json.dumps(example)
     return text if len(text) <= 60 else text[:57] + "..."

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from framework.diagnostics import Diagnostic
-from framework.interpolation import DEPRECATED_VARIABLES, VARIABLES, analyze_template
+from framework.interpolation import DEPRECATED_VARIABLES, VARIABLES, TemplateEngine, analyze_template
 from framework.manifest.components import Placement, Site, field_aliases
 from framework.models import (
     REGISTRY,
@@ -111,9 +111,9 @@ def _format_checks(fmt: str, text: str, path: tuple, alias: str, place: Placemen
             yield place.diagnostic(path, "bad-duration", f"`{alias}`: {problem}",
                                    "write an ISO 8601 duration such as `P1D`, `PT1H` or `P1M`")
     elif fmt == "strftime":
-        for problem in format_problems(text):
-            yield place.diagnostic(path, "bad-datetime-format", f"`{alias}`: {problem.message}",
-                                   getattr(problem, "fix", None))
+        for format_problem in format_problems(text):
+            yield place.diagnostic(path, "bad-datetime-format", f"`{alias}`: {format_problem.message}",
+                                   getattr(format_problem, "fix", None))
 
 
 def _stream_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str | None) -> Iterator[Diagnostic]:
@@ -243,7 +243,7 @@ def _schema_checks(site: Site, place: Placement, manifest_dir: str | None) -> It
     paths = [] if not key else [[key]] if isinstance(key, str) else [
         [part] if isinstance(part, str) else part for part in key if isinstance(part, (str, list))]
     for key_path in paths:
-        node = properties
+        node: Any = properties
         for part in key_path:
             if not isinstance(node, dict) or part not in node:
                 yield place.diagnostic(site.path + ("primary_key",), "key-not-in-schema",
@@ -260,8 +260,6 @@ def _render_static(text: str, parameters: Any) -> str | None:
     info = analyze_template(text)
     if info.syntax_error is not None or info.variables - {"parameters"}:
         return None
-    from framework.interpolation import TemplateEngine
-
     try:
         return TemplateEngine().render(text, {"parameters": parameters if isinstance(parameters, dict) else {}})
     except Exception:  # noqa: BLE001 - a template failing here is reported elsewhere

@@ -29,7 +29,7 @@ class Origin:
     """Where a resolved value came from: a source path, and the origins of its children."""
 
     src: tuple
-    children: Any = None  # dict key -> Origin, or list of Origin, or None for scalars
+    children: dict[Any, Origin] | list[Origin] | None = None  # None for scalars
 
     def child(self, key: Any) -> Origin:
         if isinstance(self.children, dict):
@@ -130,7 +130,8 @@ class _Resolver:
         target, target_path = found
         if target_path in chain:
             loop = " -> ".join(json_path(p) for p in chain + (target_path,))
-            self.report(at, "ref-cycle", f"reference cycle: {loop}", "break the cycle: a definition cannot contain itself")
+            self.report(at, "ref-cycle", f"reference cycle: {loop}",
+                        "break the cycle: a definition cannot contain itself")
             return {}, Origin(at, {})
         return self.resolve(target, target_path, chain + (target_path,))
 

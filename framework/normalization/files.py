@@ -30,13 +30,21 @@ import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from framework.errors import ConfigError
+from framework.formats import CountingSink
+from framework.models.destination import DestinationSettings
+from framework.storage import LocalStorage, ObjectWriter, Storage, StreamLayout, storage_for
 from framework.typed.envelope import DATA, EXTRACTED_AT, RAW_ID, TEXT_ENVELOPE
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 TEXT_SCHEMA = pa.schema([(RAW_ID, pa.string()), (EXTRACTED_AT, pa.timestamp("us", tz="UTC")), (DATA, pa.string())])
 WRITTEN_DDL = "key string, rows long, max_emitted_at timestamp"
@@ -45,10 +53,9 @@ EXTENSIONS = {".parquet": "parquet", ".avro": "avro", ".csv": "text", ".csv.gz":
 _BATCH_ROWS = 65536
 
 
-def landed_files(storage: Any, destination: Any, stream: str, namespace: str = "") -> dict[str, list[str]]:
+def landed_files(storage: Storage, destination: DestinationSettings, stream: str,
+                 namespace: str = "") -> dict[str, list[str]]:
     """The keys of a stream's landed files by reader (``parquet``, ``avro``, ``text``), from every sync."""
-    from framework.storage.layout import StreamLayout
-
     layouts = {ext: StreamLayout.of(destination, stream, namespace, extension=ext) for ext in EXTENSIONS}
     prefixes = {layout.scan_prefix for layout in layouts.values()}
     found: dict[str, list[str]] = {}
@@ -61,18 +68,14 @@ def landed_files(storage: Any, destination: Any, stream: str, namespace: str = "
     return found
 
 
-def _storage(destination_json: Mapping[str, Any]) -> Any:
-    from framework.models.destination import DestinationSettings
-    from framework.storage import storage_for
-
+def _storage(destination_json: Mapping[str, Any]) -> Storage:
     return storage_for(DestinationSettings.model_validate(destination_json))
 
 
-def _source(storage: Any, key: str) -> Any:
+def _source(storage: Storage, key: str) -> str | BinaryIO:
     """Something pyarrow opens: the file itself for a local storage, else the object's bytes."""
-    path = getattr(storage, "path", None)
-    if path is not None and callable(path):
-        return path(key)
+    if isinstance(storage, LocalStorage):
+        return storage.path(key)
     data = storage.read(key)
     if data is None:
         raise ConfigError(f"{storage.uri(key)} disappeared while it was being read; run the normalization again")
@@ -98,8 +101,8 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def read_files(spark: Any, destination_json: Mapping[str, Any], keys: Sequence[str], schema: pa.Schema,
-               reader: str, *, after_ms: int | None = None, fields: Mapping[str, str] | None = None) -> Any:
+def read_files(spark: SparkSession, destination_json: Mapping[str, Any], keys: Sequence[str], schema: pa.Schema,
+               reader: str, *, after_ms: int | None = None, fields: Mapping[str, str] | None = None) -> DataFrame:
     """A DataFrame of the rows of the files ``keys``, read on the executors; see the module docs.
 
     ``fields`` (text files with root level flattening): JSON kind of each
@@ -141,9 +144,8 @@ def spark_arrow_type(kind: pa.DataType) -> pa.DataType:
     return kind
 
 
-def _parquet_batches(storage: Any, key: str, schema: pa.Schema, after_ms: int | None) -> Iterator[pa.RecordBatch]:
-    import pyarrow.parquet as pq
-
+def _parquet_batches(storage: Storage, key: str, schema: pa.Schema,
+                     after_ms: int | None) -> Iterator[pa.RecordBatch]:
     handle = pq.ParquetFile(_source(storage, key))
     present = set(handle.schema_arrow.names)
     columns = [name for name in schema.names if name in present]
@@ -158,7 +160,8 @@ def _parquet_batches(storage: Any, key: str, schema: pa.Schema, after_ms: int | 
         yield from conform(table, schema).to_batches(max_chunksize=_BATCH_ROWS)
 
 
-def _text_batches(storage: Any, key: str, after_ms: int | None, fields: Mapping[str, str]) -> Iterator[pa.RecordBatch]:
+def _text_batches(storage: Storage, key: str, after_ms: int | None,
+                  fields: Mapping[str, str]) -> Iterator[pa.RecordBatch]:
     data = storage.read(key)
     if data is None:
         raise ConfigError(f"{storage.uri(key)} disappeared while it was being read; run the normalization again")
@@ -208,6 +211,9 @@ def _csv_rows(data: bytes, fields: Mapping[str, str]) -> Iterator[tuple[Any, Any
         return
     at = {name: index for index, name in enumerate(header)}
     raw_id, extracted = at.get(RAW_ID), at.get(EXTRACTED_AT)
+    if raw_id is None or extracted is None:
+        raise ConfigError("a landed CSV file has no raw id or extraction time column; run a full refresh sync "
+                          "to land the stream anew")
     if DATA in at:
         data_index = at[DATA]
         for row in reader:
@@ -241,7 +247,7 @@ def _ms(value: Any) -> int | None:
     return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
 
 
-def write_parquet(frame: Any, destination_json: Mapping[str, Any], prefix: str,
+def write_parquet(frame: DataFrame, destination_json: Mapping[str, Any], prefix: str,
                   emitted_at: str | None = "_airbyte_emitted_at") -> list[dict]:
     """Write ``frame`` as Parquet objects under ``prefix`` (one per non-empty partition; one empty file
     when the frame is empty, so the table keeps its schema). Returns ``{key, rows, max_emitted_at}`` per file.
@@ -252,23 +258,19 @@ def write_parquet(frame: Any, destination_json: Mapping[str, Any], prefix: str,
     tag = uuid.uuid4().hex[:12]
     column = emitted_at if emitted_at in frame.columns else None
     storage = _storage(destination_json)
-    if _is_local(storage):
+    if isinstance(storage, LocalStorage):
         written = _write_with_spark(frame, storage, prefix, tag, column)
         if written:
             return written
         return [_write_empty(storage, prefix, tag, arrow_schema)]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow.compute as pc
-        import pyarrow.parquet as pq
         from pyspark import TaskContext
-
-        from framework.formats import CountingSink
 
         context = TaskContext.get()
         part = context.partitionId() if context else 0
-        storage = None
-        writer = handle = None
+        writer: pq.ParquetWriter | None = None
+        handle: ObjectWriter | None = None
         rows, latest = 0, None
         key = f"{prefix}/part-{part:05d}-{tag}.parquet"
         try:
@@ -276,16 +278,17 @@ def write_parquet(frame: Any, destination_json: Mapping[str, Any], prefix: str,
                 if batch.num_rows == 0:
                     continue
                 if writer is None:
-                    storage = _storage(destination_json)
-                    handle = storage.open_object(key)
-                    writer = pq.ParquetWriter(CountingSink(handle), batch.schema, compression="snappy")
+                    handle = _storage(destination_json).open_object(key)
+                    # the Parquet writer only writes to (and tells) the sink, which an ObjectWriter does
+                    writer = pq.ParquetWriter(CountingSink(cast(BinaryIO, handle)), batch.schema,
+                                              compression="snappy")
                 writer.write_batch(batch)
                 rows += batch.num_rows
                 if column is not None:
                     value = pc.max(batch.column(column)).as_py()
                     if value is not None and (latest is None or value > latest):
                         latest = value
-            if writer is not None:
+            if writer is not None and handle is not None:
                 writer.close()
                 handle.commit()
         except BaseException:
@@ -300,15 +303,8 @@ def write_parquet(frame: Any, destination_json: Mapping[str, Any], prefix: str,
     return written or [_write_empty(storage, prefix, tag, arrow_schema)]
 
 
-def _is_local(storage: Any) -> bool:
-    path = getattr(storage, "path", None)
-    return path is not None and callable(path)
-
-
-def _write_empty(storage: Any, prefix: str, tag: str, arrow_schema: pa.Schema) -> dict:
+def _write_empty(storage: Storage, prefix: str, tag: str, arrow_schema: pa.Schema) -> dict:
     """One Parquet file of no rows (the table keeps its schema)."""
-    import pyarrow.parquet as pq
-
     key = f"{prefix}/part-00000-{tag}.parquet"
     sink = io.BytesIO()
     pq.write_table(arrow_schema.empty_table(), sink, compression="snappy")
@@ -316,13 +312,11 @@ def _write_empty(storage: Any, prefix: str, tag: str, arrow_schema: pa.Schema) -
     return {"key": key, "rows": 0, "max_emitted_at": None}
 
 
-def _write_with_spark(frame: Any, storage: Any, prefix: str, tag: str, column: str | None) -> list[dict]:
+def _write_with_spark(frame: DataFrame, storage: LocalStorage, prefix: str, tag: str, column: str | None) -> list[dict]:
     """Write ``frame`` under the local folder of ``prefix`` with Spark's Parquet writer (timestamps as
     microseconds, snappy); its files are renamed ``part-<n>-<tag>.parquet`` and Spark's other files removed.
     Rows and the newest ``column`` value of each file come from its footer.
     """
-    import pyarrow.parquet as pq
-
     folder = storage.path(prefix)
     conf = frame.sparkSession.conf
     option = "spark.sql.parquet.outputTimestampType"
@@ -353,11 +347,8 @@ def _write_with_spark(frame: Any, storage: Any, prefix: str, tag: str, column: s
     return written
 
 
-def _max_of(path: str, metadata: Any, column: str) -> datetime | None:
+def _max_of(path: str, metadata: pq.FileMetaData, column: str) -> datetime | None:
     """The newest value of a timestamp ``column`` of a Parquet file: its row group statistics, else its values."""
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
     names = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
     if column not in names:
         return None

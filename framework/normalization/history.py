@@ -24,7 +24,7 @@ keys' rows are kept as they are.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from framework.normalization.plan import (
     ACTIVE_ROW,
@@ -35,6 +35,9 @@ from framework.normalization.plan import (
     StreamPlan,
 )
 from framework.normalization.transform import as_text, hashid
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
 
 
 def scd_columns(plan: StreamPlan) -> list[str]:
@@ -48,13 +51,13 @@ def final_columns(plan: StreamPlan) -> list[str]:
     return [root.ab_id, root.emitted_at, root.hashid, root.normalized_at, UNIQUE_KEY] + [c.name for c in root.columns]
 
 
-def _q(name: str) -> Any:
+def _q(name: str) -> Column:
     from pyspark.sql import functions as F
 
     return F.col(f"`{name}`")
 
 
-def versions(rows: Any, plan: StreamPlan) -> Any:
+def versions(rows: DataFrame, plan: StreamPlan) -> DataFrame:
     """Root table rows with their unique keys and start (the columns the history is computed from)."""
     from pyspark.sql import functions as F
 
@@ -67,7 +70,7 @@ def versions(rows: Any, plan: StreamPlan) -> Any:
                                                       F.unix_micros(_q(root.emitted_at)).cast("string")]))
 
 
-def history(new_rows: Any, plan: StreamPlan, old_scd: Any | None, normalized_at: datetime) -> Any:
+def history(new_rows: DataFrame, plan: StreamPlan, old_scd: DataFrame | None, normalized_at: datetime) -> DataFrame:
     """The SCD table after adding ``new_rows`` (root table rows) to ``old_scd`` (None: no history yet)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -95,7 +98,7 @@ def history(new_rows: Any, plan: StreamPlan, old_scd: Any | None, normalized_at:
     return recomputed if kept is None else kept.unionByName(recomputed)
 
 
-def active_rows(scd: Any, plan: StreamPlan) -> Any:
+def active_rows(scd: DataFrame, plan: StreamPlan) -> DataFrame:
     """The final (deduplicated) table: the active rows of the SCD table."""
     return scd.where(_q(ACTIVE_ROW)).select(*[_q(c) for c in final_columns(plan)])
 

@@ -39,9 +39,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from framework import typed as t
 from framework.errors import ConfigError
 from framework.normalization import naming
-from framework.typed import types as t
 
 AB_ID, EMITTED_AT, NORMALIZED_AT = "_airbyte_ab_id", "_airbyte_emitted_at", "_airbyte_normalized_at"
 START_AT, END_AT, ACTIVE_ROW = "_airbyte_start_at", "_airbyte_end_at", "_airbyte_active_row"
@@ -211,24 +211,22 @@ def plan_catalog(entries: Sequence[Mapping[str, Any]], dialect: str,
 
     ``destination_sync_mode`` replaces every entry's own when given.
     """
-    from framework.typed import parse_schema
-
     ordered = sorted(entries, key=lambda e: str(e["stream"]["name"]))
     tables = naming.NameSet()
     limit = naming.table_limit(dialect)
     roots = []
     for entry in ordered:  # stream tables first: they keep their names before any child table
         name = str(entry["stream"]["name"])
-        root = tables.claim(naming.root_table_name(name, dialect), limit)
-        scd = tables.claim(naming.normalize_identifier(root + "_scd", dialect), None)
-        raw = tables.claim(naming.normalize_identifier("_airbyte_raw_" + root, dialect), None)
-        roots.append((root, scd, raw))
+        table = tables.claim(naming.root_table_name(name, dialect), limit)
+        scd = tables.claim(naming.normalize_identifier(table + "_scd", dialect), None)
+        raw = tables.claim(naming.normalize_identifier("_airbyte_raw_" + table, dialect), None)
+        roots.append((table, scd, raw))
     plans = []
     for entry, (root_name, scd, raw) in zip(ordered, roots):
         stream = entry["stream"]
         name = str(stream["name"])
         schema = stream.get("json_schema") or {}
-        record_type = parse_schema(schema, stream=name)
+        record_type = t.parse_schema(schema, stream=name)
         planner = _Planner(dialect, tables)
         short = naming.normalize_identifier(name, dialect)
         root, nested = planner.table(root_name, "root", None, (name,), record_type, short, None, SCD_COLUMNS)

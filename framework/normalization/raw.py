@@ -31,10 +31,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
+from framework import typed as t
 from framework.errors import ConfigError
 from framework.normalization.files import (
     TEXT_SCHEMA,
@@ -43,9 +45,14 @@ from framework.normalization.files import (
     spark_arrow_type,
 )
 from framework.normalization.plan import AB_ID, DATA, EMITTED_AT, StreamPlan
-from framework.normalization.transform import NODE, parse_type
-from framework.typed import types as t
+from framework.normalization.transform import NODE, parse_struct, parse_type
+from framework.storage import LocalStorage, Storage
 from framework.typed.envelope import EXTRACTED_AT, META, RAW_ID
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+    from framework.models.destination import DestinationSettings
 
 #: How ``to_json`` writes a timestamp (Spark's JSON default); the node holds timestamps as this text.
 JSON_TIMESTAMP = "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"
@@ -55,15 +62,16 @@ JSON_TIMESTAMP = "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"
 class RawRows:
     """The raw rows of a stream (``frame``), and the cached part of them to :meth:`release` when done."""
 
-    frame: Any
-    cached: Any = None
+    frame: DataFrame
+    cached: DataFrame | None = None
 
     def release(self) -> None:
         if self.cached is not None:
             self.cached.unpersist()
 
 
-def raw_frame(spark: Any, destination: Any, storage: Any, plan: StreamPlan, after: datetime | None = None) -> RawRows:
+def raw_frame(spark: SparkSession, destination: DestinationSettings, storage: Storage, plan: StreamPlan,
+              after: datetime | None = None) -> RawRows:
     """The raw rows of ``plan``'s stream (newer than ``after`` when given), with their nodes.
 
     Rows read through Python (text files, Parquet on S3 or of other types) are cached as their
@@ -84,7 +92,7 @@ def raw_frame(spark: Any, destination: Any, storage: Any, plan: StreamPlan, afte
     ids = [F.col(RAW_ID).alias(AB_ID), F.col(EXTRACTED_AT).alias(EMITTED_AT)]
     if files.get("parquet"):
         schema = _reader_schema(plan)
-        if _spark_can_read(storage, files["parquet"], schema):
+        if isinstance(storage, LocalStorage) and _spark_can_read(storage, files["parquet"], schema):
             typed = _spark_read(spark, storage, files["parquet"], schema)
             direct.append(typed.select(*ids, _record_json(plan).alias(DATA), typed_node(plan).alias(NODE)))
         else:
@@ -110,23 +118,23 @@ def raw_frame(spark: Any, destination: Any, storage: Any, plan: StreamPlan, afte
     return RawRows(frame, cached)
 
 
-def _union(frames: Sequence[Any]) -> Any:
+def _union(frames: Sequence[DataFrame]) -> DataFrame:
     frame = frames[0]
     for more in frames[1:]:
         frame = frame.unionByName(more)
     return frame
 
 
-def text_node(data: Any, plan: StreamPlan) -> Any:
+def text_node(data: Column, plan: StreamPlan) -> Column:
     """The node parsed from the record's JSON text ``data``."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     record = plan.record_type
-    return F.from_json(data, parse_type(record) if isinstance(record, t.Object) else T.StructType([]))
+    return F.from_json(data, parse_struct(record) if isinstance(record, t.Object) else T.StructType([]))
 
 
-def typed_node(plan: StreamPlan) -> Any:
+def typed_node(plan: StreamPlan) -> Column:
     """The node built from the typed columns of landed Parquet files (equal to parsing their ``to_json``)."""
     from pyspark.sql import functions as F
 
@@ -147,7 +155,7 @@ def _direct(kind: t.FieldType) -> bool:
     return True
 
 
-def _node_value(column: Any, kind: t.FieldType) -> Any:
+def _node_value(column: Column, kind: t.FieldType) -> Column:
     """The node value of a typed ``column`` of ``kind``: what ``from_json`` reads from its ``to_json``."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -168,7 +176,7 @@ def _node_value(column: Any, kind: t.FieldType) -> Any:
     return column.cast("string")  # integer, number, boolean, date: the same text as to_json's
 
 
-def _spark_read(spark: Any, storage: Any, keys: Sequence[str], schema: pa.Schema) -> Any:
+def _spark_read(spark: SparkSession, storage: LocalStorage, keys: Sequence[str], schema: pa.Schema) -> DataFrame:
     """The typed columns of local landed Parquet files, read by Spark's own reader (``after`` is pushed down)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -176,17 +184,12 @@ def _spark_read(spark: Any, storage: Any, keys: Sequence[str], schema: pa.Schema
     return spark.read.schema(spark_schema).parquet(*[storage.path(key) for key in keys])
 
 
-def _spark_can_read(storage: Any, keys: Sequence[str], schema: pa.Schema) -> bool:
+def _spark_can_read(storage: LocalStorage, keys: Sequence[str], schema: pa.Schema) -> bool:
     """True for local files whose columns all have the types of ``schema`` (as Spark reads them)."""
-    import pyarrow.parquet as pq
-
-    path = getattr(storage, "path", None)
-    if path is None or not callable(path):
-        return False
     if any(not _readable(field.type, field.type) for field in schema):
         return False
     for key in keys:
-        found = pq.read_schema(path(key))
+        found = pq.read_schema(storage.path(key))
         for field in schema:
             index = found.get_field_index(field.name)
             if index >= 0 and not _readable(found.field(index).type, field.type):
@@ -219,13 +222,11 @@ def _field_kinds(plan: StreamPlan) -> dict[str, str]:
 
 def _reader_schema(plan: StreamPlan) -> pa.Schema:
     """The landed Parquet schema of the stream, without ``_airbyte_meta``."""
-    from framework.typed import arrow_schema
-
-    schema = arrow_schema(plan.record_type, plan.stream)
+    schema = t.arrow_schema(plan.record_type, plan.stream)
     return pa.schema([f for f in schema if f.name != META])
 
 
-def _record_json(plan: StreamPlan) -> Any:
+def _record_json(plan: StreamPlan) -> Column:
     """``to_json`` of the typed data columns, with unions and JSON text turned back into JSON values."""
     from pyspark.sql import functions as F
 
@@ -246,7 +247,7 @@ def _needs_adapting(kind: t.FieldType) -> bool:
     return False
 
 
-def _adapt(column: Any, kind: t.FieldType) -> Any:
+def _adapt(column: Column, kind: t.FieldType) -> Column:
     """``column`` (typed as the sink lands ``kind``) as a value ``to_json`` writes as the original JSON."""
     from pyspark.sql import functions as F
 
@@ -271,4 +272,5 @@ def _adapt(column: Any, kind: t.FieldType) -> Any:
             value = member.cast("variant")
         test = column.getField("type") == F.lit(option.name)
         choice = F.when(test, value) if choice is None else choice.when(test, value)
+    assert choice is not None  # a union has options
     return choice

@@ -27,9 +27,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING
 
 from framework.errors import ConfigError, FrameworkError
+from framework.models.normalization import NormalizationSettings
 from framework.normalization import history as h
 from framework.normalization import transform as tf
 from framework.normalization.plan import (
@@ -40,6 +41,14 @@ from framework.normalization.plan import (
     TablePlan,
     plan_catalog,
 )
+from framework.normalization.raw import raw_frame
+from framework.normalization.targets import Target, open_target
+from framework.storage import CatalogStore, Storage, storage_for
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from framework.models.destination import DestinationSettings
 
 
 @dataclass(frozen=True)
@@ -63,8 +72,9 @@ class NormalizationResult:
         return any(s.error for s in self.streams)
 
 
-def normalize(spark: Any, destination: Any, settings: Any = None, *, streams: Sequence[str] | None = None,
-              full_refresh: bool = False, target: Any = None, now: datetime | None = None,
+def normalize(spark: SparkSession, destination: DestinationSettings, settings: NormalizationSettings | None = None,
+              *, streams: Sequence[str] | None = None, full_refresh: bool = False, target: Target | None = None,
+              now: datetime | None = None,
               progress: Callable[[StreamOutcome], None] | None = None) -> NormalizationResult:
     """Normalize the streams landed under ``destination`` (``DestinationSettings``); see the module docs.
 
@@ -73,11 +83,6 @@ def normalize(spark: Any, destination: Any, settings: Any = None, *, streams: Se
     replaces the one the settings name (tests); ``now`` is the
     ``_airbyte_normalized_at`` of the run.
     """
-    from framework.models.normalization import NormalizationSettings
-    from framework.normalization.targets import open_target
-    from framework.storage import storage_for
-    from framework.storage.state_store import CatalogStore
-
     settings = settings or destination.normalization or NormalizationSettings(target="parquet")
     storage = storage_for(destination)
     entries = CatalogStore(storage).load()
@@ -114,11 +119,9 @@ def normalize(spark: Any, destination: Any, settings: Any = None, *, streams: Se
     return NormalizationResult(tuple(outcomes))
 
 
-def _normalize_stream(spark: Any, destination: Any, storage: Any, target: Any, plan: StreamPlan, when: datetime,
-                      full_refresh: bool) -> bool:
+def _normalize_stream(spark: SparkSession, destination: DestinationSettings, storage: Storage, target: Target,
+                      plan: StreamPlan, when: datetime, full_refresh: bool) -> bool:
     """Normalize one stream and publish its tables; True when the run was incremental."""
-    from framework.normalization.raw import raw_frame
-
     watermark = None
     if not full_refresh and plan.destination_sync_mode != "overwrite":
         watermark = target.max_emitted_at(plan.raw_table)
@@ -154,7 +157,8 @@ def _normalize_stream(spark: Any, destination: Any, storage: Any, target: Any, p
         landed.release()
 
 
-def _deduped(target: Any, plan: StreamPlan, nodes: Any, when: datetime, incremental: bool) -> dict[str, Any]:
+def _deduped(target: Target, plan: StreamPlan, nodes: DataFrame, when: datetime,
+             incremental: bool) -> dict[str, DataFrame]:
     """New contents of the SCD table, the final table and the child tables of a deduped stream."""
     from pyspark.sql import functions as F
 
@@ -170,13 +174,14 @@ def _deduped(target: Any, plan: StreamPlan, nodes: Any, when: datetime, incremen
         parents = parents.join(old_final.select(F.col(f"`{root.hashid}`")), root.hashid, "left_anti")
     kept_ids = final.select(F.col(f"`{root.hashid}`")) if old_final is not None else None
 
-    def visit(frame: Any, table: TablePlan, kept: Any) -> None:
+    def visit(frame: DataFrame, table: TablePlan, kept: DataFrame | None) -> None:
         for child in table.children:
             nodes_of_child = tf.child_nodes(frame, table, child, plan)
             rows = tf.table_rows(nodes_of_child, child)
             old = target.read_table(child.name) if kept is not None else None
             child_kept = None
-            if old is not None:
+            if old is not None and kept is not None:
+                assert child.foreign is not None  # a child table has a foreign key
                 ids = kept.withColumnRenamed(table.hashid, child.foreign)
                 old_kept = old.join(ids, child.foreign, "left_semi").select(*rows.columns)
                 rows = old_kept.unionByName(rows)
@@ -188,7 +193,7 @@ def _deduped(target: Any, plan: StreamPlan, nodes: Any, when: datetime, incremen
     return replace
 
 
-def _same_shapes(spark: Any, target: Any, plan: StreamPlan, when: datetime) -> bool:
+def _same_shapes(spark: SparkSession, target: Target, plan: StreamPlan, when: datetime) -> bool:
     """True when every table of the stream exists in the target with the columns and types of the plan."""
     empty = spark.createDataFrame([], f"{AB_ID} string, {EMITTED_AT} timestamp, {DATA} string")
     nodes = tf.root_nodes(empty, plan, when, keep_data=True)
@@ -205,7 +210,7 @@ def _same_shapes(spark: Any, target: Any, plan: StreamPlan, when: datetime) -> b
     return True
 
 
-def _shape(frame: Any) -> list[tuple[str, str]]:
+def _shape(frame: DataFrame) -> list[tuple[str, str]]:
     return [(name.lower(), kind) for name, kind in frame.dtypes]
 
 

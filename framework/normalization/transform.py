@@ -22,22 +22,26 @@ microseconds; nested values as their JSON text), joined with ``-``.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
+from framework import typed as t
 from framework.normalization.plan import AB_ID, DATA, EMITTED_AT, StreamPlan, TablePlan
-from framework.typed import types as t
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import DataType, StructType
 
 NODE = "__node"
 _SPARK_TYPES = {"string": "string", "bigint": "bigint", "double": "double", "boolean": "boolean",
                 "timestamp": "timestamp", "date": "date", "json": "string"}
 
 
-def parse_type(kind: t.FieldType) -> Any:
+def parse_type(kind: t.FieldType) -> DataType:
     """The Spark type ``from_json`` reads a value of ``kind`` as: structs, arrays, and text for scalars."""
     from pyspark.sql import types as T
 
     if isinstance(kind, t.Object):
-        return T.StructType([T.StructField(name, parse_type(child)) for name, child in kind.properties])
+        return parse_struct(kind)
     if isinstance(kind, t.Array) and isinstance(kind.items, (t.Object, t.Array)):
         return T.ArrayType(parse_type(kind.items) if isinstance(kind.items, t.Object) else T.StringType())
     if isinstance(kind, t.Array):
@@ -45,7 +49,14 @@ def parse_type(kind: t.FieldType) -> Any:
     return T.StringType()
 
 
-def typed(text: Any, column_type: str) -> Any:
+def parse_struct(kind: t.Object) -> StructType:
+    """The Spark struct ``from_json`` reads an object of ``kind`` as."""
+    from pyspark.sql import types as T
+
+    return T.StructType([T.StructField(name, parse_type(child)) for name, child in kind.properties])
+
+
+def typed(text: Column, column_type: str) -> Column:
     """A text column cast to ``column_type``; values that do not fit become null."""
     from pyspark.sql import functions as F
 
@@ -56,7 +67,7 @@ def typed(text: Any, column_type: str) -> Any:
     return text.try_cast(_SPARK_TYPES[column_type])
 
 
-def as_text(column: Any, column_type: str) -> Any:
+def as_text(column: Column, column_type: str) -> Column:
     """A typed column as the text hashed into hashids."""
     from pyspark.sql import functions as F
 
@@ -65,17 +76,17 @@ def as_text(column: Any, column_type: str) -> Any:
     return column.cast("string")
 
 
-def hashid(parts: list[Any]) -> Any:
+def hashid(parts: list[Column]) -> Column:
     from pyspark.sql import functions as F
 
     return F.md5(F.concat_ws("-", *[F.coalesce(part, F.lit("")) for part in parts]))
 
 
-def _data_columns(node: Any, table: TablePlan) -> list[Any]:
+def _data_columns(node: Column, table: TablePlan) -> list[Column]:
     return [typed(node.getField(c.key), c.type).alias(c.name) for c in table.columns]
 
 
-def _hash_parts(table: TablePlan, node: Any, parent_hash: Any | None) -> list[Any]:
+def _hash_parts(table: TablePlan, node: Column, parent_hash: Column | None) -> list[Column]:
     from pyspark.sql import functions as F
 
     parts = [] if parent_hash is None else [parent_hash]
@@ -84,7 +95,7 @@ def _hash_parts(table: TablePlan, node: Any, parent_hash: Any | None) -> list[An
     return parts
 
 
-def root_nodes(raw: Any, plan: StreamPlan, normalized_at: datetime, keep_data: bool = False) -> Any:
+def root_nodes(raw: DataFrame, plan: StreamPlan, normalized_at: datetime, keep_data: bool = False) -> DataFrame:
     """The stream's table rows (and their nodes) from a raw frame; with ``keep_data`` also ``_airbyte_data``.
 
     The node is the raw frame's ``__node`` when it has one, else parsed from ``_airbyte_data``.
@@ -96,7 +107,7 @@ def root_nodes(raw: Any, plan: StreamPlan, normalized_at: datetime, keep_data: b
     if NODE in raw.columns:
         node = F.col(NODE)
     elif isinstance(record, t.Object):
-        node = F.from_json(F.col(DATA), parse_type(record))
+        node = F.from_json(F.col(DATA), parse_struct(record))
     else:  # no properties: nothing to type or un-nest
         from pyspark.sql import types as T
 
@@ -110,9 +121,11 @@ def root_nodes(raw: Any, plan: StreamPlan, normalized_at: datetime, keep_data: b
     return frame.withColumn(table.hashid, hashid(_hash_parts(table, nodes, None)))
 
 
-def child_nodes(parent_frame: Any, parent: TablePlan, child: TablePlan, plan: StreamPlan) -> Any:
+def child_nodes(parent_frame: DataFrame, parent: TablePlan, child: TablePlan, plan: StreamPlan) -> DataFrame:
     """The rows of ``child`` (and their nodes) made from the node frame of its ``parent``."""
     from pyspark.sql import functions as F
+
+    assert child.foreign is not None  # a child table has a foreign key
 
     value = F.col(NODE).getField(child.key)
     base = [F.col(f"`{parent.ab_id}`").alias(child.ab_id), F.col(f"`{parent.emitted_at}`").alias(child.emitted_at),
@@ -133,18 +146,18 @@ def child_nodes(parent_frame: Any, parent: TablePlan, child: TablePlan, plan: St
     return frame.withColumn(child.hashid, hashid(_hash_parts(child, node, F.col(f"`{child.foreign}`"))))
 
 
-def table_rows(frame: Any, table: TablePlan) -> Any:
+def table_rows(frame: DataFrame, table: TablePlan) -> DataFrame:
     """The table's own columns, in order, from a node frame."""
     from pyspark.sql import functions as F
 
     return frame.select(*[F.col(f"`{name}`") for name in table.column_names])
 
 
-def all_tables(root_frame: Any, plan: StreamPlan) -> dict[str, Any]:
+def all_tables(root_frame: DataFrame, plan: StreamPlan) -> dict[str, DataFrame]:
     """Every table of the stream (name -> rows), made from the stream's node frame."""
-    tables: dict[str, Any] = {}
+    tables: dict[str, DataFrame] = {}
 
-    def visit(frame: Any, table: TablePlan) -> None:
+    def visit(frame: DataFrame, table: TablePlan) -> None:
         tables[table.name] = table_rows(frame, table)
         for child in table.children:
             visit(child_nodes(frame, table, child, plan), child)
@@ -153,5 +166,5 @@ def all_tables(root_frame: Any, plan: StreamPlan) -> dict[str, Any]:
     return tables
 
 
-__all__ = ["NODE", "all_tables", "as_text", "child_nodes", "hashid", "parse_type", "root_nodes", "table_rows",
-           "typed"]
+__all__ = ["NODE", "all_tables", "as_text", "child_nodes", "hashid", "parse_struct", "parse_type", "root_nodes",
+           "table_rows", "typed"]

@@ -16,96 +16,30 @@ Objects carry string metadata: S3 user metadata, or locally a hidden sidecar
 ``.<name>.meta.json`` next to the file. Hidden files (names starting with a
 dot) are never listed; Spark and pyarrow skip them too. Data objects carry
 their generation under :data:`GENERATION_KEY`.
+
+The interfaces are in :mod:`.objects`, the two storages in :mod:`.local` and
+:mod:`.s3`, the file layout of a stream in :mod:`.layout` and the saved state
+and landed catalog in :mod:`.state_store`; this package exports what other
+packages use of them.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from framework.errors import ConfigError
+from framework.storage.layout import PartNumbers, StreamLayout, next_part_number, safe_name
+from framework.storage.local import LocalStorage
+from framework.storage.objects import GENERATION_KEY, ObjectInfo, ObjectWriter, Storage
+from framework.storage.s3 import S3Storage, s3_client
+from framework.storage.state_store import CatalogStore, ConnectionState, StateStore
 
-#: Metadata key of the generation a data object belongs to (S3 user metadata ``x-amz-meta-ab-generation-id``).
-GENERATION_KEY = "ab-generation-id"
+if TYPE_CHECKING:
+    from framework.models.destination import DestinationSettings
 
 _S3_URI = re.compile(r"^s3a?://(?P<bucket>[^/]+)(?:/(?P<prefix>.*))?$")
-
-
-@dataclass(frozen=True)
-class ObjectInfo:
-    """A listed object: key relative to the storage root, size in bytes, and metadata when it was asked for."""
-
-    key: str
-    size: int
-    metadata: Mapping[str, str] | None = field(default=None, compare=False)
-
-    @property
-    def generation(self) -> int | None:
-        """The ``ab-generation-id`` of the object, or None when absent or not a number."""
-        value = (self.metadata or {}).get(GENERATION_KEY)
-        try:
-            return int(value) if value is not None else None
-        except ValueError:
-            return None
-
-
-class ObjectWriter(Protocol):
-    """A binary file that becomes an object only at :meth:`commit`."""
-
-    key: str
-
-    def write(self, data: bytes) -> int: ...
-
-    def tell(self) -> int: ...
-
-    @property
-    def bytes_written(self) -> int: ...
-
-    def seal(self) -> None:
-        """No more writes: hand over what is buffered (the object still does not appear)."""
-
-    def commit(self) -> None:
-        """Make the object appear under its key, complete, in one step."""
-
-    def abort(self) -> None:
-        """Drop everything written; nothing appears. Safe to call twice or after a failure."""
-
-    def __enter__(self) -> ObjectWriter: ...
-
-    def __exit__(self, *exc: Any) -> None: ...
-
-
-class Storage(Protocol):
-    """A local folder or an S3 prefix."""
-
-    def open_object(self, key: str, metadata: Mapping[str, str] | None = None) -> ObjectWriter: ...
-
-    def list(self, prefix: str = "", *, with_metadata: bool = True) -> list[ObjectInfo]:
-        """Objects whose key starts with ``prefix`` (a plain string prefix, as in S3), sorted by key."""
-
-    def read(self, key: str) -> bytes | None:
-        """The object's bytes, or None when there is none."""
-
-    def write_atomic(self, key: str, data: bytes, metadata: Mapping[str, str] | None = None) -> None: ...
-
-    def delete(self, keys: Iterable[str]) -> None:
-        """Remove these objects; keys that are not there are skipped."""
-
-    def uri(self, key: str = "") -> str:
-        """Where the object is, for people and for Spark: a file path or ``s3://bucket/key``."""
-
-
-class _WriterContext:
-    """``with`` support for object writers: abort when the block raises, keep the writer open otherwise."""
-
-    def __enter__(self) -> Any:
-        return self
-
-    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
-        if kind is not None:
-            self.abort()  # type: ignore[attr-defined]
 
 
 def parse_s3_uri(text: str) -> tuple[str, str] | None:
@@ -116,7 +50,7 @@ def parse_s3_uri(text: str) -> tuple[str, str] | None:
     return match.group("bucket"), (match.group("prefix") or "").strip("/")
 
 
-def storage_for(settings: Any, client_factory: Callable[..., Any] | None = None) -> Storage:
+def storage_for(settings: DestinationSettings, client_factory: Callable[..., Any] | None = None) -> Storage:
     """The storage of ``DestinationSettings``: its bucket (and path) on S3, or its local ``output`` folder.
 
     ``client_factory(service_name, **kwargs)`` makes the boto3 clients
@@ -129,20 +63,16 @@ def storage_for(settings: Any, client_factory: Callable[..., Any] | None = None)
         output = settings.output or ""
         parsed = parse_s3_uri(output)
         if parsed is None:
-            from framework.storage.local import LocalStorage
-
             if not output:
                 raise ConfigError("give `s3_bucket_name` or `output` (a local folder or `s3://bucket/prefix`)")
             return LocalStorage(output)
         bucket, prefix = parsed
-    from framework.storage.s3 import S3Storage, s3_client
-
     part_size = _part_size(settings)
     client = s3_client(settings, client_factory)
     return S3Storage(bucket, prefix, client, part_size=part_size)
 
 
-def _part_size(settings: Any) -> int:
+def _part_size(settings: DestinationSettings) -> int:
     mb = getattr(getattr(settings, "format", None), "part_size_mb", None)
     if mb is None:
         return 10 * 1024 * 1024
@@ -151,4 +81,6 @@ def _part_size(settings: Any) -> int:
     return mb * 1024 * 1024
 
 
-__all__ = ["GENERATION_KEY", "ObjectInfo", "ObjectWriter", "Storage", "parse_s3_uri", "storage_for"]
+__all__ = ["GENERATION_KEY", "CatalogStore", "ConnectionState", "LocalStorage", "ObjectInfo", "ObjectWriter",
+           "PartNumbers", "S3Storage", "StateStore", "Storage", "StreamLayout", "next_part_number", "parse_s3_uri",
+           "safe_name", "storage_for"]

@@ -47,9 +47,13 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from framework.errors import ConfigError
+
+if TYPE_CHECKING:
+    from framework.models.destination import DestinationSettings
+    from framework.storage.objects import Storage
 
 DEFAULT_PATH_FORMAT = "${NAMESPACE}/${STREAM_NAME}/${YEAR}_${MONTH}_${DAY}_${EPOCH}_"
 DEFAULT_FILE_NAME_PATTERN = "{part_number}{format_extension}"
@@ -107,7 +111,7 @@ class StreamLayout:
     pattern: re.Pattern = field(compare=False)
 
     @classmethod
-    def of(cls, settings: Any, stream: str, namespace: str | None = "", *,
+    def of(cls, settings: DestinationSettings, stream: str, namespace: str | None = "", *,
            started_at: datetime | float | None = None, sync_id: int = 0, extension: str | None = None,
            new_uuid: Callable[[], Any] | None = None) -> StreamLayout:
         """The layout from ``DestinationSettings`` (``s3_path_format``, ``file_name_pattern``, ``format``)."""
@@ -174,7 +178,8 @@ class StreamLayout:
         return int(match.group("part")) if match else None
 
 
-def next_part_number(storage: Any, layout: Any, stream: str | None = None, namespace: str | None = "") -> int:
+def next_part_number(storage: Storage, layout: StreamLayout | DestinationSettings, stream: str | None = None,
+                     namespace: str | None = "") -> int:
     """One more than the highest part number among the stream's existing files; 0 when there are none.
 
     ``layout`` is a :class:`StreamLayout`, or ``DestinationSettings`` with the

@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
 from framework.errors import ConfigError, FrameworkError
-from framework.storage import ObjectInfo, _WriterContext
+from framework.storage.objects import ObjectInfo, WriterContext
 
 _BUFFER = 1024 * 1024
 
@@ -104,7 +104,7 @@ class LocalStorage:
                     pass
 
 
-class LocalObjectWriter(_WriterContext):
+class LocalObjectWriter(WriterContext):
     """Bytes of one object in a hidden temp file next to its final name."""
 
     def __init__(self, storage: LocalStorage, key: str, metadata: Mapping[str, str] | None):
@@ -114,7 +114,7 @@ class LocalObjectWriter(_WriterContext):
         folder, name = os.path.split(self.final)
         os.makedirs(folder, exist_ok=True)
         self.temp = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
-        self._file: Any = open(self.temp, "wb", buffering=_BUFFER)
+        self._file: BinaryIO = open(self.temp, "wb", buffering=_BUFFER)
         self._count = 0
         self._state = "open"  # open -> sealed -> committed | aborted
 

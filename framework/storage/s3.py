@@ -18,10 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from framework.errors import ConfigError, FrameworkError
-from framework.storage import ObjectInfo, _WriterContext
+from framework.storage.objects import ObjectInfo, WriterContext
+
+if TYPE_CHECKING:
+    from framework.models.destination import DestinationSettings
 
 _MIB = 1024 * 1024
 _MAX_PARTS = 10_000
@@ -118,7 +121,7 @@ class S3Storage:
                 )
 
 
-class S3ObjectWriter(_WriterContext):
+class S3ObjectWriter(WriterContext):
     """One object going up; it appears only at :meth:`commit`."""
 
     def __init__(self, storage: S3Storage, key: str, metadata: Mapping[str, str] | None):
@@ -252,7 +255,7 @@ class S3ObjectWriter(_WriterContext):
             self._pool = None
 
 
-def s3_client(settings: Any, client_factory: Callable[..., Any] | None = None) -> Any:
+def s3_client(settings: DestinationSettings, client_factory: Callable[..., Any] | None = None) -> Any:
     """A boto3 S3 client for ``DestinationSettings``: endpoint, region, keys, and the role to assume if any."""
     from botocore.config import Config
 
@@ -268,12 +271,13 @@ def s3_client(settings: Any, client_factory: Callable[..., Any] | None = None) -
     keys: dict[str, Any] = {}
     if settings.access_key_id:
         keys = {"aws_access_key_id": settings.access_key_id, "aws_secret_access_key": settings.secret_access_key}
-    if getattr(settings, "role_arn", None):
+    role_arn = getattr(settings, "role_arn", None)
+    if role_arn:
         sts = client_factory("sts", **common, **keys)
         try:
-            found = sts.assume_role(RoleArn=settings.role_arn, RoleSessionName="manifest-framework")["Credentials"]
+            found = sts.assume_role(RoleArn=role_arn, RoleSessionName="manifest-framework")["Credentials"]
         except Exception as exc:
-            _raise("assume the role", settings.role_arn, exc)
+            _raise("assume the role", role_arn, exc)
         keys = {"aws_access_key_id": found["AccessKeyId"], "aws_secret_access_key": found["SecretAccessKey"],
                 "aws_session_token": found["SessionToken"]}
     config = Config(retries={"max_attempts": 5, "mode": "standard"},

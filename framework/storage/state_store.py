@@ -15,11 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from framework.errors import StateError
+
+if TYPE_CHECKING:
+    from framework.components.stream import Stream
+    from framework.storage.objects import Storage
 
 STATE_KEY = "_airbyte_state/state.json"
 CATALOG_KEY = "_airbyte_state/catalog.json"
@@ -46,7 +50,7 @@ class ConnectionState:
 class StateStore:
     """Loads and saves the connection's state through a storage (local folder or S3)."""
 
-    def __init__(self, storage: Any, key: str = STATE_KEY):
+    def __init__(self, storage: Storage, key: str = STATE_KEY):
         self.storage = storage
         self.key = key
 
@@ -77,7 +81,7 @@ class CatalogStore:
     schema, primary key, cursor and sync modes without the manifest.
     """
 
-    def __init__(self, storage: Any, key: str = CATALOG_KEY):
+    def __init__(self, storage: Storage, key: str = CATALOG_KEY):
         self.storage = storage
         self.key = key
 
@@ -101,7 +105,7 @@ class CatalogStore:
         return merged
 
 
-def configured_entry(stream: Any, incremental: bool, destination_sync_mode: str) -> dict[str, Any]:
+def configured_entry(stream: Stream, incremental: bool, destination_sync_mode: str) -> dict[str, Any]:
     """A ConfiguredAirbyteStream for ``stream`` (a framework Stream) as this sync lands it."""
     entry = stream.catalog_entry()
     return {
@@ -121,4 +125,5 @@ def merge_stream(state: ConnectionState, name: str, stream_state: Mapping[str, A
     entry["generation_id"] = generation_id
 
 
-__all__ = ["CATALOG_KEY", "CatalogStore", "ConnectionState", "STATE_KEY", "StateStore", "configured_entry", "merge_stream"]
+__all__ = ["CATALOG_KEY", "CatalogStore", "ConnectionState", "STATE_KEY", "StateStore", "configured_entry",
+           "merge_stream"]

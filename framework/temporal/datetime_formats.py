@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
-from typing import Literal, Union
+from typing import Literal
 
 from framework.errors import DatetimeFormatError
 
@@ -69,8 +69,8 @@ WHOLE_FORMAT_SPECIALS: tuple[str, ...] = ("%s", "%ms", "%s_as_float", "%epoch_mi
 #: Directives with a framework-defined meaning anywhere inside a format.
 INLINE_SPECIALS: tuple[str, ...] = ("%_ms", "%:z", "%s")
 
-DatetimeValue = Union[str, int, float]
-FormattedValue = Union[str, int, float]
+DatetimeValue = str | int | float
+FormattedValue = str | int | float
 
 # Directives that glibc's strftime knows but Python's strptime rejects, with the
 # portable spelling to use instead.
@@ -281,7 +281,7 @@ def _colon_offset(dt: datetime) -> str:
     return text
 
 
-_Segment = Union[str, Callable[[datetime], str]]
+_Segment = str | Callable[[datetime], str]
 
 _CUSTOM_FORMATTERS: dict[str, Callable[[datetime], str]] = {
     "Y": lambda dt: f"{dt.year:04d}",

@@ -145,7 +145,8 @@ def build_avro_schema(record_type: t.FieldType, stream: str) -> AvroSchema:
         data.append({"name": avro, "type": _nullable(avro_type), "default": None})
         columns.append((name, avro, fixer))
     schema = {"type": "record", "name": root_name, "fields": envelope + data}
-    storage = pa.schema([pa.field(f.name, _storage_type(f.type), f.nullable) for f in a.arrow_schema(record_type, stream)])
+    storage = pa.schema([pa.field(f.name, _storage_type(f.type), f.nullable)
+                         for f in a.arrow_schema(record_type, stream)])
     return AvroSchema(schema, dict(builder.renamed), tuple(columns), storage)
 
 

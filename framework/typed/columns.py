@@ -231,6 +231,7 @@ class Disjoint:
         self.members: list[tuple[pa.DataType, Column | None]] = []
         dispatch: dict[type, list[tuple[int, Callable[[Any], Any] | None]]] = {}
         for index, option in enumerate(kind.options):
+            accepts: tuple[type, ...]
             if isinstance(option, (t.Object, t.Array, t.Unknown)):
                 self.members.append((arrow_type(option), column_for(option)))
                 accepts = (dict,) if option.name == "object" else (list,)
@@ -242,9 +243,9 @@ class Disjoint:
             for python_type in accepts:
                 dispatch.setdefault(python_type, []).append((index, convert))
         preferred = {int: "integer", float: "number"}
-        for python_type, name in preferred.items():
-            if python_type in dispatch:
-                dispatch[python_type].sort(key=lambda pair: self.names[pair[0]] != name)
+        for number_type, name in preferred.items():
+            if number_type in dispatch:
+                dispatch[number_type].sort(key=lambda pair: self.names[pair[0]] != name)
         self.dispatch = {key: tuple(value) for key, value in dispatch.items()}
 
     def build(self, values: list, where: Location, changes: Changes) -> pa.Array:

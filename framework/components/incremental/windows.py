@@ -17,7 +17,7 @@ from January 31 the windows start on Jan 31, Feb 28, Mar 31, Apr 30, ...
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Union
+from typing import TypeAlias
 
 import isodate
 
@@ -26,7 +26,7 @@ from framework.errors import ConfigError, DurationError
 __all__ = ["MAX_WINDOWS", "Step", "datetime_windows", "describe_duration", "shift"]
 
 #: A window size or a lookback: a fixed length, or calendar months and years.
-Step = Union[timedelta, isodate.Duration]
+Step: TypeAlias = timedelta | isodate.Duration
 
 #: More windows than this is a mistake (a one-second step over decades, say), not a sync.
 MAX_WINDOWS = 1_000_000

@@ -116,6 +116,7 @@ class _Resolver:
     def _follow(self, node: Mapping, ref: str, file: str | None, document: Any, active: frozenset,
                 folder: str) -> Any:
         target_part, _, pointer = ref.partition("#")
+        target_file: str | None
         if target_part:
             target_file = os.path.normpath(os.path.join(folder, unquote(target_part)))
             target_document = self.load(target_file)

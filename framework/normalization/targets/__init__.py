@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from framework.errors import ConfigError
+from framework.normalization.targets.parquet import ParquetTarget
+from framework.normalization.targets.postgres import PostgresTarget
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
     from framework.models.destination import DestinationSettings
     from framework.models.normalization import NormalizationSettings
@@ -48,18 +50,11 @@ class Target(Protocol):
         ...
 
 
-def open_target(spark: Any, settings: NormalizationSettings, destination: DestinationSettings) -> Target:
+def open_target(spark: SparkSession, settings: NormalizationSettings, destination: DestinationSettings) -> Target:
     """The target ``settings.target`` names, for the output of ``destination``."""
     if settings.target == "parquet":
-        from framework.normalization.targets.parquet import ParquetTarget
-
         return ParquetTarget(spark, destination, dialect=settings.dialect or "spark")
     if settings.target == "postgres":
-        try:
-            from framework.normalization.targets.postgres import PostgresTarget
-        except ImportError as exc:
-            raise ConfigError(f"the `postgres` normalization target is not available in this install ({exc}); "
-                              "use `target: parquet`") from None
         return PostgresTarget(spark, settings)
     raise ConfigError(f"normalization target {settings.target!r} is not known; use `parquet` or `postgres`")
 

@@ -28,13 +28,19 @@ import shutil
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pyarrow as pa
 
 from framework.errors import FrameworkError
 from framework.normalization.files import read_files, write_parquet
+from framework.storage import LocalStorage, S3Storage, Storage, storage_for
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from framework.models.destination import DestinationSettings
 
 ROOT = "normalized"
 META = "_airbyte_normalization"
@@ -47,9 +53,8 @@ class ParquetTarget:
 
     name = "parquet"
 
-    def __init__(self, spark: Any, destination: Any, dialect: str = "spark", storage: Any = None):
-        from framework.storage import storage_for
-
+    def __init__(self, spark: SparkSession, destination: DestinationSettings, dialect: str = "spark",
+                 storage: Storage | None = None):
         self.spark = spark
         self.destination = destination
         self.destination_json = destination.model_dump(mode="json", by_alias=True)
@@ -70,7 +75,7 @@ class ParquetTarget:
         raw = self.storage.read(TABLES)
         return dict(orjson.loads(raw)["tables"]) if raw else {}
 
-    def read_table(self, table: str) -> Any:
+    def read_table(self, table: str) -> DataFrame | None:
         entry = self._tables().get(table)
         if entry is None:
             return None
@@ -89,7 +94,7 @@ class ParquetTarget:
 
     # ------------------------------------------------------------- publishing
 
-    def publish(self, replace: Mapping[str, Any], append: Mapping[str, Any]) -> None:
+    def publish(self, replace: Mapping[str, DataFrame], append: Mapping[str, DataFrame]) -> None:
         tables = self._tables()
         run = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
         staging = f"{META}/staging/{run}"
@@ -103,7 +108,7 @@ class ParquetTarget:
         except BaseException:
             self._delete_prefix(staging + "/")
             raise
-        journal = {"run": run, "staging": staging, "tables": {}}
+        journal: dict[str, Any] = {"run": run, "staging": staging, "tables": {}}
         for table, change in changes.items():
             before = tables.get(table) if change["mode"] == "append" else None
             moved = [f"{ROOT}/{table}/{w['key'].rsplit('/', 1)[1]}" for w in change["written"]]
@@ -147,38 +152,41 @@ class ParquetTarget:
         self.storage.delete([JOURNAL])
 
     def _local(self) -> bool:
-        return hasattr(self.storage, "path")
+        return isinstance(self.storage, LocalStorage)
 
     def _move(self, source: str, destination: str) -> None:
-        if self._local():
-            src, dst = self.storage.path(source), self.storage.path(destination)
+        storage = self.storage
+        if isinstance(storage, LocalStorage):
+            src, dst = storage.path(source), storage.path(destination)
             if os.path.exists(src):
                 os.makedirs(os.path.dirname(dst), exist_ok=True)
                 os.replace(src, dst)
             return
-        client, bucket = self.storage.client, self.storage.bucket
-        if not _exists(self.storage, source):
+        if not isinstance(storage, S3Storage):
+            raise TypeError(f"cannot move objects in {storage!r}: neither a local folder nor S3")
+        client, bucket = storage.client, storage.bucket
+        if not _exists(storage, source):
             return  # moved by an earlier attempt
         try:
-            client.copy_object(Bucket=bucket, Key=self.storage.full_key(destination),
-                               CopySource={"Bucket": bucket, "Key": self.storage.full_key(source)})
+            client.copy_object(Bucket=bucket, Key=storage.full_key(destination),
+                               CopySource={"Bucket": bucket, "Key": storage.full_key(source)})
         except Exception as exc:  # noqa: BLE001 - reported in plain words
             raise FrameworkError(f"could not move {self.storage.uri(source)} to {self.storage.uri(destination)} "
                                  f"({exc}); run the normalization again to finish the publish") from None
         self.storage.delete([source])
 
     def _delete_prefix(self, prefix: str) -> None:
-        if self._local():
+        if isinstance(self.storage, LocalStorage):
             shutil.rmtree(self.storage.path(prefix.rstrip("/")), ignore_errors=True)
             return
         self.storage.delete([info.key for info in self.storage.list(prefix, with_metadata=False)])
 
 
-def _exists(storage: Any, key: str) -> bool:
+def _exists(storage: Storage, key: str) -> bool:
     return any(info.key == key for info in storage.list(key, with_metadata=False))
 
 
-def _schema_text(frame: Any) -> str:
+def _schema_text(frame: DataFrame) -> str:
     from pyspark.sql.pandas.types import to_arrow_schema
 
     return base64.b64encode(to_arrow_schema(frame.schema, timezone="UTC").serialize().to_pybytes()).decode("ascii")

@@ -246,10 +246,11 @@ class PostgresTarget:
                 pass
 
     def _connect(self) -> Any:
-        from py4j.java_gateway import JavaClass
-        from py4j.protocol import Py4JJavaError
+        from py4j.java_gateway import JavaClass  # type: ignore[import-untyped]
+        from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
 
         jvm = self._spark._jvm
+        assert jvm is not None  # a classic Spark session (not Spark Connect) has a JVM
         driver_class = jvm.org.postgresql.Driver
         if not isinstance(driver_class, JavaClass):
             raise FrameworkError(
@@ -443,7 +444,7 @@ class _Session:
         rows = self.query(
             "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = ?::oid AND attnum > 0 "
             "AND NOT attisdropped ORDER BY attnum",
-            found[0][0],
+            str(found[0][0]),
         )
         return [str(row[0]) for row in rows]
 
