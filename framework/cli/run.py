@@ -30,8 +30,7 @@ import orjson
 
 from framework.cli.progress import JsonReporter
 from framework.cli.sync_command import SyncOptions, run_sync
-from framework.components.registry import BuildContext
-from framework.engine.connector import Connector, open_connector, read_config
+from framework.engine.connector import airbyte_spec, open_connector, read_config
 from framework.errors import ConfigError, FrameworkError, ManifestError
 from framework.manifest import load_manifest
 from framework.protocol import messages
@@ -107,9 +106,9 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
 
 def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
     if args.spec:
-        # No config is needed for the spec: a connector without streams, read for its spec only.
-        connector = Connector(load_manifest(args.manifest), {}, BuildContext(config={}))
-        out.write(messages.encode(messages.spec(connector.spec or {"connectionSpecification": {}})))
+        # No config is needed for the spec: the manifest is read, nothing is built.
+        out.write(messages.encode(messages.spec(airbyte_spec(load_manifest(args.manifest))
+                                                or {"connectionSpecification": {}})))
         return 0
     if not args.config:
         print("run-manifest: --config CONFIG.json is required (only --spec works without one)", file=sys.stderr)

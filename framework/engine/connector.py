@@ -35,15 +35,7 @@ class Connector:
 
     @property
     def spec(self) -> dict[str, Any] | None:
-        spec = self.source.spec_
-        if spec is None:
-            return None
-        out: dict[str, Any] = {"connectionSpecification": dict(spec.connection_specification)}
-        if spec.documentation_url:
-            out["documentationUrl"] = spec.documentation_url
-        if spec.advanced_auth:
-            out["advanced_auth"] = dict(spec.advanced_auth)
-        return out
+        return airbyte_spec(self.source)
 
     @property
     def check_streams(self) -> tuple[str, ...]:
@@ -70,6 +62,19 @@ class Connector:
         if level.max_concurrency:
             value = min(value, level.max_concurrency)
         return max(1, int(value))
+
+
+def airbyte_spec(source: DeclarativeSource) -> dict[str, Any] | None:
+    """The manifest's spec as Airbyte's SPEC message carries it (None when the manifest has none)."""
+    spec = source.spec_
+    if spec is None:
+        return None
+    out: dict[str, Any] = {"connectionSpecification": dict(spec.connection_specification)}
+    if spec.documentation_url:
+        out["documentationUrl"] = spec.documentation_url
+    if spec.advanced_auth:
+        out["advanced_auth"] = dict(spec.advanced_auth)
+    return out
 
 
 def read_config(path: str) -> dict[str, Any]:
@@ -157,4 +162,4 @@ def _check_config_value(spec: Mapping[str, Any], config: Mapping[str, Any], mask
         raise ConfigError("the config does not fit the manifest's spec:\n" + "\n".join(lines))
 
 
-__all__ = ["Connector", "open_connector", "open_connector_text", "read_config"]
+__all__ = ["Connector", "airbyte_spec", "open_connector", "open_connector_text", "read_config"]
