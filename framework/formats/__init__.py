@@ -139,6 +139,7 @@ def open_format_writer(fmt_settings: Any, arrow_schema: pa.Schema | None, avro_s
     batch into Avro-ready records.
     """
     kind = getattr(fmt_settings, "format_type", None)
+    # The writers' modules import CountingSink from this one, so each is imported when its format is asked for.
     if kind == "Parquet":
         from framework.formats.parquet import ParquetFileWriter
 
