@@ -48,9 +48,6 @@ class StreamSlice:
             "stream_interval": self.cursor_slice,
         }
 
-    def with_cursor(self, cursor_slice: Mapping[str, Any]) -> StreamSlice:
-        return StreamSlice(self.partition, cursor_slice, self.extra_fields)
-
     def key(self) -> tuple:
         """A hashable identity of the partition part (for state keyed by partition)."""
         return _freeze(self.partition)

@@ -1,13 +1,13 @@
 """Reading a sync's units, one at a time or several at once.
 
-:func:`read_units` yields pages of records as ``("records", unit, records)``
-and the end of each unit as ``("done", unit, None)``, in the order the caller
-should handle them. With ``concurrency`` 1 everything happens in the caller's
-thread, in plan order. With more, worker threads take units in plan order and
-hand pages over through a bounded queue (so a slow consumer holds the readers
-back and memory stays flat). A unit's ``done`` comes after all its pages, and
-the caller marks the unit finished only after it has handled them: that is
-what lets state advance safely, over the contiguous run of finished units.
+:func:`read_units` yields each page of records as a :class:`Page` and the end
+of each unit as a :class:`UnitEnd`, in the order the caller should handle
+them. With ``concurrency`` 1 everything happens in the caller's thread, in
+plan order. With more, worker threads take units in plan order and hand pages
+over through a bounded queue (so a slow consumer holds the readers back and
+memory stays flat). A unit's end comes after all its pages, and the caller
+marks the unit finished only after it has handled them: that is what lets
+state advance safely, over the contiguous run of finished units.
 
 The first error stops the workers (they finish the request in flight and
 then quit) and is raised in the caller's thread; so does an error of the
@@ -20,35 +20,63 @@ import queue
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from framework.engine.sync import StreamSync, Unit
 
-__all__ = ["read_units"]
+__all__ = ["Page", "UnitEnd", "read_units"]
 
-_END = object()
 #: How long the caller waits, in all, for workers to quit after an error.
 JOIN_SECONDS = 2.0
 
 
-def read_units(sync: StreamSync, units: Sequence[Unit], concurrency: int = 1) -> Iterator[tuple[str, Unit, Any]]:
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A page of ``unit``'s records (never empty)."""
+
+    unit: Unit
+    records: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class UnitEnd:
+    """Every page of ``unit`` has been handed over."""
+
+    unit: Unit
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    error: BaseException
+
+
+@dataclass(frozen=True, slots=True)
+class _Quit:
+    """A worker is done."""
+
+
+_Item = Page | UnitEnd | _Failed | _Quit
+
+
+def read_units(sync: StreamSync, units: Sequence[Unit], concurrency: int = 1) -> Iterator[Page | UnitEnd]:
     """The pages and ends of ``units`` (see the module docstring)."""
     if concurrency <= 1 or len(units) <= 1:
         for unit in units:
             for records in sync.read(unit):
-                yield "records", unit, records
-            yield "done", unit, None
+                yield Page(unit, records)
+            yield UnitEnd(unit)
         return
     yield from _threaded(sync, units, min(concurrency, len(units)))
 
 
-def _threaded(sync: StreamSync, units: Sequence[Unit], concurrency: int) -> Iterator[tuple[str, Unit, Any]]:
-    pages: queue.Queue = queue.Queue(maxsize=concurrency * 4)
+def _threaded(sync: StreamSync, units: Sequence[Unit], concurrency: int) -> Iterator[Page | UnitEnd]:
+    pages: queue.Queue[_Item] = queue.Queue(maxsize=concurrency * 4)
     todo = iter(units)
     take = threading.Lock()
     stop = threading.Event()
 
-    def put(item: Any) -> bool:
+    def put(item: _Item) -> bool:
         while not stop.is_set():
             try:
                 pages.put(item, timeout=0.05)
@@ -69,15 +97,15 @@ def _threaded(sync: StreamSync, units: Sequence[Unit], concurrency: int) -> Iter
                     return
                 try:
                     for records in sync.read(unit):
-                        if not put(("records", unit, records)):
+                        if not put(Page(unit, records)):
                             return
-                    if not put(("done", unit, None)):
+                    if not put(UnitEnd(unit)):
                         return
                 except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-                    put(("error", unit, exc))
+                    put(_Failed(exc))
                     return
         finally:
-            put((_END, None, None))
+            put(_Quit())
 
     workers = [threading.Thread(target=work, daemon=True, name=f"reader-{i}") for i in range(concurrency)]
     for worker in workers:
@@ -85,13 +113,13 @@ def _threaded(sync: StreamSync, units: Sequence[Unit], concurrency: int) -> Iter
     running = len(workers)
     try:
         while running:
-            kind, unit, payload = pages.get()
-            if kind is _END:
+            item = pages.get()
+            if isinstance(item, _Quit):
                 running -= 1
-            elif kind == "error":
-                raise payload
+            elif isinstance(item, _Failed):
+                raise item.error
             else:
-                yield kind, unit, payload
+                yield item
     finally:
         stop.set()
         deadline = time.monotonic() + JOIN_SECONDS

@@ -41,11 +41,12 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
+from framework.components.incremental.datetime_cursor import DatetimeCursor
 from framework.components.partitions import ParentConfig, RoutedPartition
 from framework.components.slices import StreamSlice
 from framework.components.stream import Stream
@@ -81,28 +82,28 @@ class Unit:
     floor: datetime | None = None
 
 
-def read_unit(stream: Stream, config: Mapping[str, Any], unit: Unit,
-              prior: datetime | None = None) -> Iterator[tuple[list[dict], datetime | None]]:
+def read_unit(stream: Stream, config: Mapping[str, Any], unit: Unit) -> Iterator[tuple[list[dict], datetime | None]]:
     """The records of one unit, page by page, each page with its latest cursor value.
 
-    Needs only the stream (built from the manifest), the config and the unit, so
-    it runs anywhere (a Spark task, say). ``prior`` may repeat the unit's saved
-    cursor value (:meth:`StreamSync.prior_of`); a different one replaces it.
+    Needs only the stream (built from the manifest), the config and the unit
+    (which carries the saved cursor value it starts from), so it runs anywhere
+    (a Spark task, say).
 
-    Applies the cursor's client-side rules: with ``is_client_side_incremental``
-    records outside the unit's window are dropped; with ``is_data_feed`` (newest
-    first) paging stops at the first record older than the unit's floor (its
-    prior minus the lookback). Records without a readable cursor value are
+    Applies the cursor's client-side rules, here only (the loop below is the hot
+    path, so they are inline): with ``is_client_side_incremental`` records
+    outside the unit's window are dropped (or, without a window, records older
+    than the unit's floor); with ``is_data_feed`` (newest first) paging stops at
+    the first record older than the unit's floor (its prior minus the
+    lookback). Records equal to the floor are kept: records sharing the state's
+    instant may have arrived since. Records without a readable cursor value are
     kept. A page is passed on as it came when no rule applies.
     """
-    cursor = stream.cursor
+    cursor: DatetimeCursor | None = stream.cursor
     floor = unit.floor
-    if prior is None or prior == unit.prior:
-        prior = unit.prior
-    elif cursor is not None:
-        floor = cursor.floor(prior)
+    prior = unit.prior
     stream_state = cursor.state_of(prior) if cursor is not None and prior is not None else {}
-    pages = stream.read_slice(unit.slice, config, stream_state)
+    # read_slice is a generator: closed below as soon as a data feed stops paging.
+    pages = cast(Generator[list[dict], None, None], stream.read_slice(unit.slice, config, stream_state))
     if cursor is None:
         for records in pages:
             yield records, None
@@ -181,20 +182,21 @@ class StreamSync:
 
     def __init__(self, stream: Stream, config: Mapping[str, Any], state: Mapping[str, Any] | None = None, *,
                  incremental: bool = True, clock: Clock | None = None):
-        self.stream = stream
-        self.config = config
-        self.clock = clock or SystemClock()
-        self.cursor = stream.cursor  # windows apply to full refreshes too; state only when incremental
-        self.incremental = incremental and stream.cursor is not None
+        self.stream: Stream = stream
+        self.config: Mapping[str, Any] = config
+        self.clock: Clock = clock or SystemClock()
+        # windows apply to full refreshes too; state only when incremental
+        self.cursor: DatetimeCursor | None = stream.cursor
+        self.incremental: bool = incremental and stream.cursor is not None
         if state is not None and not isinstance(state, Mapping):
             raise StateError(f"stream `{stream.name}`: the saved state should be an object, not a "
                              f"{type(state).__name__}; fix it or clear the state")
         self.saved: dict[str, Any] = dict(state or {}) if self.incremental else {}
-        self.started = self.clock.now()
-        self.partitioned = stream.router is not None
-        self.global_cursor = bool(self.incremental and self.partitioned and (
+        self.started: datetime = self.clock.now()
+        self.partitioned: bool = stream.router is not None
+        self.global_cursor: bool = bool(self.incremental and self.partitioned and self.cursor is not None and (
             self.cursor.global_substream_cursor or self.saved.get("use_global_cursor") is True))
-        self.records_read = 0
+        self.records_read: int = 0
         self._lock = threading.Lock()
         self._planned = False
         self._partitions: list[_Partition] = []
@@ -218,10 +220,9 @@ class StreamSync:
     # -- saved state -----------------------------------------------------------------
 
     def _read_saved_state(self) -> None:
-        saved = self.saved
-        if not saved:
+        saved, cursor = self.saved, self.cursor
+        if not saved or cursor is None:  # a state is kept only for incremental streams, which have a cursor
             return
-        cursor = self.cursor
         field = cursor.cursor_field
         if not self.partitioned:
             flat = saved if field in saved or not isinstance(saved.get("state"), Mapping) else saved["state"]
@@ -291,7 +292,7 @@ class StreamSync:
         for p_index, part in enumerate(routed):
             prior, extra, own = self._prior_for(part.partition)
             bounds, windows = self._windows(prior, extra)
-            floor = self.cursor.floor(prior, extra) if prior is not None else None
+            floor = self.cursor.floor(prior, extra) if prior is not None and self.cursor is not None else None
             self._partitions.append(_Partition(part, WindowProgress(bounds, prior), len(windows),
                                                prior if own else None))
             for w_index, cursor_slice in enumerate(windows):
@@ -345,10 +346,6 @@ class StreamSync:
 
     # -- reading ---------------------------------------------------------------------
 
-    def prior_of(self, unit: Unit) -> datetime | None:
-        """The saved cursor value ``unit``'s partition starts from (None on a first read)."""
-        return unit.prior
-
     def read(self, unit: Unit) -> Iterator[list[dict]]:
         """The records of one unit, page by page, observed for state (see :func:`read_unit`)."""
         observe = self.observe
@@ -397,10 +394,10 @@ class StreamSync:
 
     def state(self, final: bool = False) -> dict | None:
         """The state the finished units allow now; ``final`` at the end of a successful sync."""
-        if not self.incremental:
+        cursor = self.cursor
+        if not self.incremental or cursor is None:
             return None
         with self._lock:
-            cursor = self.cursor
             final = final and self._planned and self._units_left == 0
             if not self.partitioned:
                 value = self._partitions[0].progress.value() if self._partitions else self._prior_global

@@ -72,8 +72,3 @@ class WindowProgress:
             if self.prior is not None and best < self.prior:
                 best = self.prior
         return best
-
-    def latest_seen(self) -> datetime | None:
-        """The latest value seen in any window, finished or not."""
-        values = [v for v in self.seen if v is not None]
-        return max(values) if values else None

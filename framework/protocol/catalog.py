@@ -52,7 +52,8 @@ def select_streams(available: Mapping[str, Any], catalog: Mapping[str, Any] | No
                                   f"{', '.join(available)}")
             mode = entry.get("sync_mode", "full_refresh")
             if mode not in ("full_refresh", "incremental"):
-                raise ConfigError(f"catalog stream `{name}`: sync_mode must be full_refresh or incremental, not {mode!r}")
+                raise ConfigError(f"catalog stream `{name}`: sync_mode must be full_refresh or incremental, "
+                                  f"not {mode!r}")
             incremental = mode == "incremental"
             if incremental and getattr(available[name], "cursor", None) is None:
                 raise ConfigError(f"catalog stream `{name}` asks for incremental, but the stream has no "

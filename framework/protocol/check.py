@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from framework.engine.connector import Connector
-from framework.engine.sync import StreamSync
+from framework.engine.plan import open_sync
 from framework.protocol.read import describe_failure
 
 
@@ -12,7 +12,7 @@ def check_connection(connector: Connector) -> tuple[bool, str | None]:
     for name in connector.check_streams:
         try:
             stream = connector.stream(name)
-            sync = StreamSync(stream, connector.config, None, incremental=False, clock=connector.context.clock)
+            sync = open_sync(connector, stream, None, incremental=False)
             units = sync.plan()
             if units:
                 for _records in sync.read(units[0]):

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from framework.engine.connector import Connector
-from framework.engine.scheduler import read_units
+from framework.engine.plan import open_sync
+from framework.engine.scheduler import Page, read_units
 from framework.engine.sync import StreamSync
 from framework.errors import FrameworkError, ReadError
 from framework.protocol import messages
@@ -69,68 +70,75 @@ def read(connector: Connector, selections: Sequence[Selection], states: Mapping[
 def _read(connector: Connector, selections: Sequence[Selection], states: Mapping[str, Mapping[str, Any]],
           out: IO[bytes], err: IO[str], concurrency: int | None, checkpoint_seconds: float) -> ReadReport:
     report = ReadReport()
-    write = out.write
     level = connector.concurrency(concurrency)
     for selection in selections:
-        stream = connector.stream(selection.name)
-        result = StreamReport(stream.name)
-        report.streams.append(result)
-        started = time.perf_counter()
-        write(messages.encode(messages.stream_status(stream.name, "STARTED", float(_now_ms(connector)))))
-        encoder = messages.RecordEncoder(stream.name)
-        sync: StreamSync | None = None
-        last_state: Any = None
-        last_checkpoint = float("-inf")  # the first finished unit checkpoints at once, then throttled
-
-        def checkpoint(final: bool = False) -> None:
-            nonlocal last_state, last_checkpoint
-            value = sync.state(final=final) if sync is not None else None
-            # an empty state says nothing until the end (a stream that failed before any progress has none)
-            if value is not None and value != last_state and (value or final):
-                write(messages.encode(messages.state(stream.name, value, result.records)))
-                last_state = value
-            last_checkpoint = time.monotonic()
-
-        try:
-            sync = StreamSync(stream, connector.config, states.get(stream.name),
-                              incremental=selection.incremental, clock=connector.context.clock)
-            units = sync.plan()
-            for kind, unit, records in read_units(sync, units, level):
-                if kind == "records":
-                    if result.records == 0:
-                        write(messages.encode(messages.stream_status(stream.name, "RUNNING", float(_now_ms(connector)))))
-                    write(encoder.encode_page(records, _now_ms(connector)))
-                    result.records += len(records)
-                    result.pages += 1
-                else:
-                    sync.done(unit)
-                    result.units += 1
-                    if time.monotonic() - last_checkpoint >= checkpoint_seconds:
-                        checkpoint()
-            checkpoint(final=True)
-            if not selection.incremental:  # as Airbyte ends a full refresh: a STATE that carries no cursor
-                write(messages.encode(messages.state(stream.name, NO_CURSOR_STATE, result.records)))
-            result.seconds = time.perf_counter() - started
-            write(messages.encode(messages.log(
-                f"Read {result.records} records from stream {stream.name} in {result.seconds:.2f} s")))
-            write(messages.encode(messages.stream_status(stream.name, "COMPLETE", float(_now_ms(connector)))))
-        except (FrameworkError, Exception) as exc:  # one stream's failure does not stop the others
-            result.seconds = time.perf_counter() - started
-            text = connector.mask(describe_failure(exc, stream.name))
-            result.error = text
-            internal = None if isinstance(exc, FrameworkError) else connector.mask(traceback.format_exc())
-            failure = exc.failure_type if isinstance(exc, ReadError) else (
-                "config_error" if isinstance(exc, FrameworkError) else "system_error")
-            try:
-                checkpoint()
-            except Exception:  # state of a broken sync is not worth a second failure
-                pass
-            write(messages.encode(messages.error_trace(text, float(_now_ms(connector)), failure_type=failure,
-                                                       internal_message=internal, stream=stream.name)))
-            write(messages.encode(messages.stream_status(stream.name, "INCOMPLETE", float(_now_ms(connector)))))
-            print(f"run-manifest: {text}", file=err)
+        report.streams.append(_read_stream(connector, selection, states, out, err, level, checkpoint_seconds))
         out.flush()
     return report
+
+
+def _read_stream(connector: Connector, selection: Selection, states: Mapping[str, Mapping[str, Any]],
+                 out: IO[bytes], err: IO[str], level: int, checkpoint_seconds: float) -> StreamReport:
+    """One stream's messages; its failure is reported (ERROR trace, INCOMPLETE, stderr), not raised."""
+    write = out.write
+    stream = connector.stream(selection.name)
+    result = StreamReport(stream.name)
+    started = time.perf_counter()
+    write(messages.encode(messages.stream_status(stream.name, "STARTED", float(_now_ms(connector)))))
+    encoder = messages.RecordEncoder(stream.name)
+    sync: StreamSync | None = None
+    last_state: Any = None
+    last_checkpoint = float("-inf")  # the first finished unit checkpoints at once, then throttled
+
+    def checkpoint(final: bool = False) -> None:
+        nonlocal last_state, last_checkpoint
+        value = sync.state(final=final) if sync is not None else None
+        # an empty state says nothing until the end (a stream that failed before any progress has none)
+        if value is not None and value != last_state and (value or final):
+            write(messages.encode(messages.state(stream.name, value, result.records)))
+            last_state = value
+        last_checkpoint = time.monotonic()
+
+    try:
+        sync = open_sync(connector, stream, states.get(stream.name), incremental=selection.incremental)
+        units = sync.plan()
+        for event in read_units(sync, units, level):
+            if isinstance(event, Page):
+                records = event.records
+                if result.records == 0:
+                    write(messages.encode(messages.stream_status(stream.name, "RUNNING",
+                                                                 float(_now_ms(connector)))))
+                write(encoder.encode_page(records, _now_ms(connector)))
+                result.records += len(records)
+                result.pages += 1
+            else:
+                sync.done(event.unit)
+                result.units += 1
+                if time.monotonic() - last_checkpoint >= checkpoint_seconds:
+                    checkpoint()
+        checkpoint(final=True)
+        if not selection.incremental:  # as Airbyte ends a full refresh: a STATE that carries no cursor
+            write(messages.encode(messages.state(stream.name, NO_CURSOR_STATE, result.records)))
+        result.seconds = time.perf_counter() - started
+        write(messages.encode(messages.log(
+            f"Read {result.records} records from stream {stream.name} in {result.seconds:.2f} s")))
+        write(messages.encode(messages.stream_status(stream.name, "COMPLETE", float(_now_ms(connector)))))
+    except (FrameworkError, Exception) as exc:  # one stream's failure does not stop the others
+        result.seconds = time.perf_counter() - started
+        text = connector.mask(describe_failure(exc, stream.name))
+        result.error = text
+        internal = None if isinstance(exc, FrameworkError) else connector.mask(traceback.format_exc())
+        failure = exc.failure_type if isinstance(exc, ReadError) else (
+            "config_error" if isinstance(exc, FrameworkError) else "system_error")
+        try:
+            checkpoint()
+        except Exception:  # state of a broken sync is not worth a second failure
+            pass
+        write(messages.encode(messages.error_trace(text, float(_now_ms(connector)), failure_type=failure,
+                                                   internal_message=internal, stream=stream.name)))
+        write(messages.encode(messages.stream_status(stream.name, "INCOMPLETE", float(_now_ms(connector)))))
+        print(f"run-manifest: {text}", file=err)
+    return result
 
 
 def check_states(connector: Connector, selections: Sequence[Selection],
@@ -143,8 +151,7 @@ def check_states(connector: Connector, selections: Sequence[Selection],
     for selection in selections:
         saved = states.get(selection.name)
         if saved and selection.incremental:
-            StreamSync(connector.stream(selection.name), connector.config, saved, incremental=True,
-                       clock=connector.context.clock)
+            open_sync(connector, connector.stream(selection.name), saved, incremental=True)
 
 
 def describe_failure(exc: BaseException, stream: str) -> str:

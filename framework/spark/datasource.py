@@ -17,11 +17,13 @@ to read), and ``state`` (optional: the stream's state as JSON, in Airbyte's
 shape, to read only what is newer), and ``partitions`` (how many input
 partitions, default 8). The driver plans the stream's units (partitions
 times windows, parents of substreams read first) and splits them into that
-many contiguous groups, one input partition each; executors rebuild the connector from the
-manifest text, read their units page by page and hand Spark typed
-``pyarrow.RecordBatch`` pages, the same batches the sink writes (the envelope
-columns ``_airbyte_raw_id``, ``_airbyte_extracted_at``,
+many contiguous groups, one input partition each; executors rebuild the
+connector from the manifest text, read their units page by page and hand
+Spark typed ``pyarrow.RecordBatch`` pages, the same batches the sink writes
+(the envelope columns ``_airbyte_raw_id``, ``_airbyte_extracted_at``,
 ``_airbyte_generation_id``, ``_airbyte_meta``, then the stream's fields).
+Planning and reading are the engine's (:mod:`framework.engine.plan`,
+:mod:`framework.engine.worker`), as for the pipeline's tasks.
 
 This reader keeps no state: use ``run-manifest`` for incremental syncs with
 state that only moves over written data. A unit that fails fails the query
@@ -30,24 +32,33 @@ with the reason (secrets masked).
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 import pyarrow as pa
+from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
 
+from framework.engine.connector import Connector, read_config
+from framework.engine.plan import contiguous_groups, open_sync
+from framework.engine.results import UnitResult
+from framework.engine.sync import Unit
+from framework.engine.worker import ConnectorSource, PageTyper, all_schemas, read_group, worker_connector
 from framework.errors import ConfigError
+from framework.typed import RecordConverter, parse_schema
 
 FORMAT_NAME = "manifest"
 #: Input partitions when the ``partitions`` option is not given: units are read in this many contiguous groups.
 DEFAULT_PARTITIONS = 8
 
 
-def register(spark: Any) -> None:
+def register(spark: SparkSession) -> None:
     """Make ``spark.read.format("manifest")`` available in ``spark``."""
     spark.dataSource.register(ManifestDataSource)
 
@@ -56,12 +67,8 @@ def register(spark: Any) -> None:
 class _Source:
     """What executors need to read a stream: everything in memory, nothing from the driver's disk."""
 
-    manifest_text: str
-    manifest_file: str
-    base_dir: str
-    config: Mapping[str, Any]
+    connector: ConnectorSource
     stream: str
-    schemas: Mapping[str, Mapping[str, Any]]
     state: Mapping[str, Any] | None
     partitions: int = DEFAULT_PARTITIONS
 
@@ -79,10 +86,6 @@ class ManifestDataSource(DataSource):
         return FORMAT_NAME
 
     def _source(self) -> _Source:
-        import os
-
-        from framework.engine.connector import read_config
-
         options = {k.lower(): v for k, v in self.options.items()}
         missing = [name for name in ("manifest", "stream") if not options.get(name)]
         if missing:
@@ -109,42 +112,27 @@ class ManifestDataSource(DataSource):
         if partitions < 1:
             raise ConfigError(f"the `partitions` option is {options.get('partitions')!r}; give a whole number, 1 "
                               "or more (units are read in that many groups)")
-        return _Source(text, path, os.path.dirname(os.path.abspath(path)), config, options["stream"], {}, state,
-                       partitions)
+        return _Source(ConnectorSource.of(path, text, config), options["stream"], state, partitions)
 
-    def _connector(self, source: _Source) -> Any:
-        from framework.engine.connector import open_connector_text
-
-        return open_connector_text(source.manifest_text, source.config, file=source.manifest_file,
-                                   base_dir=source.base_dir, schemas=source.schemas or None)
-
-    def schema(self) -> Any:
-        from pyspark.sql.pandas.types import from_arrow_schema
-
-        from framework.typed import RecordConverter, parse_schema
-
+    def schema(self) -> StructType:
         source = self._source()
-        stream = self._connector(source).stream(source.stream)
+        stream = source.connector.open().stream(source.stream)
         converter = RecordConverter(parse_schema(dict(stream.json_schema), stream=stream.name), stream=stream.name)
         return from_arrow_schema(converter.schema)
 
-    def reader(self, schema: Any) -> DataSourceReader:
-        from framework.spark.pipeline import all_schemas
-
+    def reader(self, schema: StructType) -> DataSourceReader:
         source = self._source()
-        connector = self._connector(source)
+        connector = source.connector.open()
         connector.stream(source.stream)  # an unknown stream fails here, on the driver
-        source = _Source(source.manifest_text, source.manifest_file, source.base_dir, dict(source.config),
-                         source.stream, all_schemas(connector), source.state, source.partitions)
+        source = dataclasses.replace(source, connector=dataclasses.replace(source.connector,
+                                                                           schemas=all_schemas(connector)))
         return _ManifestReader(source, connector, schema)
 
 
 class _ManifestReader(DataSourceReader):
-    def __init__(self, source: _Source, connector: Any, schema: Any):
-        from pyspark.sql.pandas.types import to_arrow_schema
-
+    def __init__(self, source: _Source, connector: Connector, schema: StructType):
         self.source = source
-        self._connector = connector  # driver only; not pickled to executors
+        self._connector: Connector | None = connector  # driver only; not pickled to executors
         # Spark wants its own Arrow flavour back (microsecond timestamps, list items named `element`).
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
 
@@ -152,60 +140,30 @@ class _ManifestReader(DataSourceReader):
         return {**self.__dict__, "_connector": None}
 
     def partitions(self) -> list[InputPartition]:
-        from framework.engine.sync import StreamSync
-
         connector = self._connector
-        stream = connector.stream(self.source.stream)
-        sync = StreamSync(stream, connector.config, self.source.state, incremental=self.source.state is not None,
-                          clock=connector.context.clock)
-        units = [(u, sync.prior_of(u)) for u in sync.plan()]
-        count = max(1, min(len(units), self.source.partitions))
-        size, extra = divmod(len(units), count)
-        groups, start = [], 0
-        for index in range(count):  # contiguous groups of nearly equal size
-            end = start + size + (1 if index < extra else 0)
-            groups.append(units[start:end])
-            start = end
+        assert connector is not None, "partitions() runs on the driver, where the reader has its connector"
+        source = self.source
+        sync = open_sync(connector, connector.stream(source.stream), source.state,
+                         incremental=source.state is not None)
+        groups = contiguous_groups(sync.plan(), source.partitions)
         return [_UnitPartition(pickle.dumps(group, protocol=pickle.HIGHEST_PROTOCOL)) for group in groups]
 
-    def read(self, partition: InputPartition) -> Iterator[Any]:
-        from framework.engine.sync import read_unit
-        from framework.typed import RecordConverter, parse_schema
-
-        group = pickle.loads(partition.value)
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        group: list[Unit] = pickle.loads(partition.value)
         if not group:  # a stream with nothing to read
             return
         source = self.source
-        connector = _worker_connector(source)
+        connector = worker_connector(source.connector)
         stream = connector.stream(source.stream)
-        converter = RecordConverter(parse_schema(source.schemas[source.stream], stream=stream.name),
+        converter = RecordConverter(parse_schema(source.connector.schemas[source.stream], stream=stream.name),
                                     stream=stream.name)
         target = self.arrow_schema
-        try:
-            for unit, prior in group:
-                for records, _ in read_unit(stream, connector.config, unit, prior):
-                    batch = converter.convert(records, extracted_at_ms=int(time.time() * 1000), generation_id=0,
-                                              sync_id=0)
-                    yield from pa.Table.from_batches([batch]).cast(target).to_batches()
-        except Exception as exc:
-            raise RuntimeError(connector.mask(f"stream `{stream.name}`: {exc}")) from None
-
-
-_WORKER: dict[tuple, Any] = {}
-
-
-def _worker_connector(source: _Source) -> Any:
-    """The connector of ``source``, built once per Python worker."""
-    from framework.engine.connector import open_connector_text
-
-    key = (source.manifest_text, orjson.dumps(source.config, option=orjson.OPT_SORT_KEYS))
-    found = _WORKER.get(key)
-    if found is None:
-        found = open_connector_text(source.manifest_text, source.config, file=source.manifest_file,
-                                    base_dir=source.base_dir, schemas=source.schemas)
-        _WORKER.clear()
-        _WORKER[key] = found
-    return found
+        for item in read_group(connector, stream, group, PageTyper(converter)):
+            if isinstance(item, UnitResult):
+                if item.error:  # already masked
+                    raise RuntimeError(f"stream `{stream.name}`: {item.error}")
+            else:
+                yield from pa.Table.from_batches([item]).cast(target).to_batches()
 
 
 __all__ = ["FORMAT_NAME", "ManifestDataSource", "register"]

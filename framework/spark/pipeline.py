@@ -11,6 +11,12 @@ data that is not durably written, and a sync killed half way loses only the
 groups still running (their files never appear), so the next run reads
 again only what no saved state covers.
 
+Planning and grouping the units (:mod:`framework.engine.plan`), reading them
+in the tasks (:mod:`framework.engine.worker`) and folding their results into
+the state (:mod:`framework.engine.results`) are the engine's; what is Spark's
+is here and in :mod:`framework.spark.tasks`: the jobs, their job group, and
+cancelling them when the sync is interrupted.
+
 Overwrite mode reads everything again and deletes the stream's older
 generations once every group succeeded. The new generation is saved before
 any file is written, so files of an overwrite that was killed belong to a
@@ -19,22 +25,34 @@ generation the next overwrite deletes.
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from framework.cdc import ChangeStream, apply_changes, realtime_stream
 from framework.engine.connector import Connector
+from framework.engine.plan import contiguous_groups, open_sync
+from framework.engine.results import UnitResult, failed_group, fold_results, from_arrow
 from framework.engine.sync import StreamSync, Unit
+from framework.engine.worker import ConnectorSource, all_schemas
 from framework.errors import ConfigError, FrameworkError
+from framework.formats.rolling import delete_older_generations
+from framework.models.destination import DestinationSettings
 from framework.protocol.catalog import Selection
+from framework.spark.tasks import RESULT_DDL, TaskJob, encode_units, task_function
+from framework.storage import Storage, storage_for
+from framework.storage.layout import next_part_number
 from framework.storage.state_store import CatalogStore, ConnectionState, StateStore, configured_entry, merge_stream
+from framework.typed import RecordConverter, parse_schema
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 @dataclass
@@ -84,16 +102,13 @@ class _Run:
     """What every stream of one pipeline run shares."""
 
     connector: Connector
-    spark: Any
-    settings: Any
-    storage: Any
+    spark: SparkSession
+    settings: DestinationSettings
+    storage: Storage
     store: StateStore
     connection: ConnectionState
-    manifest_text: str
-    manifest_path: str
-    base_dir: str
-    destination: dict
-    schemas: dict[str, dict]
+    source: ConnectorSource  # what the tasks rebuild the connector from
+    destination: dict[str, Any]  # the settings as JSON-able data, for the tasks
     cores: int
     options: PipelineOptions
 
@@ -103,7 +118,7 @@ class _Run:
 
 
 def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[Selection],
-                 settings: Any, spark: Any, *, given_states: Mapping[str, Any] | None = None,
+                 settings: DestinationSettings, spark: SparkSession, *, given_states: Mapping[str, Any] | None = None,
                  options: PipelineOptions = PipelineOptions(),
                  progress: Callable[[str, StreamResult], None] | None = None) -> PipelineResult:
     """Sync ``selections`` into the destination of ``settings`` on ``spark``; see the module docs.
@@ -115,8 +130,6 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     group of units comes back (records, pages and units done so far) and
     ``"done"`` at its end.
     """
-    from framework.storage import storage_for
-
     storage = storage_for(settings)
     store = StateStore(storage)
     saved = store.load()
@@ -125,9 +138,8 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     run = _Run(
         connector=connector, spark=spark, settings=settings, storage=storage, store=store,
         connection=ConnectionState(saved.sync_id + 1, {name: dict(entry) for name, entry in saved.streams.items()}),
-        manifest_text=manifest_text,
-        manifest_path=manifest_path, base_dir=os.path.dirname(os.path.abspath(manifest_path)),
-        destination=orjson.loads(settings.model_dump_json(by_alias=True)), schemas=all_schemas(connector),
+        source=ConnectorSource.of(manifest_path, manifest_text, connector.config, all_schemas(connector)),
+        destination=orjson.loads(settings.model_dump_json(by_alias=True)),
         cores=max(1, int(spark.sparkContext.defaultParallelism)), options=options,
     )
     CatalogStore(storage).merge([
@@ -150,22 +162,16 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
 
 def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_states: Mapping[str, Any],
                  result: StreamResult, progress: Callable[[str, StreamResult], None] | None) -> None:
-    from framework.spark.tasks import TaskJob
-    from framework.storage.layout import next_part_number
-
     connector, options = run.connector, run.options
     stream = connector.stream(selection.name)
     _check_schema(run, stream.name)
-    from framework.cdc import realtime_stream
-
     change = realtime_stream(run.settings, stream, incremental=selection.incremental,
                              sync_id=run.connection.sync_id, namespace=options.namespace)
     overwrite = options.sync_mode == "overwrite"
     generation = saved.generation(stream.name) + (1 if overwrite else 0)
     # An overwrite deletes every older file once it succeeds, so it must read everything again.
     state_in = None if overwrite else given_states.get(stream.name, saved.stream_state(stream.name))
-    sync = StreamSync(stream, connector.config, state_in, incremental=selection.incremental,
-                      clock=connector.context.clock)
+    sync = open_sync(connector, stream, state_in, incremental=selection.incremental)
     units = sync.plan()
     result.units = len(units)
     if progress:
@@ -173,17 +179,16 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     if overwrite:  # before any file of the new generation exists (the cursor state stays as it was)
         run.save(stream.name, saved.stream_state(stream.name), generation)
     if units:
-        groups = _groups(units, min(len(units), run.cores * options.tasks_per_core))
+        groups = contiguous_groups(units, run.cores * options.tasks_per_core)
         job = TaskJob(
-            manifest_text=run.manifest_text, manifest_file=run.manifest_path, base_dir=run.base_dir,
-            config=dict(connector.config), stream=stream.name, schemas=run.schemas, destination=run.destination,
+            source=run.source, stream=stream.name, destination=run.destination,
             sync_id=run.connection.sync_id, generation_id=generation,
             part_start=next_part_number(run.storage, run.settings, stream.name, options.namespace),
             tasks=len(groups), namespace=options.namespace, started_at=time.time(),
             cdc_staging=change.staging_prefix() if change is not None else "",
         )
-        for rows in _run_groups(run, job, sync, groups):
-            if _fold(sync, units, rows, result, connector) and not overwrite:
+        for results in _run_groups(run, job, groups):
+            if _fold(sync, results, result, connector) and not overwrite:
                 run.save(stream.name, sync.state(), generation)
                 result.state_saved = True
             if progress:
@@ -192,8 +197,6 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     if change is not None:  # realtime change data: operations and the new image, committed by a pointer
         _apply_changes(run, change, final, result)
     if overwrite and final:
-        from framework.formats.rolling import delete_older_generations
-
         delete_older_generations(run.storage, run.settings, stream.name, options.namespace, generation)
     # A failed overwrite keeps the cursor state it started from: its files sit beside the older ones.
     run.save(stream.name, sync.state(final=final) if final or not overwrite else saved.stream_state(stream.name),
@@ -201,10 +204,8 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     result.state_saved = True
 
 
-def _apply_changes(run: _Run, change: Any, completed: bool, result: StreamResult) -> None:
+def _apply_changes(run: _Run, change: ChangeStream, completed: bool, result: StreamResult) -> None:
     """Run the change-data apply of a realtime stream; its failure becomes the stream's error."""
-    from framework.cdc import apply_changes
-
     try:
         applied = apply_changes(run.spark, run.storage, run.settings, change, completed=completed,
                                 clock=run.connector.context.clock, cores=run.cores)
@@ -219,40 +220,24 @@ def _apply_changes(run: _Run, change: Any, completed: bool, result: StreamResult
 def _check_schema(run: _Run, name: str) -> None:
     """Type the stream's schema on the driver first: a schema the sink cannot type (a union whose objects
     disagree on a field, say) fails here with its own message, before any request or Spark task."""
-    from framework.typed import RecordConverter, parse_schema
-
-    converter = RecordConverter(parse_schema(run.schemas[name], stream=name), stream=name)
+    converter = RecordConverter(parse_schema(run.source.schemas[name], stream=name), stream=name)
     if run.settings.format.format_type == "Avro":
         converter.avro  # noqa: B018 - built for its errors
 
 
-def _groups(units: list[Unit], count: int) -> list[list[Unit]]:
-    """``units`` in ``count`` contiguous groups of nearly equal size (earlier groups one larger)."""
-    size, extra = divmod(len(units), count)
-    groups, start = [], 0
-    for index in range(count):
-        end = start + size + (1 if index < extra else 0)
-        groups.append(units[start:end])
-        start = end
-    return groups
-
-
-def _run_groups(run: _Run, job: Any, sync: StreamSync, groups: list[list[Unit]]):
-    """Run each group as a one-task Spark job, all at once; yield each group's rows as it finishes.
+def _run_groups(run: _Run, job: TaskJob, groups: list[list[Unit]]) -> Iterator[list[UnitResult]]:
+    """Run each group as a one-task Spark job, all at once; yield each group's results as it finishes.
 
     A job that fails as a whole (the task raised outside a unit, the executor
-    died) yields rows with that error for every unit of its group.
+    died) yields that error for every unit of its group.
     """
-    from framework.spark.tasks import RESULT_DDL, encode_units, task_function
-
     spark = run.spark
     job_group = f"run-manifest-{job.stream}-{uuid.uuid4().hex[:12]}"
 
-    def one(index: int, group: list[Unit]) -> list[dict]:
+    def one(index: int, group: list[Unit]) -> list[UnitResult]:
         spark.sparkContext.setJobGroup(job_group, f"sync of stream {job.stream}", interruptOnCancel=True)
-        table = encode_units([(u, sync.prior_of(u)) for u in group])
-        frame = spark.createDataFrame(table).coalesce(1)
-        return frame.mapInArrow(task_function(job, index), RESULT_DDL).toArrow().to_pylist()
+        frame = spark.createDataFrame(encode_units(group)).coalesce(1)
+        return from_arrow(frame.mapInArrow(task_function(job, index), RESULT_DDL).toArrow())
 
     pool = ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix=f"sync-{job.stream}")
     pending: dict[Future, list[Unit]] = {pool.submit(one, i, g): g for i, g in enumerate(groups)}
@@ -264,9 +249,7 @@ def _run_groups(run: _Run, job: Any, sync: StreamSync, groups: list[list[Unit]])
                 try:
                     yield future.result()
                 except Exception as exc:  # noqa: BLE001 - reported as the group's failure
-                    message = f"a Spark task failed: {_spark_failure(exc)}"
-                    yield [{"unit": u.index, "records": 0, "latest": None, "error": message, "files": None,
-                            "nulled": 0, "pages": 0} for u in group]
+                    yield failed_group(group, f"a Spark task failed: {_spark_failure(exc)}")
     except BaseException:
         if pending:  # interrupted: stop the jobs still running; their files never appear
             spark.sparkContext.cancelJobGroup(job_group)
@@ -275,25 +258,17 @@ def _run_groups(run: _Run, job: Any, sync: StreamSync, groups: list[list[Unit]])
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _fold(sync: StreamSync, units: list[Unit], rows: list[dict], result: StreamResult, connector: Connector) -> bool:
-    """Take the rows of a finished group into the stream's sync and result; True when a unit finished."""
-    finished = False
-    for row in sorted(rows, key=lambda r: r["unit"]):
-        if row["files"]:
-            result.files.extend(orjson.loads(row["files"]))
-        if row["error"]:
-            result.error = result.error or connector.mask(row["error"])
-            continue
-        unit = units[row["unit"]]
-        latest = datetime.fromisoformat(row["latest"]) if row["latest"] else None
-        sync.observe(unit, latest, row["records"])
-        sync.done(unit)
-        finished = True
-        result.records += row["records"]
-        result.pages += row["pages"]
-        result.nulled += row["nulled"]
-        result.units_done += 1
-    return finished
+def _fold(sync: StreamSync, results: list[UnitResult], result: StreamResult, connector: Connector) -> bool:
+    """Take the results of a finished group into the stream's sync and result; True when a unit finished."""
+    totals = fold_results(sync, results)
+    result.files.extend(totals.files)
+    if totals.error:
+        result.error = result.error or connector.mask(totals.error)
+    result.records += totals.records
+    result.pages += totals.pages
+    result.nulled += totals.nulled
+    result.units_done += totals.units_done
+    return totals.units_done > 0
 
 
 def _spark_failure(exc: BaseException) -> str:
@@ -307,20 +282,4 @@ def _spark_failure(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def all_schemas(connector: Connector) -> dict[str, dict]:
-    """Every stream's schema by name, parents of substreams included (executors may lack the files)."""
-    from framework.components.partitions import parents_of
-
-    found: dict[str, dict] = {}
-    pending = list(connector.streams.values())
-    while pending:
-        stream = pending.pop()
-        if stream.name in found:
-            continue
-        found[stream.name] = dict(stream.json_schema)
-        if stream.router is not None:
-            pending.extend(parent.stream for parent in parents_of(stream.router))
-    return found
-
-
-__all__ = ["PipelineOptions", "PipelineResult", "StreamResult", "all_schemas", "run_pipeline"]
+__all__ = ["PipelineOptions", "PipelineResult", "StreamResult", "run_pipeline"]

@@ -19,13 +19,18 @@ pipeline): ``validate-manifest`` and protocol mode never pay for it.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
-from typing import Any
+import tempfile
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def spark_session(master: str | None = None, app_name: str = "run-manifest", *, full_jit: bool = False,
-                  **conf: str) -> Any:
+                  **conf: str) -> SparkSession:
     """A SparkSession for the pipeline (created, or the active one reused).
 
     A local JVM runs the quick JIT tier only unless ``full_jit``: that halves
@@ -93,9 +98,6 @@ appender.console.filter.threshold.level = error
 
 def _quiet_log_config() -> str | None:
     """A ``file:`` URL of the log4j2 configuration above, written once to the temp folder (None if it cannot be)."""
-    import hashlib
-    import tempfile
-
     digest = hashlib.sha256(_LOG4J2.encode()).hexdigest()[:12]
     path = os.path.join(tempfile.gettempdir(), f"manifest-framework-log4j2-{digest}.properties")
     try:

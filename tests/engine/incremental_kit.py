@@ -22,10 +22,10 @@ import orjson
 import yaml
 from fakes.api_server import FakeApi, RecordedRequest, dated
 
-from framework.temporal.clock import FixedClock
+from framework.engine.connector import open_connector
 from framework.protocol.catalog import select_streams
 from framework.protocol.read import read
-from framework.engine.connector import open_connector
+from framework.temporal.clock import FixedClock
 
 ISO = "%Y-%m-%dT%H:%M:%SZ"
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -231,7 +231,8 @@ class Run:
 
     def states(self, stream: str | None = None) -> list[dict]:
         return [m["state"]["stream"]["stream_state"] for m in self.messages
-                if m["type"] == "STATE" and (stream is None or m["state"]["stream"]["stream_descriptor"]["name"] == stream)]
+                if m["type"] == "STATE"
+                and (stream is None or m["state"]["stream"]["stream_descriptor"]["name"] == stream)]
 
     @property
     def state(self) -> dict | None:

@@ -11,8 +11,6 @@ import pickle
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from engine.incremental_kit import (
     Shop,
     accounts,
@@ -28,10 +26,10 @@ from engine.incremental_kit import (
     sync,
     write,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import framework.engine.sync as sync_module
-from framework.temporal.clock import FixedClock
-from framework.errors import StateError
 from framework.components.http.request import Injection, RequestParts
 from framework.components.partitions import (
     ListRouter,
@@ -42,7 +40,11 @@ from framework.components.partitions import (
 from framework.components.slices import StreamSlice
 from framework.engine.connector import open_connector
 from framework.engine.partition_states import COMPACT_KEY, PartitionStates, day_of
+from framework.engine.results import UnitResult, fold_results, from_arrow, to_arrow
 from framework.engine.sync import StreamSync, read_unit
+from framework.engine.worker import PageTyper, read_group
+from framework.errors import StateError
+from framework.temporal.clock import FixedClock
 
 SECOND = timedelta(seconds=1)
 
@@ -330,21 +332,23 @@ def test_pickled_units_are_read_by_another_connector_and_their_results_give_the_
     here = open_connector(path, config, sleep=lambda s: None, clock=FixedClock(at(9)))
     driver = new_sync(here)
     plan = driver.plan()
-    shipped = pickle.loads(pickle.dumps([(unit, driver.prior_of(unit)) for unit in plan]))
-    assert [unit for unit, _ in shipped] == plan
-    assert shipped[0][1] == at(4)  # account 1 resumes at its cursor
+    shipped = pickle.loads(pickle.dumps(plan))
+    assert shipped == plan
+    assert shipped[0].prior == at(4)  # account 1 resumes at its cursor
     # An executor: its own connector from the same manifest and config, nothing else.
     there = open_connector(path, config, sleep=lambda s: None, clock=FixedClock(at(9)))
     ids = []
-    for unit, prior in shipped:
-        latest, count = None, 0
-        for records, page_latest in read_unit(there.stream("orders"), config, unit, prior):
+    for unit in shipped:
+        for records, _ in read_unit(there.stream("orders"), config, unit):
             ids += [r["id"] for r in records]
-            count += len(records)
-            latest = page_latest if latest is None or (page_latest and page_latest > latest) else latest
-        driver.observe(unit, latest, count)
-        driver.done(unit)
     assert ids == ["b", "c"]
+    # The same through the engine's worker side: typed pages and one result per unit, folded on the driver.
+    items = list(read_group(there, there.stream("orders"), shipped, PageTyper(None)))
+    results = [item for item in items if isinstance(item, UnitResult)]
+    assert [r.unit for r in results] == [u.index for u in plan]
+    assert sum(item.num_rows for item in items if not isinstance(item, UnitResult)) == 2
+    totals = fold_results(driver, from_arrow(to_arrow(results)))
+    assert (totals.units_done, totals.records, totals.error) == (len(plan), 2, None)
     local = new_sync(here)
     for unit in local.plan():
         list(local.read(unit))

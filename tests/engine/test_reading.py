@@ -19,9 +19,9 @@ import pytest
 import yaml
 from fakes.api_server import Reply, paged
 
+from framework.engine.connector import open_connector
 from framework.protocol.catalog import select_streams
 from framework.protocol.read import read
-from framework.engine.connector import open_connector
 
 ITEMS = [{"id": i, "name": f"item-{i}", "price": i * 10, "owner": {"id": i % 3}} for i in range(1, 26)]
 NO_WAIT = [{"type": "ConstantBackoffStrategy", "backoff_time_in_seconds": 0}]

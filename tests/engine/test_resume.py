@@ -20,7 +20,6 @@ from typing import Any
 
 import orjson
 import pytest
-from fakes.api_server import FakeApi
 from engine.incremental_kit import (
     Run,
     Shop,
@@ -40,6 +39,7 @@ from engine.incremental_kit import (
     sync,
     write,
 )
+from fakes.api_server import FakeApi
 
 from framework.cli.run import main as run_cli
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from framework.engine.scheduler import read_units
+from framework.engine.scheduler import Page, UnitEnd, read_units
 
 
 @dataclass
@@ -36,9 +36,8 @@ class FakeSync:
 
 def test_one_at_a_time_keeps_the_plan_order():
     sync = FakeSync({0: 2, 1: 1, 2: 0})
-    events = [(kind, unit, records) for kind, unit, records in read_units(sync, [0, 1, 2], 1)]
-    assert events == [("records", 0, ["0-0"]), ("records", 0, ["0-1"]), ("done", 0, None),
-                      ("records", 1, ["1-0"]), ("done", 1, None), ("done", 2, None)]
+    events = list(read_units(sync, [0, 1, 2], 1))
+    assert events == [Page(0, ["0-0"]), Page(0, ["0-1"]), UnitEnd(0), Page(1, ["1-0"]), UnitEnd(1), UnitEnd(2)]
 
 
 @settings(max_examples=40, deadline=None)
@@ -47,12 +46,13 @@ def test_concurrently_each_unit_ends_once_after_all_its_pages(pages, workers):
     sync = FakeSync(dict(enumerate(pages)))
     seen: dict[int, list] = {}
     ended: list[int] = []
-    for kind, unit, records in read_units(sync, list(range(len(pages))), workers):
-        assert unit not in ended, "a page came after its unit's end"
-        if kind == "records":
-            seen.setdefault(unit, []).extend(records)
+    for event in read_units(sync, list(range(len(pages))), workers):
+        assert event.unit not in ended, "a page came after its unit's end"
+        if isinstance(event, Page):
+            seen.setdefault(event.unit, []).extend(event.records)
         else:
-            ended.append(unit)
+            assert isinstance(event, UnitEnd)
+            ended.append(event.unit)
     assert sorted(ended) == list(range(len(pages)))
     assert seen == {u: [f"{u}-{p}" for p in range(n)] for u, n in enumerate(pages) if n}
 
@@ -61,9 +61,9 @@ def test_a_slow_first_unit_lets_later_ones_end_first():
     gate = threading.Event()
     sync = FakeSync({0: 1, 1: 1, 2: 1}, gates={0: gate})
     order = []
-    for kind, unit, _ in read_units(sync, [0, 1, 2], 3):
-        if kind == "done":
-            order.append(unit)
+    for event in read_units(sync, [0, 1, 2], 3):
+        if isinstance(event, UnitEnd):
+            order.append(event.unit)
             if len(order) == 2:
                 gate.set()
     assert order == [1, 2, 0]

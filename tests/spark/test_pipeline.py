@@ -28,11 +28,11 @@ import pyarrow.parquet as pq
 import pytest
 from fakes.api_server import FakeApi, RecordedRequest, Reply, dated, paged
 
+from framework.engine.connector import open_connector
 from framework.models.destination import DestinationSettings
 from framework.protocol.catalog import select_streams
 from framework.spark.pipeline import PipelineOptions, PipelineResult, run_pipeline
 from framework.storage.state_store import STATE_KEY
-from framework.engine.connector import open_connector
 
 pytestmark = pytest.mark.spark
 
@@ -535,45 +535,48 @@ def test_state_covers_only_units_whose_files_were_committed(spark, shop, manifes
     assert {r["id"] for r in read_parquet(out, "items")} == set(range(1, 9))  # nothing lost
 
 
-def test_a_task_that_fails_reports_every_unit_it_held_as_failed(shop, manifest, tmp_path):
-    """Without Spark: one task with two units, the second refused. The first unit's records were read but
-    its files are aborted with the task's, so its row must not tell the driver it is done."""
-    from framework.spark.tasks import TaskJob, encode_units, run_task
-    from framework.engine.sync import StreamSync
+def task_job(shop, manifest, tmp_path):
+    """A one-task job over the items stream, and its plan: what the driver would send, without Spark."""
+    from framework.engine.plan import open_sync
+    from framework.engine.worker import ConnectorSource
+    from framework.spark.tasks import TaskJob
 
     connector = open_connector(manifest, config_for(shop), sleep=lambda seconds: None)
     stream = connector.stream("items")
-    plan = StreamSync(stream, connector.config, None).plan()
-    shop.refuse_since = {"2024-01-02T00:00:00Z"}
+    plan = open_sync(connector, stream, None).plan()
     settings = settings_for(tmp_path / "out")
-    job = TaskJob(manifest_text=Path(manifest).read_text(), manifest_file=manifest, base_dir=str(tmp_path),
-                  config=dict(connector.config), stream="items", schemas={"items": dict(stream.json_schema)},
-                  destination=orjson.loads(settings.model_dump_json(by_alias=True)), sync_id=1, generation_id=0,
-                  part_start=0, tasks=1)
-    table = encode_units([(unit, None) for unit in plan[:2]])
-    rows = [row for batch in run_task(job, iter(table.to_batches()), 0) for row in batch.to_pylist()]
+    source = ConnectorSource(Path(manifest).read_text(), manifest, str(tmp_path), dict(connector.config),
+                             {"items": dict(stream.json_schema)})
+    job = TaskJob(source=source, stream="items", destination=orjson.loads(settings.model_dump_json(by_alias=True)),
+                  sync_id=1, generation_id=0, part_start=0, tasks=1)
+    return job, plan
 
-    assert [r["unit"] for r in rows] == [0, 1]
-    assert all(r["error"] for r in rows), rows
-    assert "401" in rows[1]["error"]
-    assert orjson.loads(rows[0]["files"]) == []
+
+def test_a_task_that_fails_reports_every_unit_it_held_as_failed(shop, manifest, tmp_path):
+    """Without Spark: one task with two units, the second refused. The first unit's records were read but
+    its files are aborted with the task's, so its row must not tell the driver it is done."""
+    from framework.engine.results import from_arrow
+    from framework.spark.tasks import encode_units, run_task
+
+    job, plan = task_job(shop, manifest, tmp_path)
+    shop.refuse_since = {"2024-01-02T00:00:00Z"}
+    table = encode_units(plan[:2])
+    results = [r for batch in run_task(job, iter(table.to_batches()), 0) for r in from_arrow(batch)]
+
+    assert [r.unit for r in results] == [0, 1]
+    assert all(r.error for r in results), results
+    assert "401" in results[1].error
+    assert results[0].error.startswith("not written, another partition of its task failed: ")
+    assert all(r.files == () for r in results)
     assert data_files(tmp_path / "out", "items") == []
 
 
 def test_one_result_row_per_unit(shop, manifest, tmp_path):
     """The driver gets one small row per unit back, never records: run a task without Spark and look."""
-    from framework.spark.tasks import RESULT_SCHEMA, TaskJob, encode_units, run_task
-    from framework.engine.sync import StreamSync
+    from framework.spark.tasks import RESULT_SCHEMA, encode_units, run_task
 
-    connector = open_connector(manifest, config_for(shop), sleep=lambda seconds: None)
-    stream = connector.stream("items")
-    plan = StreamSync(stream, connector.config, None).plan()
-    settings = settings_for(tmp_path / "out")
-    job = TaskJob(manifest_text=Path(manifest).read_text(), manifest_file=manifest, base_dir=str(tmp_path),
-                  config=dict(connector.config), stream="items", schemas={"items": dict(stream.json_schema)},
-                  destination=orjson.loads(settings.model_dump_json(by_alias=True)), sync_id=1, generation_id=0,
-                  part_start=0, tasks=1)
-    batches = list(run_task(job, iter(encode_units([(u, None) for u in plan]).to_batches(max_chunksize=1)), 0))
+    job, plan = task_job(shop, manifest, tmp_path)
+    batches = list(run_task(job, iter(encode_units(plan).to_batches(max_chunksize=1)), 0))
 
     assert all(b.schema.equals(RESULT_SCHEMA) for b in batches)
     rows = [row for b in batches for row in b.to_pylist()]

@@ -69,6 +69,8 @@ class DatetimeCursor:
     end_option: Injection | None = None
     partition_field_start: str = "start_time"
     partition_field_end: str = "end_time"
+    # The client-side rules these two ask for are applied where records are read
+    # (framework.engine.sync.read_unit, whose per-record loop keeps them inline).
     is_data_feed: bool = False
     is_client_side_incremental: bool = False
     is_compare_strictly: bool = False
@@ -228,21 +230,6 @@ class DatetimeCursor:
         if record_dt < low:
             return False
         return record_dt < limit if open_end else record_dt <= limit
-
-    def after_state(self, record_dt: datetime, state_dt: datetime | None) -> bool:
-        """Whether a record is new enough to emit: ``record >= state - lookback`` (always, with no state).
-
-        Equal values are kept: records sharing the state's instant may have arrived since.
-        """
-        if state_dt is None:
-            return True
-        return record_dt >= self.floor(state_dt)
-
-    def stop_feed(self, record_dt: datetime, state_dt: datetime | None) -> bool:
-        """For ``is_data_feed`` (newest first): stop paging at a record older than ``state - lookback``."""
-        if not self.is_data_feed or state_dt is None:
-            return False
-        return record_dt < self.floor(state_dt)
 
     # -- requests ----------------------------------------------------------
 

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from framework.temporal.clock import FixedClock
-from framework.errors import ConfigError, DatetimeFormatError, DurationError, StateError
 from framework.components.http.request import RequestParts
 from framework.components.incremental import DatetimeCursor
+from framework.components.registry import _BUILDERS, BuildContext
+from framework.errors import ConfigError, DatetimeFormatError, DurationError, StateError
 from framework.interpolation import TemplateEngine
 from framework.models.incremental import DatetimeBasedCursor
-from framework.components.registry import _BUILDERS, BuildContext
+from framework.temporal.clock import FixedClock
 
 UTC = timezone.utc
 NOW = datetime(2024, 3, 10, 15, 30, 45, 123456, tzinfo=UTC)
@@ -317,28 +317,6 @@ def test_in_window_without_step_covers_the_whole_range():
     [window] = cursor.windows(None)
     assert cursor.in_window(at(2022, 2, 1), window)
     assert not cursor.in_window(at(2022, 2, 1, 0, 0, 0, 1), window)
-
-
-def test_after_state_keeps_equal_values_and_honours_lookback():
-    cursor = build({**DAILY, "is_client_side_incremental": True})
-    state = at(2022, 2, 1)
-    assert cursor.is_client_side_incremental
-    assert cursor.after_state(state, state)
-    assert not cursor.after_state(state - timedelta(microseconds=1), state)
-    assert cursor.after_state(at(2000, 1, 1), None)
-    looking_back = build({**DAILY, "lookback_window": "P1D"})
-    assert looking_back.after_state(at(2022, 1, 31), state)
-    assert not looking_back.after_state(at(2022, 1, 30, 23), state)
-
-
-def test_stop_feed_only_for_data_feeds_and_only_below_the_state():
-    state = at(2022, 2, 1)
-    assert not build(DAILY).stop_feed(at(2000, 1, 1), state)
-    feed = build({**DAILY, "is_data_feed": True})
-    assert feed.is_data_feed
-    assert feed.stop_feed(state - timedelta(seconds=1), state)
-    assert not feed.stop_feed(state, state)
-    assert not feed.stop_feed(at(2000, 1, 1), None)
 
 
 # -- requests -----------------------------------------------------------------------------

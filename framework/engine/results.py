@@ -1,0 +1,112 @@
+"""What reading a unit came to, and folding that into the stream's sync.
+
+A unit read elsewhere (a Spark task) answers with a :class:`UnitResult`: how
+many records and pages it read, how many values typing nulled, the latest
+cursor value, why it failed, and (on its task's first result) the files its
+task wrote. :func:`to_arrow` and :func:`from_arrow` are its one Arrow form
+(:data:`RESULT_SCHEMA`, what ``mapInArrow`` answers with);
+:func:`failed_group` is the answer for a group that failed as a whole; and
+:func:`fold_results` takes a group's results into the :class:`StreamSync`
+(``observe`` and ``done`` of every unit that succeeded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from framework.engine.sync import StreamSync, Unit
+
+__all__ = ["RESULT_SCHEMA", "GroupTotals", "UnitResult", "failed_group", "fold_results", "from_arrow", "to_arrow"]
+
+RESULT_SCHEMA = pa.schema([
+    ("unit", pa.int64()),
+    ("records", pa.int64()),
+    ("latest", pa.string()),  # ISO instant of the latest cursor value read in the unit
+    ("error", pa.string()),
+    ("files", pa.string()),  # JSON list of written files (a task's first row), else null
+    ("nulled", pa.int64()),
+    ("pages", pa.int64()),
+])
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    """One unit read: ``unit`` is its index in the plan; ``error`` (masked) says it is not done."""
+
+    unit: int
+    records: int = 0
+    pages: int = 0
+    nulled: int = 0
+    latest: datetime | None = None
+    error: str | None = None
+    files: tuple[dict[str, Any], ...] = ()
+
+
+def to_arrow(results: Sequence[UnitResult]) -> pa.RecordBatch:
+    """``results`` as one batch of :data:`RESULT_SCHEMA`."""
+    return pa.RecordBatch.from_pydict({
+        "unit": [r.unit for r in results],
+        "records": [r.records for r in results],
+        "latest": [r.latest.isoformat() if r.latest is not None else None for r in results],
+        "error": [r.error for r in results],
+        "files": [orjson.dumps(r.files).decode() if r.files else None for r in results],
+        "nulled": [r.nulled for r in results],
+        "pages": [r.pages for r in results],
+    }, schema=RESULT_SCHEMA)
+
+
+def from_arrow(data: pa.Table | pa.RecordBatch) -> list[UnitResult]:
+    """The results in ``data`` (rows of :data:`RESULT_SCHEMA`), in its order."""
+    return [UnitResult(unit=row["unit"], records=row["records"], pages=row["pages"], nulled=row["nulled"],
+                       latest=datetime.fromisoformat(row["latest"]) if row["latest"] else None,
+                       error=row["error"], files=tuple(orjson.loads(row["files"])) if row["files"] else ())
+            for row in data.to_pylist()]
+
+
+def failed_group(units: Iterable[Unit], message: str) -> list[UnitResult]:
+    """The results of a group that failed as a whole (its task raised, its executor died): ``message`` for each."""
+    return [UnitResult(unit.index, error=message) for unit in units]
+
+
+@dataclass(frozen=True)
+class GroupTotals:
+    """What a group's results added up to: the units that finished, their counts, every file, the first error."""
+
+    units_done: int = 0
+    records: int = 0
+    pages: int = 0
+    nulled: int = 0
+    files: tuple[dict[str, Any], ...] = ()
+    error: str | None = None
+
+
+def fold_results(sync: StreamSync, results: Iterable[UnitResult]) -> GroupTotals:
+    """Take a finished group's ``results`` into ``sync`` (planned already): each unit that succeeded is
+    observed and done.
+
+    In unit order, so state moves as the units were planned. A failed unit is
+    left unfinished; the first error (in unit order) is in the totals.
+    """
+    units = sync.plan()
+    done = records = pages = nulled = 0
+    files: list[dict[str, Any]] = []
+    error: str | None = None
+    for result in sorted(results, key=lambda r: r.unit):
+        files.extend(result.files)
+        if result.error:
+            error = error or result.error
+            continue
+        unit = units[result.unit]
+        sync.observe(unit, result.latest, result.records)
+        sync.done(unit)
+        done += 1
+        records += result.records
+        pages += result.pages
+        nulled += result.nulled
+    return GroupTotals(done, records, pages, nulled, tuple(files), error)

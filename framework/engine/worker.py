@@ -1,0 +1,144 @@
+"""What a worker process (a Spark task, the DataFrame reader's) needs: the connector and typed pages.
+
+* :class:`ConnectorSource` - the manifest text, config and every stream's
+  schema (:func:`all_schemas`): all a worker needs to build the connector
+  again, without the driver's files;
+* :func:`worker_connector` - that connector, built once per process (the last
+  one is kept, so a worker that reads several tasks of one sync builds it once);
+* :class:`PageTyper` and :func:`read_group` - a group of units read one after
+  the other, page by page, into the Arrow batches the sink writes, with a
+  :class:`~framework.engine.results.UnitResult` for each unit and the
+  connector's masking on failure.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from framework.components.partitions import parents_of
+from framework.components.stream import Stream
+from framework.engine.connector import Connector, open_connector_text
+from framework.engine.results import UnitResult
+from framework.engine.sync import Unit, read_unit
+from framework.formats import raw_batch
+from framework.typed import RecordConverter
+from framework.typed.raw_ids import random_uuids
+
+__all__ = ["ConnectorSource", "PageTyper", "all_schemas", "read_group", "worker_connector"]
+
+
+@dataclass(frozen=True)
+class ConnectorSource:
+    """A connector as text: what a worker builds it from (small and picklable; nothing read from disk)."""
+
+    manifest_text: str
+    manifest_file: str
+    base_dir: str | None
+    config: Mapping[str, Any]
+    schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # every stream's, parents too
+
+    @classmethod
+    def of(cls, manifest_path: str, manifest_text: str, config: Mapping[str, Any],
+           schemas: Mapping[str, Mapping[str, Any]] | None = None) -> ConnectorSource:
+        """The source of the manifest at ``manifest_path`` (its text already read), relative files beside it."""
+        return cls(manifest_text, manifest_path, os.path.dirname(os.path.abspath(manifest_path)), dict(config),
+                   dict(schemas or {}))
+
+    def open(self) -> Connector:
+        """A new connector from this source (on the driver: schema files are read where ``schemas`` lack them)."""
+        return open_connector_text(self.manifest_text, self.config, file=self.manifest_file, base_dir=self.base_dir,
+                                   schemas=self.schemas or None)
+
+
+def worker_connector(source: ConnectorSource) -> Connector:
+    """The connector of ``source``, built once per process (for the last source asked for)."""
+    return _cached_connector(source.manifest_text, orjson.dumps(source.config, option=orjson.OPT_SORT_KEYS).decode(),
+                             source.manifest_file, source.base_dir,
+                             orjson.dumps(source.schemas, option=orjson.OPT_SORT_KEYS).decode())
+
+
+@functools.lru_cache(maxsize=1)
+def _cached_connector(manifest_text: str, config_json: str, manifest_file: str, base_dir: str | None,
+                      schemas_json: str) -> Connector:
+    return ConnectorSource(manifest_text, manifest_file, base_dir, orjson.loads(config_json),
+                           orjson.loads(schemas_json)).open()
+
+
+def all_schemas(connector: Connector) -> dict[str, dict]:
+    """Every stream's schema by name, parents of substreams included (executors may lack the files)."""
+    found: dict[str, dict] = {}
+    pending = list(connector.streams.values())
+    while pending:
+        stream = pending.pop()
+        if stream.name in found:
+            continue
+        found[stream.name] = dict(stream.json_schema)
+        if stream.router is not None:
+            pending.extend(parent.stream for parent in parents_of(stream.router))
+    return found
+
+
+@dataclass(frozen=True)
+class PageTyper:
+    """A page of records as the batch the sink writes: typed by ``converter``, or (None) raw JSON for JSONL and CSV.
+
+    Called with the records and their extraction time, it answers the batch and
+    how many values typing nulled.
+    """
+
+    converter: RecordConverter | None
+    generation_id: int = 0
+    sync_id: int = 0
+
+    def __call__(self, records: list[dict], extracted_at_ms: int) -> tuple[pa.RecordBatch, int]:
+        converter = self.converter
+        if converter is None:
+            return raw_batch(records, random_uuids(len(records)), extracted_at_ms, self.generation_id,
+                             sync_id=self.sync_id), 0
+        batch = converter.convert(records, extracted_at_ms=extracted_at_ms, generation_id=self.generation_id,
+                                  sync_id=self.sync_id)
+        return batch, converter.last_nulled
+
+
+def read_group(connector: Connector, stream: Stream, units: Iterable[Unit], typer: PageTyper,
+               write: Callable[[pa.RecordBatch], None] | None = None) -> Iterator[pa.RecordBatch | UnitResult]:
+    """Read ``units`` one after the other, page by page, each page typed by ``typer``.
+
+    Yields each page's batch (or, when ``write`` is given, hands it to
+    ``write`` instead) and, after a unit's pages, its :class:`UnitResult`. The
+    first failure (reading, typing or writing a page) ends the reading: its
+    unit's result carries the connector-masked message and every later unit
+    gets a result with the same message, unread.
+    """
+    config = connector.config
+    failed: str | None = None
+    for unit in units:
+        if failed is not None:
+            yield UnitResult(unit.index, error=failed)
+            continue
+        records = pages = nulled = 0
+        latest: datetime | None = None
+        try:
+            for page, page_latest in read_unit(stream, config, unit):
+                batch, page_nulled = typer(page, int(time.time() * 1000))
+                if write is not None:
+                    write(batch)
+                else:
+                    yield batch
+                records += len(page)
+                pages += 1
+                nulled += page_nulled
+                if page_latest is not None and (latest is None or page_latest > latest):
+                    latest = page_latest
+        except Exception as exc:  # the unit fails; the caller decides what its other units' data is worth
+            failed = connector.mask(str(exc) or type(exc).__name__)
+        yield UnitResult(unit.index, records, pages, nulled, latest, failed)
