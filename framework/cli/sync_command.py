@@ -83,7 +83,7 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
     started = time.perf_counter()
     # The session normalizes too when asked: that work runs in the JVM and wants its full JIT.
     spark = spark_session(options.master, full_jit=_normalizes(options, settings))
-    reporter.started(spark.sparkContext.master, settings.base_uri, settings.format.format_type,
+    reporter.started(spark.sparkContext.master or "", settings.base_uri, settings.format.format_type,
                      time.perf_counter() - started)
     result = run_pipeline(connector, options.manifest, selections, settings, spark, given_states=states or None,
                           options=PipelineOptions(sync_mode=options.sync_mode), progress=reporter.progress)

@@ -210,7 +210,7 @@ class StreamSync:
         self._all_from_global = False  # no per-partition list was saved: every partition starts at the global value
         self._saved_lookback = 0
         self._states: PartitionStates | None = None
-        if self.incremental and self.partitioned and not self.global_cursor:
+        if self.incremental and self.partitioned and not self.global_cursor and self.cursor is not None:
             self._states = PartitionStates(MAX_PARTITION_STATES, self.cursor.state_of)
         try:
             self._read_saved_state()
@@ -284,8 +284,9 @@ class StreamSync:
         if self._planned:
             return self._units
         self._planned = True
-        if self.partitioned:
-            routed = _unique(self.stream.router.partitions(self._read_parent))
+        router = self.stream.router
+        if router is not None:
+            routed = _unique(router.partitions(self._read_parent))
         else:
             routed = [RoutedPartition({}, {})]
         units = self._units
