@@ -38,7 +38,18 @@ import orjson
 import pyarrow as pa
 
 from framework.errors import ConfigError
+from framework.models.destination import (
+    AvroFormat,
+    CsvFormat,
+    JsonlFormat,
+    ParquetFormat,
+    ReplicantCsvFormat,
+    ReplicantJsonFormat,
+)
 from framework.typed.envelope import DATA, EXTRACTED_AT, GENERATION_ID, META, RAW_ID
+
+#: The settings of any output format (the ``format`` of the destination settings).
+FormatSettings = AvroFormat | CsvFormat | JsonlFormat | ParquetFormat | ReplicantCsvFormat | ReplicantJsonFormat
 
 #: The columns of a raw batch, the input of the JSONL and CSV writers.
 RAW_SCHEMA = pa.schema([
@@ -129,7 +140,7 @@ def raw_batch(data: Sequence[Any], raw_ids: Sequence[str] | pa.Array, extracted_
     )
 
 
-def open_format_writer(fmt_settings: Any, arrow_schema: pa.Schema | None, avro_schema: Mapping | None,
+def open_format_writer(fmt_settings: FormatSettings, arrow_schema: pa.Schema | None, avro_schema: Mapping | None,
                        sink: BinaryIO, *, columns: Sequence[str] = (),
                        to_avro: Callable[[pa.RecordBatch], Iterable[dict]] | None = None) -> FormatWriter:
     """The writer of ``fmt_settings`` (an ``AvroFormat``, ``CsvFormat``, ``JsonlFormat`` or ``ParquetFormat``).
@@ -140,27 +151,27 @@ def open_format_writer(fmt_settings: Any, arrow_schema: pa.Schema | None, avro_s
     """
     kind = getattr(fmt_settings, "format_type", None)
     # The writers' modules import CountingSink from this one, so each is imported when its format is asked for.
-    if kind == "Parquet":
+    if isinstance(fmt_settings, ParquetFormat):
         from framework.formats.parquet import ParquetFileWriter
 
         if arrow_schema is None:
             raise ConfigError("the Parquet writer needs the Arrow schema of the stream")
         return ParquetFileWriter(fmt_settings, arrow_schema, sink)
-    if kind == "Avro":
+    if isinstance(fmt_settings, AvroFormat):
         from framework.formats.avro import AvroFileWriter
 
         if avro_schema is None:
             raise ConfigError("the Avro writer needs the Avro schema of the stream")
         return AvroFileWriter(fmt_settings, arrow_schema, avro_schema, sink, to_avro=to_avro)
-    if kind == "JSONL":
+    if isinstance(fmt_settings, JsonlFormat):
         from framework.formats.text import JsonlFileWriter
 
         return JsonlFileWriter(fmt_settings, sink)
-    if kind == "CSV":
+    if isinstance(fmt_settings, CsvFormat):
         from framework.formats.text import CsvFileWriter
 
         return CsvFileWriter(fmt_settings, sink, columns=columns)
-    if kind in ("replicant_csv", "replicant_json"):
+    if isinstance(fmt_settings, (ReplicantCsvFormat, ReplicantJsonFormat)):
         from framework.formats.replicant import open_replicant_writer
 
         return open_replicant_writer(fmt_settings, arrow_schema, sink, columns=columns)

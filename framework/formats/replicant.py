@@ -43,6 +43,7 @@ import pyarrow.compute as pc
 
 from framework.errors import ConfigError
 from framework.formats import CountingSink
+from framework.models.destination import ReplicantCsvFormat, ReplicantJsonFormat
 from framework.typed.envelope import ENVELOPE_NAMES  # left out of Replicant files
 
 #: Member names of the sink's union structs (``framework.typed.arrow``), used to recognise them.
@@ -181,7 +182,8 @@ def csv_line(cells: Sequence[str | None]) -> str:
 class _SnapshotFile:
     """What the CSV and JSON snapshot writers share: the sink, the data columns, the counts."""
 
-    def __init__(self, settings: Any, arrow_schema: pa.Schema | None, sink: BinaryIO, columns: Sequence[str]):
+    def __init__(self, settings: ReplicantCsvFormat | ReplicantJsonFormat, arrow_schema: pa.Schema | None,
+                 sink: BinaryIO, columns: Sequence[str]):
         if getattr(settings, "mode", "snapshot") != "snapshot":
             raise ConfigError(
                 f"`{settings.format_type}` files in realtime mode are written by the change-data step of the Spark "
@@ -219,8 +221,8 @@ class _SnapshotFile:
 class ReplicantSnapshotCsvWriter(_SnapshotFile):
     """Snapshot CSV: one row per record, one column per field of the stream, ``NULL`` for null."""
 
-    def __init__(self, settings: Any, arrow_schema: pa.Schema | None, sink: BinaryIO, *,
-                 columns: Sequence[str] = ()):
+    def __init__(self, settings: ReplicantCsvFormat | ReplicantJsonFormat, arrow_schema: pa.Schema | None,
+                 sink: BinaryIO, *, columns: Sequence[str] = ()):
         super().__init__(settings, arrow_schema, sink, columns)
         if getattr(settings, "include_header", False):
             self._sink.write(csv_line(self.columns).encode("utf-8"))
@@ -245,8 +247,9 @@ class ReplicantSnapshotJsonWriter(_SnapshotFile):
         self._sink.write(b"\n".join(lines))
 
 
-def open_replicant_writer(settings: Any, arrow_schema: pa.Schema | None, sink: BinaryIO, *,
-                          columns: Sequence[str] = ()) -> ReplicantSnapshotCsvWriter | ReplicantSnapshotJsonWriter:
+def open_replicant_writer(settings: ReplicantCsvFormat | ReplicantJsonFormat, arrow_schema: pa.Schema | None,
+                          sink: BinaryIO, *, columns: Sequence[str] = ()
+                          ) -> ReplicantSnapshotCsvWriter | ReplicantSnapshotJsonWriter:
     """The snapshot writer of a ``ReplicantCsvFormat`` or ``ReplicantJsonFormat``."""
     if settings.format_type == "replicant_csv":
         return ReplicantSnapshotCsvWriter(settings, arrow_schema, sink, columns=columns)

@@ -37,6 +37,7 @@ import pyarrow as pa
 
 from framework.errors import ConfigError
 from framework.formats import RAW_SCHEMA, CountingSink
+from framework.models.destination import CsvFormat, JsonlFormat
 from framework.typed.envelope import DATA, EXTRACTED_AT, GENERATION_ID, META, RAW_ID, TEXT_ENVELOPE
 
 _GZIP_LEVEL = 6  # zlib's default: most of level 9's ratio at a fraction of its time
@@ -45,7 +46,7 @@ _GZIP_LEVEL = 6  # zlib's default: most of level 9's ratio at a fraction of its 
 class _TextFile:
     """What JSONL and CSV share: the raw input columns and the optional gzip stream."""
 
-    def __init__(self, settings: Any, sink: BinaryIO, suffix: str):
+    def __init__(self, settings: CsvFormat | JsonlFormat, sink: BinaryIO, suffix: str):
         self._counter = CountingSink(sink)
         self.gzip = getattr(settings.compression, "compression_type", "No Compression") == "GZIP"
         self.flatten = settings.flattening == "Root level flattening"
@@ -83,7 +84,7 @@ class _TextFile:
 class JsonlFileWriter(_TextFile):
     """Newline-delimited JSON, one record per line."""
 
-    def __init__(self, settings: Any, sink: BinaryIO):
+    def __init__(self, settings: JsonlFormat, sink: BinaryIO):
         super().__init__(settings, sink, ".jsonl")
 
     def write(self, batch: pa.RecordBatch) -> None:
@@ -111,7 +112,7 @@ class JsonlFileWriter(_TextFile):
 class CsvFileWriter(_TextFile):
     """Comma-separated values with a header row."""
 
-    def __init__(self, settings: Any, sink: BinaryIO, *, columns: Sequence[str] = ()):
+    def __init__(self, settings: CsvFormat, sink: BinaryIO, *, columns: Sequence[str] = ()):
         super().__init__(settings, sink, ".csv")
         self.columns = [c for c in columns if c not in TEXT_ENVELOPE] if self.flatten else []
         self.flatten = self.flatten and bool(self.columns)

@@ -1,3 +1,5 @@
+"""WindowProgress: state moves over the contiguous run of finished windows only, and never backwards."""
+
 from datetime import datetime, timedelta, timezone
 
 from hypothesis import given
