@@ -23,9 +23,9 @@ java:
 postgres:
 	@bash scripts/ensure-postgres.sh
 
-# ruff and mypy over framework/ (configured in pyproject.toml); .ci/run runs it before the tests
+# ruff over the repo and mypy over framework/ (both configured in pyproject.toml); .ci/run runs it before the tests
 lint: setup
-	$(BIN)/ruff check framework
+	$(BIN)/ruff check .
 	$(BIN)/mypy
 
 test: setup

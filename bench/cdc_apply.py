@@ -133,11 +133,11 @@ def _warm(batches):
 
 
 def child(keys: int, fmt: str, image: str, keep: str | None, cold: bool) -> None:
-    from framework.temporal.clock import FixedClock
-    from framework.models.destination import DestinationSettings
     from framework.cdc import ChangeStream, apply_changes
+    from framework.models.destination import DestinationSettings
     from framework.spark.session import spark_session
     from framework.storage import storage_for
+    from framework.temporal.clock import FixedClock
 
     out = Path(keep) / str(keys) if keep else Path(tempfile.mkdtemp(prefix="cdc-bench-"))
     out.mkdir(parents=True, exist_ok=True)

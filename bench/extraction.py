@@ -210,7 +210,8 @@ class Mode:
     expected: int  # records the API holds
 
 
-def measure_rounds(modes: Sequence[Mode], cwd: str, runs: int, progress: Callable[[str], None]) -> list[tuple[str, Run]]:
+def measure_rounds(modes: Sequence[Mode], cwd: str, runs: int,
+                   progress: Callable[[str], None]) -> list[tuple[str, Run]]:
     """Each mode ``runs`` times, in rounds (every mode once, then again), so a machine that gets busier or
     quieter during the bench weighs on every mode alike. A mode that fails is not run again."""
     results: dict[str, list[Run]] = {mode.label: [] for mode in modes}

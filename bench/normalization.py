@@ -41,11 +41,11 @@ SCHEMA = {"type": "object", "properties": {
 
 
 def land(output: str, records: int, files: int) -> None:
-    from framework.models.destination import DestinationSettings
     from framework.formats import open_format_writer
+    from framework.models.destination import DestinationSettings
+    from framework.storage import storage_for
     from framework.storage.layout import StreamLayout
     from framework.storage.state_store import CatalogStore
-    from framework.storage import storage_for
     from framework.typed import RecordConverter
 
     settings = DestinationSettings.model_validate({"output": output, "format": {"format_type": "Parquet"}})
@@ -116,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{', quick JIT' if args.quick_jit else ', full JIT'})")
         print("tables: " + ", ".join(f"{t}={n:,}" for t, n in counts.items()))
         if cpu > 0:  # CPU seconds do not depend on what else the machine runs, as wall seconds do
-            print(f"CPU: {cpu:.1f} s in Spark's JVM and its Python workers ({args.records / cpu:,.0f} rows per CPU second)")
+            print(f"CPU: {cpu:.1f} s in Spark's JVM and its Python workers "
+                  f"({args.records / cpu:,.0f} rows per CPU second)")
         print(f"peak memory: Python driver {peak_self:,.0f} MB, Spark JVM {_jvm_peak_mb(jvm)}")
         return 0
     finally:

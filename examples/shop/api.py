@@ -54,10 +54,11 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import IO, Any, Callable, Mapping, Sequence
+from typing import IO, Any
 from urllib.parse import parse_qs, urlsplit
 
 import orjson

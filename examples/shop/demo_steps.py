@@ -18,9 +18,10 @@ from __future__ import annotations
 import argparse
 import sys
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import orjson
 

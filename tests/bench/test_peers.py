@@ -17,8 +17,8 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.append(str(BENCH))  # the bench scripts import their neighbours by name (after tests/, which has a
 # `normalization` package of its own that bench/normalization.py must not shadow)
 
-import peers
-from peers import CDK, DLT, PROTOCOL, SPARK, JsonLog, RecordLines, Result
+import peers  # noqa: E402 - after the path above
+from peers import CDK, DLT, PROTOCOL, SPARK, JsonLog, RecordLines, Result  # noqa: E402
 
 
 def result(mode: str, records: int = 1000, run: float = 1.0, wall: float = 2.0, **more) -> Result:

@@ -21,14 +21,14 @@ from typing import Any
 import pytest
 from fakes.api_server import FakeApi, RecordedRequest, dated, paged
 
-from framework.temporal.clock import FixedClock
+from framework.cdc import load_pointer
+from framework.engine.connector import open_connector
 from framework.errors import ConfigError
 from framework.models.destination import DestinationSettings
 from framework.protocol.catalog import select_streams
-from framework.cdc import load_pointer
 from framework.spark.pipeline import PipelineResult, run_pipeline
 from framework.storage import storage_for
-from framework.engine.connector import open_connector
+from framework.temporal.clock import FixedClock
 
 pytestmark = pytest.mark.spark
 

@@ -82,7 +82,7 @@ class PostgresServer:
         return f"jdbc:postgresql://127.0.0.1:{self.port}/{self.database}"
 
     @classmethod
-    def start(cls) -> "PostgresServer":
+    def start(cls) -> PostgresServer:
         bin_dir = find_bin_dir()
         as_root = os.geteuid() == 0
         # /tmp is reachable by the unprivileged server user; TMPDIR may not be (e.g. under /root).

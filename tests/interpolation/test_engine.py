@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from framework.temporal.clock import FixedClock
 from framework.errors import InterpolationError
-from framework.interpolation import FALSE_TEXTS, RESULT_TYPES, TemplateEngine, VARIABLES
+from framework.interpolation import FALSE_TEXTS, RESULT_TYPES, VARIABLES, TemplateEngine
+from framework.temporal.clock import FixedClock
 
 NOW = datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 CONTEXT = {

@@ -4,10 +4,10 @@ from datetime import date, datetime, timedelta, timezone
 import isodate
 import pytest
 
-from framework.temporal.clock import FixedClock
 from framework.errors import InterpolationError
 from framework.interpolation import MACROS, TemplateEngine
 from framework.interpolation.macros import build_macros
+from framework.temporal.clock import FixedClock
 
 NOW = datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
 

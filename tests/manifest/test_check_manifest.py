@@ -1,12 +1,12 @@
 """check_manifest / load_manifest: types by field, $parameters, and pydantic errors made readable."""
 
 import pytest
+from conftest import EXAMPLE
+from pydantic import ValidationError
 
 from framework.errors import ManifestError
 from framework.manifest import check_manifest, check_manifest_text, load_manifest
 from framework.models import DeclarativeSource, HttpRequester, SimpleRetriever
-
-from conftest import EXAMPLE
 
 MINIMAL = """
 version: 6.7.0
@@ -48,7 +48,7 @@ def test_types_are_implied_by_fields():
 
 def test_models_are_frozen():
     source = check_manifest_text(MINIMAL).source
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         source.streams[0].name = "other"  # type: ignore[misc]
     assert isinstance(source.streams, tuple)
 

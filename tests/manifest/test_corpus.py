@@ -12,11 +12,10 @@ import glob
 import os
 
 import pytest
+from conftest import corpus_dir
 
 from framework.manifest import check_manifest
 from framework.models import UNSUPPORTED
-
-from conftest import corpus_dir
 
 CORPUS = corpus_dir()
 pytestmark = pytest.mark.skipif(CORPUS is None, reason="MANIFEST_CORPUS is not set to the Airbyte manifest corpus")

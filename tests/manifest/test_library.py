@@ -5,10 +5,9 @@ from __future__ import annotations
 import glob
 
 import pytest
+from conftest import REPO
 
 from framework.manifest import check_manifest
-
-from conftest import REPO
 
 SHIPPED = sorted(glob.glob(str(REPO / "manifests" / "*.yaml")) + glob.glob(str(REPO / "examples" / "*" / "manifest.yaml")))
 

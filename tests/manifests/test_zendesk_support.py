@@ -21,9 +21,9 @@ from fakes.api_server import ApiError, FakeApi, RecordedRequest, Reply
 from manifests.harness import MANIFESTS, assert_clean, run_connector
 
 from framework.components.http.transport import FunctionTransport
+from framework.engine.connector import open_connector
 from framework.protocol.catalog import select_streams
 from framework.protocol.read import read
-from framework.engine.connector import open_connector
 
 EMAIL = "agent@example.com"
 TOKEN = "6wiIBWbGkBMo1mRDMuVwkw1EPsNkeUj95PIz2akv"

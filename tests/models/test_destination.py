@@ -10,6 +10,7 @@ import pytest
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 import framework.models.destination as destination
+from framework.models.base import is_secret
 from framework.models.destination import (
     AvroFormat,
     AvroZstandard,
@@ -21,7 +22,6 @@ from framework.models.destination import (
     ReplicantCsvFormat,
     ReplicantJsonFormat,
 )
-from framework.models.base import is_secret
 from framework.models.normalization import NormalizationSettings
 
 BASE = {
@@ -255,5 +255,5 @@ def test_every_field_documented():
 def test_examples_are_valid():
     """Every field's example is a valid value of that field."""
     for cls in _models():
-        for name, info in cls.model_fields.items():
+        for info in cls.model_fields.values():
             TypeAdapter(info.rebuild_annotation()).validate_python(info.examples[0])

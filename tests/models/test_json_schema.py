@@ -6,11 +6,10 @@ import json
 
 import jsonschema
 import yaml
+from conftest import EXAMPLE, REPO
 
 from framework.models import COMPONENTS
 from framework.models.json_schema import all_schemas, manifest_schema, render
-
-from conftest import EXAMPLE, REPO
 
 
 def test_committed_schemas_match_the_models():

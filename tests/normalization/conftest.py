@@ -27,9 +27,9 @@ def land(settings: Any, stream: str, records: Sequence[dict], schema: dict, *, e
          destination_sync_mode: str = "append", ids: Sequence[str] | None = None) -> str:
     """Write one landed file of ``records`` and merge ``stream`` into the catalog; returns the file's key."""
     from framework.formats import open_format_writer, raw_batch
+    from framework.storage import storage_for
     from framework.storage.layout import StreamLayout
     from framework.storage.state_store import CatalogStore
-    from framework.storage import storage_for
     from framework.typed import RecordConverter
 
     storage = storage_for(settings)

@@ -10,10 +10,10 @@ from datetime import datetime, timezone
 
 import pyarrow.parquet as pq
 import pytest
-from normalization.conftest import at, land, table_rows
 
 from framework.normalization.naming import path_hash
 from framework.normalization.runner import normalize
+from normalization.conftest import at, land, table_rows
 
 pytestmark = pytest.mark.spark
 

@@ -8,10 +8,10 @@ import uuid
 from datetime import datetime, timezone
 
 import pytest
-from normalization.conftest import at, land
 
 from framework.normalization.naming import child_table_name
 from framework.normalization.runner import normalize
+from normalization.conftest import at, land
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from framework.errors import StateError
-from framework.storage.state_store import CatalogStore, configured_entry
 from framework.storage.local import LocalStorage
+from framework.storage.state_store import CatalogStore, configured_entry
 
 
 class _Stream:

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from framework.errors import DatetimeFormatError, FrameworkError
 from framework.temporal.datetime_formats import (
     EPOCH,
     FormatProblem,
@@ -12,7 +13,6 @@ from framework.temporal.datetime_formats import (
     parse_datetime,
     parse_with_formats,
 )
-from framework.errors import DatetimeFormatError, FrameworkError
 
 UTC = timezone.utc
 

@@ -3,8 +3,8 @@ from datetime import datetime, timedelta, timezone
 import isodate
 import pytest
 
-from framework.temporal.durations import duration_problem, is_duration, parse_duration
 from framework.errors import DurationError, FrameworkError
+from framework.temporal.durations import duration_problem, is_duration, parse_duration
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from framework.temporal.datetime_formats import format_datetime, parse_datetime
 from framework.errors import DatetimeFormatError
+from framework.temporal.datetime_formats import format_datetime, parse_datetime
 from framework.temporal.iso_parse import FAST_FORMATS, parser_of
 
 UTC = timezone.utc

@@ -7,9 +7,9 @@ from datetime import date, datetime, time, timezone
 
 import fastavro
 import pytest
+from typed.helpers import STREAM, avro_field, avro_roundtrip, convert, converter
 
 from framework.typed import RecordConverter, avro_name, avro_schema, parse_schema
-from typed.helpers import STREAM, avro_field, avro_roundtrip, convert, converter
 
 
 def file_type(field_schema, value, name="f"):

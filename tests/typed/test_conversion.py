@@ -9,10 +9,10 @@ from datetime import date
 
 import pyarrow as pa
 import pytest
+from typed.helpers import STREAM, changes, convert, converter, nulled, storage_values
 
 from framework.typed import RecordConverter, parse_schema
 from framework.typed import columns as columns_module
-from typed.helpers import STREAM, changes, convert, converter, nulled, storage_values
 
 SIZE = "DESTINATION_FIELD_SIZE_LIMITATION"
 

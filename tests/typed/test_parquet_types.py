@@ -8,9 +8,9 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from typed.helpers import STREAM, convert, converter, parquet_column, parquet_roundtrip
 
 from framework.typed import PARQUET_WRITE_OPTIONS, RecordConverter, SchemaConflictError, parse_schema
-from typed.helpers import STREAM, convert, converter, parquet_column, parquet_roundtrip
 
 TIMESTAMP_US_UTC = {"Type": "Timestamp", "isAdjustedToUTC": True, "timeUnit": "microseconds",
                     "is_from_converted_type": False, "force_set_converted_type": False}

@@ -10,12 +10,11 @@ from datetime import date, datetime, time, timedelta, timezone
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from framework.typed import RecordConverter, parse_schema
-from framework.typed import values
-from framework.typed.columns import Changes, TopField, column_for, convert_each
-from framework.typed.types import TIMESTAMP_WITH_TZ, TIMESTAMP_WITHOUT_TZ, DATE, Array, Object
 from typed.helpers import STREAM, changes, convert, converter, storage_values
+
+from framework.typed import RecordConverter, parse_schema, values
+from framework.typed.columns import Changes, TopField, column_for, convert_each
+from framework.typed.types import DATE, TIMESTAMP_WITH_TZ, TIMESTAMP_WITHOUT_TZ, Array, Object
 
 REASONS = {"DESTINATION_SERIALIZATION_ERROR", "DESTINATION_FIELD_SIZE_LIMITATION"}
 

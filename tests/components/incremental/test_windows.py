@@ -10,8 +10,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from framework.errors import ConfigError, DurationError
 from framework.components.incremental.windows import datetime_windows
+from framework.errors import ConfigError, DurationError
 
 UTC = timezone.utc
 US = timedelta(microseconds=1)

@@ -7,13 +7,13 @@ from typing import Any
 import orjson
 from requests.structures import CaseInsensitiveDict
 
-from framework.temporal.clock import FixedClock
 from framework.components.http.request import HttpRequest
 from framework.components.http.transport import HttpResponse
-from framework.interpolation import TemplateEngine
-from framework.models import records as models
 from framework.components.records import selection, transformations  # noqa: F401  (registers the builders)
 from framework.components.registry import _BUILDERS, BuildContext
+from framework.interpolation import TemplateEngine
+from framework.models import records as models
+from framework.temporal.clock import FixedClock
 
 _MODELS = {
     "RecordSelector": models.RecordSelector,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from components.records.helpers import build, context, response
 from hypothesis import given
 from hypothesis import strategies as st
 
-from framework.errors import DecodeError
 from framework.components.records import find_records
-from components.records.helpers import build, context, response
+from framework.errors import DecodeError
 
 
 def extract(field_path, body):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from components.records.helpers import context
 
+from framework.components.records import PERMISSIVE_SCHEMA, load_schema
 from framework.errors import ConfigError
 from framework.models.records import InlineSchemaLoader, JsonFileSchemaLoader
-from framework.components.records import PERMISSIVE_SCHEMA, load_schema
-from components.records.helpers import context
 
 PATH = ("streams", 0, "schema_loader")
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from framework.errors import InterpolationError
-from framework.components.slices import StreamSlice
 from components.records.helpers import build, response, selector
+
+from framework.components.slices import StreamSlice
+from framework.errors import InterpolationError
 
 ROWS = {"data": [{"id": 1, "status": "live"}, {"id": 2, "status": "draft"}, {"id": 3, "status": "live"}]}
 

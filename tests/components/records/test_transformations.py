@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from components.records.helpers import build, context
 from hypothesis import given
 from hypothesis import strategies as st
 
 from framework.errors import DecodeError, FrameworkError, InterpolationError
-from components.records.helpers import build, context
 
 VARS = {"config": {"region": "eu"}, "parameters": {}, "stream_slice": {"account": "a1"},
         "stream_partition": {"account": "a1"}}
