@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from framework.engine.connector import Connector
 from framework.engine.plan import open_sync
+from framework.engine.report import StreamReport, any_failed
 from framework.engine.scheduler import Page, read_units
 from framework.engine.sync import StreamSync
 from framework.errors import FrameworkError, ReadError
@@ -27,22 +28,12 @@ from framework.protocol.catalog import Selection
 
 
 @dataclass
-class StreamReport:
-    name: str
-    records: int = 0
-    pages: int = 0
-    units: int = 0
-    seconds: float = 0.0
-    error: str | None = None
-
-
-@dataclass
 class ReadReport:
     streams: list[StreamReport] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
-        return any(s.error for s in self.streams)
+        return any_failed(self.streams)
 
 
 #: The state Airbyte's sources emit at the end of a full-refresh stream, so a destination knows it ended.

@@ -38,6 +38,7 @@ import orjson
 from framework.cdc import ChangeStream, apply_changes, realtime_stream
 from framework.engine.connector import Connector
 from framework.engine.plan import contiguous_groups, open_sync
+from framework.engine.report import StreamReport, any_failed
 from framework.engine.results import UnitResult, failed_group, fold_results, from_arrow
 from framework.engine.sync import StreamSync, Unit
 from framework.engine.worker import ConnectorSource, all_schemas
@@ -56,17 +57,13 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class StreamResult:
-    name: str
-    records: int = 0
-    pages: int = 0
-    units: int = 0
+class StreamResult(StreamReport):
+    """A stream's report plus what the pipeline wrote: units done, files, nulled values, whether state was saved."""
+
     units_done: int = 0
     files: list[dict] = field(default_factory=list)
     nulled: int = 0
-    seconds: float = 0.0
     state_saved: bool = False
-    error: str | None = None
 
     @property
     def bytes(self) -> int:
@@ -81,7 +78,7 @@ class PipelineResult:
 
     @property
     def failed(self) -> bool:
-        return any(s.error for s in self.streams)
+        return any_failed(self.streams)
 
 
 @dataclass(frozen=True)
