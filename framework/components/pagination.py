@@ -417,6 +417,8 @@ def _page_size(model: _StrategyModel, ctx: BuildContext, path: tuple) -> tuple[i
 
 
 def _strategy(model: _StrategyModel, ctx: BuildContext, path: tuple) -> Strategy:
+    if not isinstance(model, (CursorPagination, PageIncrement, OffsetIncrement)):  # a custom strategy
+        return ctx.build(model, path)
     size, size_template = _page_size(model, ctx, path)
     engine = ctx.engine
     assert engine is not None  # BuildContext sets it

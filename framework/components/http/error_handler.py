@@ -398,6 +398,8 @@ _StrategyModel = (models.ConstantBackoffStrategy | models.ExponentialBackoffStra
 
 
 def _strategy(model: _StrategyModel, ctx: BuildContext, path: tuple) -> BackoffStrategy:
+    if getattr(model, "class_name", None) is not None:  # a custom strategy
+        return ctx.build(model, path)
     params = model.parameters
     if isinstance(model, models.ConstantBackoffStrategy):
         seconds = _seconds(ctx, model.backoff_time_in_seconds, params, "backoff_time_in_seconds", path)

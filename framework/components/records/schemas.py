@@ -40,6 +40,8 @@ def load_schema(model: InlineSchemaLoader | JsonFileSchemaLoader | None, ctx: Bu
     caller may warn). A file that is missing or not a JSON object raises
     :class:`~framework.errors.ConfigError`.
     """
+    if model is not None and getattr(model, "class_name", None) is not None:  # a custom schema loader
+        return ctx.build(model, path).load()
     base_dir = ctx.base_dir or os.getcwd()
     where = ctx.place(path)
     if isinstance(model, InlineSchemaLoader):

@@ -129,11 +129,11 @@ def _build_filter(model: models.RecordFilter, ctx: BuildContext, path: tuple) ->
 
 @builds("RecordSelector")
 def _build_selector(model: models.RecordSelector, ctx: BuildContext, path: tuple) -> RecordSelector:
-    extractor = _build_extractor(model.extractor, ctx, path + ("extractor",))
+    extractor = ctx.build(model.extractor, path + ("extractor",))  # a DpathExtractor, or a custom one
     record_filter = None
     if model.record_filter is not None:
-        record_filter = _build_filter(model.record_filter, ctx, path + ("record_filter",))
-        if record_filter.condition is None:  # always true: no work per record
+        record_filter = ctx.build(model.record_filter, path + ("record_filter",))
+        if isinstance(record_filter, RecordFilter) and record_filter.condition is None:  # always true: no work
             record_filter = None
     return RecordSelector(
         extractor,
