@@ -192,7 +192,7 @@ def test_every_native_kind_reads_twice_with_per_partition_state(shop, fake_api):
     assert sleeps == [0.5]  # one retry of the custom error handler, waited as it said
     requests = fake_api.received()
     assert all(r.headers.get("X-Key") == "t0ken-s3cret" for r in requests)
-    assert sorted(r.param("page") for r in requests if r.path == "/us/items") == [None, "2", "3"]
+    assert [r.param("page") for r in requests if r.path == "/us/items"] == [None, "2", "3"]
     state = last_state(messages)
     saved = state["stream"]["stream_state"]
     assert {tuple(s["partition"].items()): s["cursor"] for s in saved["states"]} == {
@@ -241,3 +241,55 @@ def test_shipped_code_is_refused_unless_allowed(shop, fake_api, monkeypatch):
     monkeypatch.setenv("AIRBYTE_ENABLE_UNSAFE_CODE", "true")
     messages, err, report, _ = sync(path, fake_api.url, allow=None)
     assert not report.failed, err
+
+
+def test_a_worker_builds_the_connector_from_the_shipped_package_files_when_the_folder_is_gone(tmp_path, fake_api):
+    """A ``source_<name>/`` package: the driver records the modules it loaded; a worker without the folder
+    writes them to a temporary folder in the same layout and reads the same records."""
+    import pickle
+    import shutil
+
+    from framework.engine.plan import open_sync
+    from framework.engine.worker import ConnectorSource, worker_connector
+
+    package = tmp_path / "source_things"
+    (package / "parts").mkdir(parents=True)
+    (package / "__init__.py").write_text("raise RuntimeError('the package __init__ is not run')\n")
+    (package / "parts" / "__init__.py").write_text("")
+    (package / "parts" / "base.py").write_text("SUFFIX = '!'\n")
+    (package / "components.py").write_text(textwrap.dedent('''
+        from .parts.base import SUFFIX
+
+
+        class Items:
+            def extract_records(self, response):
+                return [dict(item, name=str(item["id"]) + SUFFIX) for item in response.json()["data"]]
+    '''))
+    document = manifest()
+    stream = document["streams"][0]
+    stream["retriever"]["record_selector"] = {"type": "RecordSelector", "extractor": {
+        "type": "CustomRecordExtractor", "class_name": "source_things.components.Items"}}
+    stream["retriever"]["requester"].pop("authenticator")
+    stream["retriever"]["requester"].pop("error_handler")
+    stream["schema_loader"] = {"type": "InlineSchemaLoader", "schema": {"type": "object"}}
+    for key in ("transformations", "state_migrations", "incremental_sync"):
+        stream.pop(key)
+    stream["retriever"]["paginator"] = {"type": "NoPagination"}
+    stream["retriever"]["partition_router"] = {"type": "ListPartitionRouter", "cursor_field": "region",
+                                               "values": ["eu"]}
+    fake_api.route("GET", "/eu/items", {"data": [{"id": 1}, {"id": 2}]})
+    path = package / "manifest.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+
+    driver = open_connector(str(path), {"base_url": fake_api.url}, allow_custom_code=True)
+    assert sorted(driver.shipped_files) == ["source_things/components.py", "source_things/parts/__init__.py",
+                                            "source_things/parts/base.py"]
+    source = pickle.loads(pickle.dumps(ConnectorSource.of_connector(driver, str(path), path.read_text())))
+    shutil.rmtree(package)
+
+    worker = worker_connector(source)
+    assert worker.context.base_dir != str(package) and worker.context.base_dir.endswith("/source_things")
+    stream_ = worker.stream("items")
+    sync_ = open_sync(worker, stream_, None, incremental=False)
+    assert [r for unit in sync_.plan() for page in sync_.read(unit) for r in page] == [
+        {"id": 1, "name": "1!"}, {"id": 2, "name": "2!"}]
