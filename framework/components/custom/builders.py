@@ -59,12 +59,27 @@ T = TypeVar("T")
 # -- responses as Airbyte's classes see them ----------------------------------------------
 
 
+class _Response(requests.Response):
+    """A :class:`requests.Response` whose ``json()`` is the runtime's (decoded once, with orjson)."""
+
+    _ours: HttpResponse
+
+    def json(self, **kwargs: Any) -> Any:
+        if kwargs:
+            return super().json(**kwargs)
+        try:
+            return self._ours.json()
+        except ValueError as exc:
+            raise requests.JSONDecodeError(str(exc), self.text, 0) from None
+
+
 def requests_response_of(response: HttpResponse) -> requests.Response:
     """``response`` as a :class:`requests.Response` (made once per response, however many components read it)."""
     cached = response.__dict__.get("_as_requests")
     if cached is not None:
         return cached
-    out = requests.Response()
+    out = _Response()
+    out._ours = response
     out.status_code = response.status
     out.headers = CaseInsensitiveDict(response.headers)
     out._content = response.content
@@ -197,8 +212,13 @@ class CustomTransformation:
         self._transform = call.user_object.transform
 
     def apply(self, record: dict, variables: Mapping[str, Any]) -> dict:
-        self.call(self._transform, record, config=variables.get("config"),
-                  stream_state=variables.get("stream_state"), stream_slice=variables.get("stream_slice"))
+        try:  # inline rather than through UserCall: this runs once per record
+            self._transform(record, config=variables.get("config"), stream_state=variables.get("stream_state"),
+                            stream_slice=variables.get("stream_slice"))
+        except FrameworkError:
+            raise
+        except Exception as exc:
+            raise self.call.error(exc, "transform") from exc
         return record
 
 

@@ -280,3 +280,12 @@ def test_an_exception_in_user_code_names_kind_class_place_and_keeps_the_users_tr
     import pickle
 
     assert str(pickle.loads(pickle.dumps(error))) == text
+
+
+def test_a_transformation_that_raises_names_itself_and_keeps_the_users_frames(ctx):
+    transformation = build(ctx, "CustomTransformation", "Upper")
+    with pytest.raises(UserCodeError, match=r"the transformation `components.Upper` raised KeyError in `transform`") \
+            as caught:
+        transformation.apply({"name": "ann"}, {"config": {}})
+    assert 'record["name"].upper() + config["suffix"]' in caught.value.user_traceback
+    assert "builders.py" not in caught.value.user_traceback
