@@ -289,3 +289,37 @@ def test_a_transformation_that_raises_names_itself_and_keeps_the_users_frames(ct
         transformation.apply({"name": "ann"}, {"config": {}})
     assert 'record["name"].upper() + config["suffix"]' in caught.value.user_traceback
     assert "builders.py" not in caught.value.user_traceback
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.text(max_size=4),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+                    max_leaves=6)
+
+
+@pytest.fixture(scope="module")
+def echo_router(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("router")
+    write_components(folder, '''
+from dataclasses import dataclass
+
+
+@dataclass
+class Echo:
+    partitions: list
+
+    def stream_slices(self):
+        yield from self.partitions
+''')
+    return folder
+
+
+@settings(max_examples=50, deadline=None)
+@given(partitions=st.lists(st.dictionaries(st.text(min_size=1, max_size=4).filter(lambda k: k != "type"), JSON,
+                                            max_size=3), max_size=5))
+def test_any_json_partitions_become_the_streams_partitions_and_survive_pickling(echo_router, partitions):
+    import pickle
+
+    router = build(context(echo_router), "CustomPartitionRouter", "Echo", partitions=partitions)
+    routed = list(router.partitions(lambda parent: iter(())))
+    assert [dict(p.partition) for p in routed] == partitions
+    assert pickle.loads(pickle.dumps(routed)) == routed
