@@ -15,6 +15,7 @@ bridge, not here.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -111,16 +112,32 @@ def http_response_of(response: requests.Response) -> HttpResponse:
 
 
 class UserCall:
-    """Calls the user's object; an exception from its code becomes a :class:`UserCodeError`."""
+    """Calls the user's object; an exception from its code becomes a :class:`UserCodeError`.
 
-    __slots__ = ("class_name", "kind", "mask", "place", "user_object")
+    ``airbyte`` is the airbyte-cdk bridge module when the object was built by
+    airbyte-cdk (its class subclasses one of Airbyte's): slices and records
+    are then handed over as Airbyte's types (:meth:`slice`, :meth:`record`).
+    """
 
-    def __init__(self, user_object: Any, model: models.CustomComponent, ctx: BuildContext, path: tuple):
+    __slots__ = ("airbyte", "class_name", "kind", "mask", "place", "stream", "user_object")
+
+    def __init__(self, user_object: Any, model: models.CustomComponent, ctx: BuildContext, path: tuple,
+                 airbyte: Any = None):
         self.user_object = user_object
         self.kind = model.kind
         self.class_name = model.class_name
         self.place = ctx.place(path)
         self.mask = ctx.mask
+        self.airbyte = airbyte
+        self.stream = str(model.parameters.get("name") or "")  # the stream's name, as $parameters hand it down
+
+    def slice(self, stream_slice: Any) -> Any:
+        """``stream_slice`` as the object takes it (ours, or airbyte-cdk's ``StreamSlice``)."""
+        return stream_slice if self.airbyte is None else self.airbyte.to_airbyte_slice(stream_slice)
+
+    def record(self, record: Any, stream_slice: Any = None) -> Any:
+        """A record as the object takes it where Airbyte hands a ``Record`` (a pagination's ``last_record``)."""
+        return record if self.airbyte is None else self.airbyte.to_airbyte_record(record, self.stream, stream_slice)
 
     def __call__(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:
@@ -150,11 +167,26 @@ class UserCall:
             user_traceback=user_traceback(exc, 1, self.mask), place=self.place)
 
 
+def _bridge() -> Any:
+    """The airbyte-cdk bridge module (:mod:`framework.components.custom.airbyte`), or None where it is absent."""
+    try:
+        return importlib.import_module("framework.components.custom.airbyte")
+    except ModuleNotFoundError as exc:
+        if exc.name != "framework.components.custom.airbyte":
+            raise
+        return None
+
+
 def user_component(model: models.CustomComponent, ctx: BuildContext, path: tuple) -> UserCall:
-    """The user's object for ``model`` (class loaded through the gate, built by Airbyte's convention)."""
+    """The user's object for ``model``: its class loaded through the gate, built by Airbyte's convention
+    (by airbyte-cdk itself, through the bridge, when the class subclasses one of airbyte-cdk's)."""
     ref = resolve_class_name(model.class_name, ctx.base_dir or os.getcwd())
     place = ctx.place(path + ("class_name",)) or ctx.place(path)
     cls = ctx.code.load_class(ref, model.kind, place)
+    bridge = _bridge()
+    if bridge is not None and bridge.is_airbyte_class(cls):
+        built = bridge.build_airbyte_component(model, ctx.config, place=ctx.place(path))
+        return UserCall(built, model, ctx, path, airbyte=bridge)
     return UserCall(construct(cls, model, ctx, path), model, ctx, path)
 
 
@@ -198,7 +230,7 @@ class CustomFilter:
     def keep(self, records: list[dict], variables: Mapping[str, Any]) -> list[dict]:
         call = self.call
         kept = call(self._filter, records, stream_state=variables.get("stream_state") or {},
-                    stream_slice=variables.get("stream_slice"),
+                    stream_slice=call.slice(variables.get("stream_slice")),
                     next_page_token=variables.get("next_page_token") or None)
         return _records(kept, call, "filter_records")
 
@@ -210,11 +242,13 @@ class CustomTransformation:
         self.call = call
         self.user_object = call.user_object
         self._transform = call.user_object.transform
+        self._slice = call.slice if call.airbyte is not None else None
 
     def apply(self, record: dict, variables: Mapping[str, Any]) -> dict:
         try:  # inline rather than through UserCall: this runs once per record
+            stream_slice = variables.get("stream_slice")
             self._transform(record, config=variables.get("config"), stream_state=variables.get("stream_state"),
-                            stream_slice=variables.get("stream_slice"))
+                            stream_slice=stream_slice if self._slice is None else self._slice(stream_slice))
         except FrameworkError:
             raise
         except Exception as exc:
@@ -282,7 +316,8 @@ class CustomPaginationStrategy:
 
     def following(self, state: UserCall, response: HttpResponse, records: list, variables: Mapping[str, Any],
                   token: Any) -> tuple[Any, Any] | None:
-        args: tuple = (requests_response_of(response), len(records), records[-1] if records else None)
+        last = state.record(records[-1], variables.get("stream_slice")) if records else None
+        args: tuple = (requests_response_of(response), len(records), last)
         if self._with_previous:
             args += (token,)
         following = state(state.user_object.next_page_token, *args)
@@ -337,7 +372,7 @@ class CustomRouter:
     def apply(self, parts: RequestParts, stream_slice: StreamSlice) -> None:
         if not self._request:
             return
-        view = stream_slice.view()
+        view = self.call.slice(stream_slice.view())
         for name, method in self._request:
             values = self.call(method, stream_state={}, stream_slice=view, next_page_token=None)
             if not values:

@@ -67,6 +67,9 @@ HOW_TO_ALLOW = (f"pass --allow-custom-code to run-manifest (or .option('allow_cu
 #: Packages whose absence gets a message with the fix.
 _EXTRAS = {"airbyte_cdk": "needs airbyte-cdk: pip install 'manifest-framework[airbyte]'"}
 
+#: The package Airbyte registers a manifest's components.py under (``source_declarative_manifest.components``).
+SDM_PACKAGE = "source_declarative_manifest"
+
 _IMPORT_LOCK = threading.RLock()
 #: module name -> fingerprint of what it was loaded from (a file's text, a package folder's files)
 _FINGERPRINTS: dict[str, str] = {}
@@ -152,6 +155,18 @@ def _purge(name: str) -> None:
         del sys.modules[key]
         _FINGERPRINTS.pop(key, None)
     importlib.invalidate_caches()
+
+
+def _alias(module: ModuleType) -> None:
+    """Register ``components`` as ``source_declarative_manifest.components`` too, as Airbyte does (its
+    classes, and airbyte-cdk's factory, may name it so)."""
+    parent = sys.modules.get(SDM_PACKAGE)
+    if parent is None:
+        spec = importlib.machinery.ModuleSpec(SDM_PACKAGE, None, is_package=True)
+        spec.submodule_search_locations = []
+        parent = sys.modules[SDM_PACKAGE] = importlib.util.module_from_spec(spec)
+    parent.components = module  # type: ignore[attr-defined]
+    sys.modules[SDM_PACKAGE + ".components"] = module
 
 
 def _exec_file(name: str, file: str, package_path: list[str] | None = None) -> ModuleType:
@@ -256,6 +271,7 @@ class CodeLoader:
         _purge(name)
         module = _exec_file(name, file)
         _FINGERPRINTS[name] = fingerprint
+        _alias(module)
         return module
 
     def _package_module(self, ref: ClassRef) -> ModuleType:

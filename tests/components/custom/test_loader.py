@@ -47,6 +47,7 @@ def test_components_beside_the_manifest_load_as_the_module_components_and_are_re
     loader = CodeLoader(str(folder), allowed=True)
     cls = loader.load_class(resolve_class_name("source_declarative_manifest.components.X", str(folder)), "x", None)
     assert cls.value == 1 and sys.modules["components"].X is cls
+    assert sys.modules["source_declarative_manifest.components"].X is cls
     assert loader.shipped_files() == {"shop/components.py": "class X:\n    value = 1\n"}
 
 
