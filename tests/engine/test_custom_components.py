@@ -9,7 +9,7 @@ import textwrap
 import orjson
 import pytest
 import yaml
-from fakes.api_server import paged
+from fakes.api_server import Reply, paged
 
 from framework.engine.connector import open_connector
 from framework.errors import ConfigError
@@ -293,3 +293,45 @@ def test_a_worker_builds_the_connector_from_the_shipped_package_files_when_the_f
     sync_ = open_sync(worker, stream_, None, incremental=False)
     assert [r for unit in sync_.plan() for page in sync_.read(unit) for r in page] == [
         {"id": 1, "name": "1!"}, {"id": 2, "name": "2!"}]
+
+
+def test_a_custom_decoder_and_schema_normalization(tmp_path, fake_api):
+    """JSON Lines decoded by a class (each line a record), values cast by another class with the schema."""
+    (tmp_path / "components.py").write_text(textwrap.dedent('''
+        import json
+
+
+        class Lines:
+            def decode(self, response):
+                for line in response.text.splitlines():
+                    if line.strip():
+                        yield json.loads(line)
+
+
+        class Cast:
+            def transform(self, record, schema):
+                for name, spec in schema["properties"].items():
+                    if spec.get("type") == "integer" and name in record:
+                        record[name] = int(record[name])
+    '''))
+    fake_api.route("GET", "/lines", Reply(200, b'{"id": "1", "name": "a"}\n{"id": "2", "name": "b"}\n',
+                                          {"Content-Type": "application/jsonl"}))
+    document = {"version": "6.7.0", "type": "DeclarativeSource",
+                "check": {"type": "CheckStream", "stream_names": ["lines"]},
+                "streams": [{"type": "DeclarativeStream", "name": "lines",
+                             "schema_loader": {"type": "InlineSchemaLoader", "schema": {
+                                 "type": "object", "properties": {"id": {"type": "integer"}}}},
+                             "retriever": {"type": "SimpleRetriever",
+                                           "requester": {"type": "HttpRequester", "url_base": "{{ config.base_url }}",
+                                                         "path": "/lines"},
+                                           "decoder": custom("CustomDecoder", "Lines"),
+                                           "record_selector": {
+                                               "type": "RecordSelector",
+                                               "extractor": {"type": "DpathExtractor", "field_path": []},
+                                               "schema_normalization": custom("CustomSchemaNormalization",
+                                                                              "Cast")}}}]}
+    path = tmp_path / "manifest.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    messages, err, report, _ = sync(str(path), fake_api.url)
+    assert not report.failed, err
+    assert records(messages) == [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]

@@ -42,9 +42,11 @@ from framework.models import custom as models
 __all__ = [
     "CustomAuth",
     "CustomBackoff",
+    "CustomDecoding",
     "CustomErrorHandling",
     "CustomExtractor",
     "CustomFilter",
+    "CustomNormalization",
     "CustomPaginationStrategy",
     "CustomRouter",
     "CustomSchema",
@@ -539,3 +541,59 @@ def _error_handler(model: models.CustomErrorHandler, ctx: BuildContext, path: tu
 @builds("CustomBackoffStrategy")
 def _backoff(model: models.CustomBackoffStrategy, ctx: BuildContext, path: tuple) -> CustomBackoff:
     return CustomBackoff(user_component(model, ctx, path))
+
+
+# -- responses and schemas -----------------------------------------------------------------------------
+
+
+class CustomDecoding:
+    """A retriever's decoder: ``decode(response)`` gives the response's documents.
+
+    The runtime then reads the decoded body: the one document, or the list of
+    them when there are several (each one a record with an empty
+    ``field_path``, as Airbyte's JSON Lines decoder gives them).
+    """
+
+    def __init__(self, call: UserCall):
+        self.call = call
+        self.user_object = call.user_object
+
+    def decoded(self, response: HttpResponse) -> HttpResponse:
+        call = self.call
+        documents = list(call.each(call(self.user_object.decode, requests_response_of(response)), "decode"))
+        body: Any = documents[0] if len(documents) == 1 else [dict(d) if isinstance(d, Mapping) else d
+                                                              for d in documents]
+        if isinstance(body, Mapping) and type(body) is not dict:
+            body = dict(body)
+        return HttpResponse(response.status, response.headers, response.content, response.request, body)
+
+
+class CustomNormalization:
+    """A record selector's schema normalization: ``transform(record, schema)`` on each record, in place."""
+
+    def __init__(self, call: UserCall):
+        self.call = call
+        self.user_object = call.user_object
+
+    def normalizer_for(self, schema: Mapping[str, Any]) -> Callable[[dict], None]:
+        transform, error = self.user_object.transform, self.call.error
+
+        def normalize(record: dict) -> None:
+            try:  # inline: once per record
+                transform(record, schema)
+            except FrameworkError:
+                raise
+            except Exception as exc:
+                raise error(exc, "transform") from exc
+
+        return normalize
+
+
+@builds("CustomDecoder")
+def _decoder(model: models.CustomDecoder, ctx: BuildContext, path: tuple) -> CustomDecoding:
+    return CustomDecoding(user_component(model, ctx, path))
+
+
+@builds("CustomSchemaNormalization")
+def _normalization(model: models.CustomSchemaNormalization, ctx: BuildContext, path: tuple) -> CustomNormalization:
+    return CustomNormalization(user_component(model, ctx, path))
