@@ -14,6 +14,12 @@ Modes:
 * ``--discover``: print a CATALOG message with each stream's schema.
 * ``--spec``: print the SPEC message (no config needed).
 
+Custom components whose code is shipped with the manifest (``components.py``
+beside it, a ``source_<name>/`` package folder) run only with
+``--allow-custom-code`` or ``FRAMEWORK_ALLOW_CUSTOM_CODE=true`` (Airbyte's
+``AIRBYTE_ENABLE_UNSAFE_CODE=true`` too); refused, the command exits 2 before
+anything is read.
+
 Exit codes: 0 success; 1 a stream failed (the failure is in a TRACE message
 or the summary, and on stderr); 2 bad command line, manifest, config, catalog
 or state.
@@ -52,6 +58,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--state", metavar="STATE.json", help="state from a previous sync (Airbyte's shapes)")
     parser.add_argument("--streams", metavar="a,b", help="read only these streams")
     parser.add_argument("--concurrency", type=int, metavar="N", help="partitions read at once (default: manifest's)")
+    parser.add_argument("--allow-custom-code", action="store_true",
+                        help="run the Python code shipped with the manifest (components.py beside it, or its "
+                             "source_<name>/ package folder) for its custom components; also "
+                             "FRAMEWORK_ALLOW_CUSTOM_CODE=true (or Airbyte's AIRBYTE_ENABLE_UNSAFE_CODE=true)")
     spark = parser.add_argument_group("Spark mode (the default: land typed files)")
     spark.add_argument("--output", metavar="DIR|s3://bucket/prefix", help="where files go (default ./output)")
     spark.add_argument("--format", choices=["parquet", "avro", "csv", "jsonl"], help="file format (default parquet)")
@@ -115,7 +125,8 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
         return 2
     try:
         config = read_config(args.config)
-        connector = open_connector(args.manifest, config, config_path=args.config)
+        connector = open_connector(args.manifest, config, config_path=args.config,
+                                   allow_custom_code=True if args.allow_custom_code else None)
     except ConfigError as exc:
         if args.check:  # Airbyte reads a failed check from CONNECTION_STATUS, whatever the exit code
             out.write(messages.encode(messages.connection_status(False, str(exc))))

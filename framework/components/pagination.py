@@ -46,6 +46,7 @@ from framework.components.registry import BuildContext, builds
 from framework.errors import ConfigError, PaginationLoopError, place_suffix
 from framework.interpolation import TemplateEngine
 from framework.masking import Mask
+from framework.models.custom import CustomPaginationStrategy
 from framework.models.pagination import (
     CursorPagination,
     DefaultPaginator,
@@ -416,7 +417,9 @@ def _page_size(model: _StrategyModel, ctx: BuildContext, path: tuple) -> tuple[i
     return _positive(ctx.render(source, model.parameters, result="integer"), place), None
 
 
-def _strategy(model: _StrategyModel, ctx: BuildContext, path: tuple) -> Strategy:
+def _strategy(model: _StrategyModel | CustomPaginationStrategy, ctx: BuildContext, path: tuple) -> Strategy:
+    if isinstance(model, CustomPaginationStrategy):  # a Python class (framework.components.custom)
+        return ctx.build(model, path)
     size, size_template = _page_size(model, ctx, path)
     engine = ctx.engine
     assert engine is not None  # BuildContext sets it

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from framework.components.custom.loader import CodeLoader, custom_code_allowed
 from framework.components.http.transport import RequestsTransport, Transport
 from framework.interpolation import TemplateEngine
 from framework.models import Component
@@ -43,6 +44,7 @@ _MODULES = (
     "framework.components.http.requester",
     "framework.components.retriever",
     "framework.components.stream",
+    "framework.components.custom.builders",
 )
 _loaded = False
 
@@ -96,17 +98,19 @@ class BuildContext:
     locate: Callable[[tuple], str | None]
     mask: Callable[[str], str]
     schemas: Mapping[str, Mapping[str, Any]]
+    code: CodeLoader
 
     def __init__(self, config: Mapping[str, Any], engine: TemplateEngine | None = None,
                  transport: Transport | None = None, clock: Clock | None = None,
                  sleep: Callable[[float], None] = time.sleep, base_dir: str | None = None,
                  locate: Callable[[tuple], str | None] = _nowhere, mask: Callable[[str], str] = _identity,
-                 schemas: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+                 schemas: Mapping[str, Mapping[str, Any]] | None = None, code: CodeLoader | None = None) -> None:
         clock = clock if clock is not None else SystemClock()
         values = {"config": config, "engine": engine if engine is not None else TemplateEngine(clock),
                   "transport": transport if transport is not None else RequestsTransport(), "clock": clock,
                   "sleep": sleep, "base_dir": base_dir, "locate": locate, "mask": mask,
-                  "schemas": schemas if schemas is not None else {}}
+                  "schemas": schemas if schemas is not None else {},
+                  "code": code if code is not None else CodeLoader(base_dir, custom_code_allowed())}
         for name, value in values.items():
             object.__setattr__(self, name, value)
 

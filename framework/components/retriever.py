@@ -15,12 +15,13 @@ from urllib.parse import parse_qs, urlsplit
 
 from framework.components.http.request import RequestParts
 from framework.components.http.requester import Requester
+from framework.components.http.transport import HttpResponse
 from framework.components.pagination import Paginator
 from framework.components.records import RecordSelector
 from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
 from framework.errors import InterpolationError, ReadError
-from framework.models import NoPagination, SimpleRetriever
+from framework.models import CustomDecoder, NoPagination, SimpleRetriever
 
 SliceOptions = Callable[[RequestParts, StreamSlice], None]
 
@@ -36,6 +37,7 @@ class Retriever:
     paginator: Paginator
     parameters: Mapping[str, Any]
     slice_options_on_every_page: bool = True
+    decode: Callable[[HttpResponse], HttpResponse] | None = None  # a custom decoder (CustomDecoder)
 
     def read(self, stream_slice: StreamSlice, config: Mapping[str, Any], *,
              slice_options: SliceOptions = _no_options,
@@ -55,6 +57,8 @@ class Retriever:
             response = self.requester.send(parts)
             if response is None:  # the error handler said to ignore this response
                 return
+            if self.decode is not None:
+                response = self.decode(response)
             try:
                 page, records = self.selector.select_page(response, page_variables)
                 more = pager.advance(response, page, variables)  # judged by the page as the API sent it
@@ -97,6 +101,8 @@ def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> R
         paginator=ctx.build(paginator_model, path + ("paginator",)),
         parameters=model.parameters,
         slice_options_on_every_page=not model.ignore_stream_slicer_parameters_on_paginated_requests,
+        decode=ctx.build(model.decoder, path + ("decoder",)).decoded if isinstance(model.decoder, CustomDecoder)
+        else None,
     )
 
 

@@ -8,6 +8,7 @@ config and the slice, which is what lets a Spark executor read one.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -96,12 +97,12 @@ def build_stream(model: DeclarativeStream, ctx: BuildContext, path: tuple) -> St
     if hasattr(selector, "with_schema"):
         selector = selector.with_schema(schema)
     if selector is not retriever.selector:
-        retriever = Retriever(retriever.requester, selector, retriever.paginator, retriever.parameters,
-                              retriever.slice_options_on_every_page)
+        retriever = dataclasses.replace(retriever, selector=selector)
     cursor = ctx.build(model.incremental_sync, path + ("incremental_sync",)) if model.incremental_sync else None
     router = None
-    if model.retriever.partition_router is not None:
-        router = build_router(model.retriever.partition_router, ctx, path + ("retriever", "partition_router"))
+    routing = getattr(model.retriever, "partition_router", None)  # a CustomRetriever has none of ours
+    if routing is not None:
+        router = build_router(routing, ctx, path + ("retriever", "partition_router"))
     return Stream(
         name=model.name,
         retriever=retriever,

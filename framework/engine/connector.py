@@ -6,6 +6,12 @@ config against the spec (:class:`~framework.errors.ConfigError`), and builds
 the runtime streams with the injected transport, clock and sleep. Secret
 config values (``airbyte_secret: true`` in the spec) are masked in every
 message the connector produces.
+
+Custom components' code shipped with the manifest (a ``components.py`` beside
+it, a ``source_<name>/`` package folder) runs only when ``allow_custom_code``
+is true, or, when it is None, as the environment says
+(:func:`~framework.components.custom.loader.custom_code_allowed`); the files
+loaded are kept (:attr:`Connector.shipped_files`) for Spark executors.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from framework.components.custom.loader import CodeLoader, custom_code_allowed
 from framework.components.registry import BuildContext
 from framework.components.stream import Stream
 from framework.errors import ConfigError, ManifestError
@@ -32,6 +39,24 @@ class Connector:
     config: Mapping[str, Any]
     context: BuildContext
     streams: Mapping[str, Stream] = field(default_factory=dict)
+    #: each stream's state migrations (``state_migrations``), applied to its saved state before a sync
+    state_migrations: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+
+    @property
+    def shipped_files(self) -> dict[str, str]:
+        """The custom code files shipped with the manifest that the connector loaded (relative path -> text)."""
+        return self.context.code.shipped_files()
+
+    @property
+    def custom_code_allowed(self) -> bool:
+        return self.context.code.allowed
+
+    def migrate_state(self, stream: str, state: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        """``state`` after the stream's state migrations (each applied when it says it should)."""
+        for migration in self.state_migrations.get(stream, ()):
+            if state is not None:
+                state = migration.apply(state)
+        return state
 
     @property
     def spec(self) -> dict[str, Any] | None:
@@ -95,19 +120,20 @@ def read_config(path: str) -> dict[str, Any]:
 
 def open_connector(manifest_path: str, config: Mapping[str, Any], *, config_path: str | None = None,
                    transport: Any = None, clock: Clock | None = None,
-                   sleep: Callable[[float], None] = time.sleep) -> Connector:
+                   sleep: Callable[[float], None] = time.sleep, allow_custom_code: bool | None = None) -> Connector:
     """Load ``manifest_path`` and build its streams for ``config``."""
     from framework.manifest import check_manifest
 
     checked = check_manifest(manifest_path)
     return _build(checked, config, os.path.dirname(os.path.abspath(manifest_path)), config_path=config_path,
-                  transport=transport, clock=clock, sleep=sleep)
+                  transport=transport, clock=clock, sleep=sleep, allow_custom_code=allow_custom_code)
 
 
 def open_connector_text(text: str, config: Mapping[str, Any], *, file: str = "<manifest>",
                         base_dir: str | None = None, schemas: Mapping[str, Mapping[str, Any]] | None = None,
                         transport: Any = None, clock: Clock | None = None,
-                        sleep: Callable[[float], None] = time.sleep) -> Connector:
+                        sleep: Callable[[float], None] = time.sleep,
+                        allow_custom_code: bool | None = None) -> Connector:
     """Like :func:`open_connector` for manifest text in memory (what a Spark executor gets).
 
     ``schemas`` are stream schemas already loaded (by the driver), used instead of reading
@@ -117,12 +143,13 @@ def open_connector_text(text: str, config: Mapping[str, Any], *, file: str = "<m
 
     checked = check_manifest_text(text, file, base_dir)
     return _build(checked, config, base_dir, transport=transport, clock=clock, sleep=sleep,
-                  schemas=schemas or {})
+                  schemas=schemas or {}, allow_custom_code=allow_custom_code)
 
 
 def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *, config_path: str | None = None,
            transport: Any = None, clock: Clock | None = None, sleep: Callable[[float], None] = time.sleep,
-           schemas: Mapping[str, Mapping[str, Any]] | None = None) -> Connector:
+           schemas: Mapping[str, Mapping[str, Any]] | None = None,
+           allow_custom_code: bool | None = None) -> Connector:
     if not checked.ok or checked.source is None:
         raise ManifestError(checked.diagnostics)
     source = checked.source
@@ -145,11 +172,17 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *, con
         locate=checked.locate,
         mask=mask,
         schemas=schemas or {},
+        code=CodeLoader(base_dir, custom_code_allowed(allow_custom_code)),
     )
     streams = {}
+    migrations = {}
     for index, model in enumerate(source.streams):
         streams[model.name] = context.build(model, ("streams", index))
-    return Connector(source, config, context, streams)
+        found = getattr(model, "state_migrations", None)
+        if found:
+            migrations[model.name] = tuple(context.build(m, ("streams", index, "state_migrations", i))
+                                           for i, m in enumerate(found))
+    return Connector(source, config, context, streams, migrations)
 
 
 def _check_config_value(spec: Mapping[str, Any], config: Mapping[str, Any], mask: Masker) -> None:

@@ -23,8 +23,11 @@ def open_sync(connector: Connector, stream: Stream, state: Mapping[str, Any] | N
               incremental: bool = True) -> StreamSync:
     """The sync of ``stream`` with the connector's config and clock, from ``state`` (the stream's saved state).
 
-    Raises :class:`~framework.errors.StateError` when the state cannot be read.
+    The stream's state migrations (custom ``state_migrations``) are applied to
+    ``state`` first. Raises :class:`~framework.errors.StateError` when the state
+    cannot be read.
     """
+    state = connector.migrate_state(stream.name, state)
     return StreamSync(stream, connector.config, state, incremental=incremental, clock=connector.context.clock)
 
 

@@ -1,8 +1,9 @@
 """What a worker process (a Spark task, the DataFrame reader's) needs: the connector and typed pages.
 
-* :class:`ConnectorSource` - the manifest text, config and every stream's
-  schema (:func:`all_schemas`): all a worker needs to build the connector
-  again, without the driver's files;
+* :class:`ConnectorSource` - the manifest text, config, every stream's
+  schema (:func:`all_schemas`) and the custom components' code shipped with
+  the manifest: all a worker needs to build the connector again, without the
+  driver's files;
 * :func:`worker_connector` - that connector, built once per process (the last
   one is kept, so a worker that reads several tasks of one sync builds it once);
 * :class:`PageTyper` and :func:`read_group` - a group of units read one after
@@ -24,6 +25,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from framework.components.custom.loader import materialize
 from framework.components.partitions import parents_of
 from framework.components.stream import Stream
 from framework.engine.connector import Connector, open_connector_text
@@ -38,39 +40,73 @@ __all__ = ["ConnectorSource", "PageTyper", "all_schemas", "read_group", "worker_
 
 @dataclass(frozen=True)
 class ConnectorSource:
-    """A connector as text: what a worker builds it from (small and picklable; nothing read from disk)."""
+    """A connector as text: what a worker builds it from (small and picklable; nothing read from disk).
+
+    ``shipped`` holds the custom components' files the driver loaded (path
+    relative to the manifest folder's parent -> text) and ``allow_custom_code``
+    the driver's decision to run them (None: as the environment says). A
+    worker without those files writes them to a temporary folder keyed by
+    their hash, in the same layout, and builds the connector from there.
+    """
 
     manifest_text: str
     manifest_file: str
     base_dir: str | None
     config: Mapping[str, Any]
     schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # every stream's, parents too
+    shipped: Mapping[str, str] = field(default_factory=dict)
+    allow_custom_code: bool | None = None
 
     @classmethod
     def of(cls, manifest_path: str, manifest_text: str, config: Mapping[str, Any],
-           schemas: Mapping[str, Mapping[str, Any]] | None = None) -> ConnectorSource:
+           schemas: Mapping[str, Mapping[str, Any]] | None = None, *, shipped: Mapping[str, str] | None = None,
+           allow_custom_code: bool | None = None) -> ConnectorSource:
         """The source of the manifest at ``manifest_path`` (its text already read), relative files beside it."""
         return cls(manifest_text, manifest_path, os.path.dirname(os.path.abspath(manifest_path)), dict(config),
-                   dict(schemas or {}))
+                   dict(schemas or {}), dict(shipped or {}), allow_custom_code)
+
+    @classmethod
+    def of_connector(cls, connector: Connector, manifest_path: str, manifest_text: str) -> ConnectorSource:
+        """The source of ``connector`` (opened from ``manifest_path``): every schema and the code it loaded."""
+        return cls.of(manifest_path, manifest_text, connector.config, all_schemas(connector),
+                      shipped=connector.shipped_files, allow_custom_code=connector.custom_code_allowed)
 
     def open(self) -> Connector:
         """A new connector from this source (on the driver: schema files are read where ``schemas`` lack them)."""
-        return open_connector_text(self.manifest_text, self.config, file=self.manifest_file, base_dir=self.base_dir,
-                                   schemas=self.schemas or None)
+        return open_connector_text(self.manifest_text, self.config, file=self.manifest_file,
+                                   base_dir=self._code_dir(), schemas=self.schemas or None,
+                                   allow_custom_code=self.allow_custom_code)
+
+    def _code_dir(self) -> str | None:
+        """The manifest's folder, or where the shipped files were written when this machine lacks them."""
+        if not self.shipped or self.base_dir is None:
+            return self.base_dir
+        parent = os.path.dirname(os.path.abspath(self.base_dir))
+        for relative, text in self.shipped.items():
+            try:
+                with open(os.path.join(parent, relative), encoding="utf-8") as handle:
+                    if handle.read() == text:
+                        continue
+            except OSError:
+                pass
+            return materialize(self.shipped, os.path.basename(os.path.abspath(self.base_dir)))
+        return self.base_dir
 
 
 def worker_connector(source: ConnectorSource) -> Connector:
     """The connector of ``source``, built once per process (for the last source asked for)."""
-    return _cached_connector(source.manifest_text, orjson.dumps(source.config, option=orjson.OPT_SORT_KEYS).decode(),
-                             source.manifest_file, source.base_dir,
-                             orjson.dumps(source.schemas, option=orjson.OPT_SORT_KEYS).decode())
+    def text(value: Any) -> str:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+    return _cached_connector(source.manifest_text, text(source.config), source.manifest_file, source.base_dir,
+                             text(source.schemas), text(source.shipped), source.allow_custom_code)
 
 
 @functools.lru_cache(maxsize=1)
 def _cached_connector(manifest_text: str, config_json: str, manifest_file: str, base_dir: str | None,
-                      schemas_json: str) -> Connector:
+                      schemas_json: str, shipped_json: str, allow_custom_code: bool | None) -> Connector:
     return ConnectorSource(manifest_text, manifest_file, base_dir, orjson.loads(config_json),
-                           orjson.loads(schemas_json)).open()
+                           orjson.loads(schemas_json), orjson.loads(shipped_json), allow_custom_code).open()
 
 
 def all_schemas(connector: Connector) -> dict[str, dict]:

@@ -1,4 +1,5 @@
-"""What a schema cannot check: templates, durations, datetime formats, stream graph, schema files.
+"""What a schema cannot check: templates, durations, datetime formats, stream graph, schema files,
+and custom components' Python source (:mod:`framework.manifest.custom_checks`).
 
 Each check reads the :class:`~framework.manifest.components.Site` list of the
 prepared manifest, so it sees every component once, wherever it came from.
@@ -16,6 +17,7 @@ from typing import Any
 from framework.diagnostics import Diagnostic
 from framework.interpolation import DEPRECATED_VARIABLES, VARIABLES, TemplateEngine, analyze_template
 from framework.manifest.components import Placement, Site, field_aliases
+from framework.manifest.custom_checks import custom_checks
 from framework.models import (
     REGISTRY,
     DeclarativeStream,
@@ -35,6 +37,8 @@ def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str
     for site in sites:
         found.extend(_field_checks(site, place))
     found.extend(_stream_checks(sites, data, place, manifest_dir))
+    if manifest_dir is not None:  # custom components are read from files beside the manifest
+        found.extend(custom_checks(sites, place, manifest_dir))
     return found
 
 

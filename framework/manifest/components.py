@@ -4,13 +4,18 @@ Walking the resolved manifest from the root, guided by the models' field
 annotations, this pass:
 
 * gives a mapping without ``type`` the type its field implies (a
-  ``retriever`` is a SimpleRetriever), and reports unknown or unsupported
-  types with the types that fit there;
+  ``retriever`` is a SimpleRetriever; a mapping with only a ``class_name`` is
+  the custom kind of its field, a CustomRetriever there), and reports unknown
+  or unsupported types with the types that fit there;
 * merges ``$parameters`` down the tree (a component's own parameters win over
   inherited ones) and fills a field the component leaves out from the
   parameter of the same name, never overwriting a value the component sets;
 * records every component it meets as a :class:`Site`, so later checks can
   look at each one without walking the tree again.
+
+A custom component's other keys are the class's (kept as given); mappings
+with a ``type`` among them are components too: they get ``$parameters`` and
+are checked like any other.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from pydantic import BaseModel
 from framework.diagnostics import Diagnostic, json_path
 from framework.manifest.references import Origin
 from framework.manifest.yaml_source import SourceDocument
-from framework.models import REGISTRY, UNSUPPORTED, Component, DeclarativeSource, default_type_of
+from framework.models import REGISTRY, UNSUPPORTED, Component, CustomComponent, DeclarativeSource, default_type_of
 from framework.models.base import field_types
 
 PARAMETERS_KEY = "$parameters"
@@ -143,14 +148,13 @@ class Preparation:
 
     def component(self, data: dict, path: tuple, candidates: tuple, default_type: str | None,
                   inherited: dict, inherited_origin: dict) -> dict:
-        if "type" not in data and isinstance(data.get("class_name"), str):
-            self.report(path + ("class_name",), "unsupported-component",
-                        f"custom component `{data['class_name']}` is not supported: it runs Python code shipped "
-                        "with an Airbyte connector package",
-                        f"use one of the supported components here: {', '.join(c.type_name() for c in candidates)}")
-            return data
-        kind = data.get("type") if "type" in data else self.implied_type(data, candidates, default_type)
         names = [cls.type_name() for cls in candidates]
+        if "type" not in data and "class_name" in data:
+            kind = self.custom_kind(data, path, candidates, names)
+            if kind is None:
+                return data
+        else:
+            kind = data.get("type") if "type" in data else self.implied_type(data, candidates, default_type)
         if kind is None:
             self.report(path, "missing-type", f"missing `type`; here it is one of: {', '.join(names)}",
                         f"add `type: {names[0]}`")
@@ -159,7 +163,8 @@ class Preparation:
             self.unknown_type(kind, path + ("type",) if "type" in data else path, names)
             return data
         model = REGISTRY[kind]
-        data = self.unknown_keys(dict(data), model, path)
+        custom = issubclass(model, CustomComponent)
+        data = dict(data) if custom else self.unknown_keys(dict(data), model, path)
         data["type"] = kind
         origin_node = self.place.origin_at(path)
         children = origin_node.children if isinstance(origin_node.children, dict) else {}
@@ -174,7 +179,7 @@ class Preparation:
         for key in own:
             param_origin[key] = own_origin.child(key) if own_origin else origin_node
         for alias in field_aliases(model) if model.takes_parameters else ():
-            if alias not in data and alias in params and alias not in ("type", PARAMETERS_KEY):
+            if alias not in data and alias in params and alias not in ("type", "class_name", PARAMETERS_KEY):
                 data[alias] = params[alias]
                 children[alias] = param_origin[alias]
         if params:
@@ -182,6 +187,9 @@ class Preparation:
         if isinstance(origin_node.children, dict):
             origin_node.children = children
         self.sites.append(Site(model, path, data))
+        if custom:
+            for key in [k for k in data if k not in ("type", "class_name", PARAMETERS_KEY)]:
+                data[key] = self.nested(data[key], path + (key,), params, param_origin)
         for alias, shapes in slots(model).items():
             if alias not in data or alias == PARAMETERS_KEY:
                 continue
@@ -209,6 +217,35 @@ class Preparation:
                     for key, item in value.items()
                 }
         return data
+
+    def custom_kind(self, data: dict, path: tuple, candidates: tuple, names: list[str]) -> str | None:
+        """The custom kind a mapping given by ``class_name`` alone has (Airbyte's older form), from its field."""
+        kinds = [cls.type_name() for cls in candidates if issubclass(cls, CustomComponent)]
+        if not isinstance(data["class_name"], str):
+            self.report(path + ("class_name",), "bad-class-name", "`class_name` must be a dotted class path",
+                        "write it like `components.MyExtractor`")
+            return None
+        if len(kinds) != 1:
+            self.report(path + ("class_name",), "wrong-component",
+                        f"a custom component (`class_name: {data['class_name']}`) cannot be used here; "
+                        f"expected one of: {', '.join(names)}", f"use one of: {', '.join(names)}")
+            return None
+        return kinds[0]
+
+    def nested(self, value: Any, path: tuple, params: dict, param_origin: dict) -> Any:
+        """A value a custom component is given: mappings with a known ``type`` in it are components."""
+        if isinstance(value, list):
+            return [self.nested(item, path + (i,), params, param_origin) for i, item in enumerate(value)]
+        if not isinstance(value, dict):
+            return value
+        kind = value.get("type")
+        if isinstance(kind, str) and kind in UNSUPPORTED:
+            self.report(path + ("type",), "unsupported-component",
+                        f"component `{kind}` is not supported: {UNSUPPORTED[kind]}",
+                        "build it in the custom class instead, or use a supported component")
+        elif isinstance(kind, str) and kind in REGISTRY:
+            return self.component(value, path, (REGISTRY[kind],), kind, params, param_origin)
+        return value
 
     def unknown_keys(self, data: dict, model: type[Component], path: tuple) -> dict:
         """Report keys ``model`` does not know, and drop them.
@@ -245,9 +282,11 @@ class Preparation:
 
     @staticmethod
     def implied_type(data: dict, candidates: tuple, default_type: str | None) -> str | None:
-        """The type of a mapping written without one: the field's default when its keys fit that
-        component, else the only candidate whose fields hold all the keys."""
+        """The type of a mapping written without one (nor a ``class_name``): the field's default when its
+        keys fit that component, else the only candidate whose fields hold all the keys."""
         keys = set(data) - {PARAMETERS_KEY}
+        # without a `class_name` it is not a custom component
+        candidates = tuple(cls for cls in candidates if not issubclass(cls, CustomComponent))
         fitting = [cls for cls in candidates if keys <= set(field_aliases(cls))]
         default = REGISTRY.get(default_type) if default_type else None
         if default is not None and default in fitting:

@@ -20,6 +20,27 @@ from framework.models.auth import (
     SessionTokenRequestBearerAuthenticator,
 )
 from framework.models.base import Component, Model, TemplateSpec, default_type_of, format_of, template_of
+from framework.models.custom import (
+    CUSTOM_KINDS,
+    CustomAuthenticator,
+    CustomBackoffStrategy,
+    CustomComponent,
+    CustomConfigTransformation,
+    CustomDecoder,
+    CustomErrorHandler,
+    CustomIncrementalSync,
+    CustomPaginationStrategy,
+    CustomPartitionRouter,
+    CustomRecordExtractor,
+    CustomRecordFilter,
+    CustomRequester,
+    CustomRetriever,
+    CustomSchemaLoader,
+    CustomSchemaNormalization,
+    CustomStateMigration,
+    CustomTransformation,
+    CustomValidationStrategy,
+)
 from framework.models.error_handling import (
     CompositeErrorHandler,
     ConstantBackoffStrategy,
@@ -65,6 +86,10 @@ COMPONENTS: tuple[type[Component], ...] = (
     DatetimeBasedCursor, MinMaxDatetime,
     ListPartitionRouter, SubstreamPartitionRouter, ParentStreamConfig,
     Spec, CheckStream, ConcurrencyLevel,
+    CustomAuthenticator, CustomBackoffStrategy, CustomErrorHandler, CustomIncrementalSync, CustomPaginationStrategy,
+    CustomPartitionRouter, CustomRecordExtractor, CustomRecordFilter, CustomRequester, CustomRetriever,
+    CustomSchemaLoader, CustomSchemaNormalization, CustomStateMigration, CustomTransformation,
+    CustomConfigTransformation, CustomValidationStrategy, CustomDecoder,
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -72,32 +97,21 @@ REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in CO
 # Components of Airbyte's language that this framework does not run (yet).
 # Named here so a manifest using one gets a clear "not supported" error.
 UNSUPPORTED: dict[str, str] = {
-    name: "it runs Python code shipped with an Airbyte connector package"
+    name: "it is not implemented in this framework yet"
     for name in (
-        "CustomAuthenticator", "CustomBackoffStrategy", "CustomErrorHandler", "CustomIncrementalSync",
-        "CustomPaginationStrategy", "CustomRecordExtractor", "CustomRecordFilter", "CustomRequester",
-        "CustomRetriever", "CustomPartitionRouter", "CustomSchemaLoader", "CustomSchemaNormalization",
-        "CustomStateMigration", "CustomTransformation", "CustomDecoder", "CustomValidationStrategy",
+        "AsyncRetriever", "StateDelegatingStream", "DynamicDeclarativeStream", "HttpComponentsResolver",
+        "ConfigComponentsResolver", "IncrementingCountCursor", "GroupingPartitionRouter",
+        "UnionPartitionRouter", "CartesianProductStreamSlicer", "DatetimeStreamSlicer",
+        "SubstreamSlicer", "ListStreamSlicer", "SingleSlice", "JwtAuthenticator",
+        "LegacySessionTokenAuthenticator", "RateLimitedMultipleTokenAuthenticator", "XmlDecoder",
+        "CsvDecoder", "JsonlDecoder", "GzipDecoder", "IterableDecoder", "ZipfileDecoder", "JsonItemsDecoder",
+        "DynamicSchemaLoader", "KeysToLower", "KeysToSnakeCase", "FlattenFields", "DpathFlattenFields",
+        "KeysReplace", "ComponentMappingDefinition", "LegacyToPerPartitionStateMigration",
+        "HTTPAPIBudget", "PropertiesFromEndpoint", "QueryProperties", "RecordExpander",
+        "ParametrizedComponentsResolver", "PaginationReset", "RequestBodyJsonObject", "RequestBodyGraphQL",
+        "RequestBodyPlainText", "RequestBodyUrlEncodedForm", "FileUploader",
     )
 }
-UNSUPPORTED.update(
-    {
-        name: "it is not implemented in this framework yet"
-        for name in (
-            "AsyncRetriever", "StateDelegatingStream", "DynamicDeclarativeStream", "HttpComponentsResolver",
-            "ConfigComponentsResolver", "IncrementingCountCursor", "GroupingPartitionRouter",
-            "UnionPartitionRouter", "CartesianProductStreamSlicer", "DatetimeStreamSlicer",
-            "SubstreamSlicer", "ListStreamSlicer", "SingleSlice", "JwtAuthenticator",
-            "LegacySessionTokenAuthenticator", "RateLimitedMultipleTokenAuthenticator", "XmlDecoder",
-            "CsvDecoder", "JsonlDecoder", "GzipDecoder", "IterableDecoder", "ZipfileDecoder", "JsonItemsDecoder",
-            "DynamicSchemaLoader", "KeysToLower", "KeysToSnakeCase", "FlattenFields", "DpathFlattenFields",
-            "KeysReplace", "ComponentMappingDefinition", "LegacyToPerPartitionStateMigration",
-            "HTTPAPIBudget", "PropertiesFromEndpoint", "QueryProperties", "RecordExpander",
-            "ParametrizedComponentsResolver", "PaginationReset", "RequestBodyJsonObject", "RequestBodyGraphQL",
-            "RequestBodyPlainText", "RequestBodyUrlEncodedForm", "FileUploader",
-        )
-    }
-)
 
-__all__ = ["COMPONENTS", "REGISTRY", "UNSUPPORTED", "Component", "Model", "TemplateSpec", "default_type_of",
-           "format_of", "template_of"] + [model.__name__ for model in COMPONENTS]
+__all__ = ["COMPONENTS", "CUSTOM_KINDS", "REGISTRY", "UNSUPPORTED", "Component", "CustomComponent", "Model",
+           "TemplateSpec", "default_type_of", "format_of", "template_of"] + [model.__name__ for model in COMPONENTS]

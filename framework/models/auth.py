@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from framework.models.base import BASE, SESSION, Component, spec
+from framework.models.custom import CustomAuthenticator
 
 
 class NoAuth(Component):
@@ -176,7 +177,7 @@ class SelectiveAuthenticator(Component):
 
 Authenticator = Annotated[
     NoAuth | ApiKeyAuthenticator | BearerAuthenticator | BasicHttpAuthenticator | OAuthAuthenticator
-    | SessionTokenAuthenticator | SelectiveAuthenticator,
+    | SessionTokenAuthenticator | SelectiveAuthenticator | CustomAuthenticator,
     Field(discriminator="type"),
 ]
 

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from framework.models.base import BASE, ERROR, Component, spec
+from framework.models.custom import CustomBackoffStrategy, CustomErrorHandler
 
 
 class ConstantBackoffStrategy(Component):
@@ -76,7 +77,8 @@ class WaitUntilTimeFromHeader(Component):
 
 
 BackoffStrategy = Annotated[
-    ConstantBackoffStrategy | ExponentialBackoffStrategy | WaitTimeFromHeader | WaitUntilTimeFromHeader,
+    ConstantBackoffStrategy | ExponentialBackoffStrategy | WaitTimeFromHeader | WaitUntilTimeFromHeader
+    | CustomBackoffStrategy,
     Field(discriminator="type"),
 ]
 
@@ -156,4 +158,6 @@ class CompositeErrorHandler(Component):
     )
 
 
-ErrorHandler = Annotated[DefaultErrorHandler | CompositeErrorHandler, Field(discriminator="type")]
+ErrorHandler = Annotated[
+    DefaultErrorHandler | CompositeErrorHandler | CustomErrorHandler, Field(discriminator="type")
+]

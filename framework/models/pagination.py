@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from framework.models.base import BASE, RESPONSE, Component, spec
+from framework.models.custom import CustomPaginationStrategy
 from framework.models.requests import JsonDecoder, RequestOption, RequestPath
 
 
@@ -63,7 +64,7 @@ class OffsetIncrement(Component):
 
 
 PaginationStrategy = Annotated[
-    CursorPagination | PageIncrement | OffsetIncrement, Field(discriminator="type")
+    CursorPagination | PageIncrement | OffsetIncrement | CustomPaginationStrategy, Field(discriminator="type")
 ]
 
 

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from framework.models.base import BASE, Component, spec
+from framework.models.custom import CustomPartitionRouter
 from framework.models.requests import RequestOption
 
 
@@ -71,7 +72,9 @@ class SubstreamPartitionRouter(Component):
     )
 
 
-Router = Annotated[ListPartitionRouter | SubstreamPartitionRouter, Field(discriminator="type")]
+Router = Annotated[
+    ListPartitionRouter | SubstreamPartitionRouter | CustomPartitionRouter, Field(discriminator="type")
+]
 PartitionRouter = Router | tuple[Router, ...]
 
 # Last, because source imports this module (a stream has a partition router, and a substream router

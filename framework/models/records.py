@@ -8,6 +8,13 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from framework.models.base import BASE, PROPERTY, RECORD, Component, spec
+from framework.models.custom import (
+    CustomRecordExtractor,
+    CustomRecordFilter,
+    CustomSchemaLoader,
+    CustomSchemaNormalization,
+    CustomTransformation,
+)
 from framework.models.requests import JsonDecoder
 
 
@@ -41,14 +48,15 @@ class RecordSelector(Component):
     """Extracts the records of a response and filters them."""
 
     type: Literal["RecordSelector"] = spec("Component type.", "RecordSelector", "RecordSelector")
-    extractor: DpathExtractor = spec(
+    extractor: Annotated[DpathExtractor | CustomRecordExtractor, Field(discriminator="type")] = spec(
         "Where the records are in the response.", {"type": "DpathExtractor", "field_path": ["data"]}
     )
-    record_filter: RecordFilter | None = spec(
+    record_filter: Annotated[RecordFilter | CustomRecordFilter, Field(discriminator="type")] | None = spec(
         "Which records to keep.", {"type": "RecordFilter", "condition": "{{ record.active }}"}, None
     )
-    schema_normalization: Literal["None", "Default"] = spec(
-        "`Default` casts record values to the types the stream's schema declares; `None` leaves them.",
+    schema_normalization: Literal["None", "Default"] | CustomSchemaNormalization = spec(
+        "`Default` casts record values to the types the stream's schema declares; `None` leaves them; "
+        "a `CustomSchemaNormalization` casts them with a Python class.",
         "Default",
         "None",
     )
@@ -102,7 +110,7 @@ class RemoveFields(Component):
     )
 
 
-Transformation = Annotated[AddFields | RemoveFields, Field(discriminator="type")]
+Transformation = Annotated[AddFields | RemoveFields | CustomTransformation, Field(discriminator="type")]
 
 
 class InlineSchemaLoader(Component):
@@ -133,4 +141,6 @@ class JsonFileSchemaLoader(Component):
     )
 
 
-SchemaLoader = Annotated[InlineSchemaLoader | JsonFileSchemaLoader, Field(discriminator="type")]
+SchemaLoader = Annotated[
+    InlineSchemaLoader | JsonFileSchemaLoader | CustomSchemaLoader, Field(discriminator="type")
+]

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from framework.models.base import BASE, Component, spec
+from framework.models.custom import (
+    CustomDecoder,
+    CustomIncrementalSync,
+    CustomRequester,
+    CustomRetriever,
+    CustomStateMigration,
+)
 from framework.models.incremental import DatetimeBasedCursor
 from framework.models.pagination import Paginator
 from framework.models.partitions import PartitionRouter
@@ -19,7 +28,7 @@ class SimpleRetriever(Component):
     """Reads a stream: partitions, requests, pages and records."""
 
     type: Literal["SimpleRetriever"] = spec("Component type.", "SimpleRetriever", "SimpleRetriever")
-    requester: HttpRequester = spec(
+    requester: Annotated[HttpRequester | CustomRequester, Field(discriminator="type")] = spec(
         "How requests are made.", {"type": "HttpRequester", "url_base": "https://api.example.com", "path": "/items"}
     )
     record_selector: RecordSelector = spec(
@@ -37,7 +46,9 @@ class SimpleRetriever(Component):
         {"type": "ListPartitionRouter", "values": ["eu", "us"], "cursor_field": "region"},
         None,
     )
-    decoder: JsonDecoder | None = spec("How responses are read.", {"type": "JsonDecoder"}, None)
+    decoder: Annotated[JsonDecoder | CustomDecoder, Field(discriminator="type")] | None = spec(
+        "How responses are read.", {"type": "JsonDecoder"}, None
+    )
     ignore_stream_slicer_parameters_on_paginated_requests: bool = spec(
         "Leave the partition's and window's request options off the requests for the second and later pages.",
         True,
@@ -50,7 +61,7 @@ class DeclarativeStream(Component):
 
     type: Literal["DeclarativeStream"] = spec("Component type.", "DeclarativeStream", "DeclarativeStream")
     name: str = spec("Name of the stream, unique in the source.", "orders")
-    retriever: SimpleRetriever = spec(
+    retriever: Annotated[SimpleRetriever | CustomRetriever, Field(discriminator="type")] = spec(
         "How the stream's records are read.",
         {"type": "SimpleRetriever", "requester": {"$ref": "#/definitions/requester"},
          "record_selector": {"$ref": "#/definitions/selector"}},
@@ -64,7 +75,7 @@ class DeclarativeStream(Component):
         None,
         default_type="JsonFileSchemaLoader",
     )
-    incremental_sync: DatetimeBasedCursor | None = spec(
+    incremental_sync: Annotated[DatetimeBasedCursor | CustomIncrementalSync, Field(discriminator="type")] | None = spec(
         "How the stream is read incrementally; a full refresh every time when left out.",
         {"type": "DatetimeBasedCursor", "cursor_field": "updated_at", "datetime_format": "%Y-%m-%dT%H:%M:%SZ",
          "start_datetime": "{{ config['start_date'] }}"},
@@ -73,6 +84,11 @@ class DeclarativeStream(Component):
     transformations: tuple[Transformation, ...] = spec(
         "Changes applied to every record, in order.",
         [{"type": "RemoveFields", "field_pointers": [["_links"]]}],
+        (),
+    )
+    state_migrations: tuple[CustomStateMigration, ...] = spec(
+        "Turn a saved state of an older shape into the current one before the read, in order.",
+        [{"type": "CustomStateMigration", "class_name": "components.LegacyStateMigration"}],
         (),
     )
 

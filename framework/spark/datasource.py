@@ -14,8 +14,11 @@ landing files first::
 Options: ``manifest`` (path, read on the driver), ``config`` (path to the
 config JSON) or ``config_json`` (the config itself), ``stream`` (the stream
 to read), and ``state`` (optional: the stream's state as JSON, in Airbyte's
-shape, to read only what is newer), and ``partitions`` (how many input
-partitions, default 8). The driver plans the stream's units (partitions
+shape, to read only what is newer), ``partitions`` (how many input
+partitions, default 8), and ``allow_custom_code`` (``true`` runs the Python
+code of custom components shipped with the manifest; else the environment
+decides, see :mod:`framework.components.custom.loader`). The driver sends
+the code it loaded to the executors with the manifest text. The driver plans the stream's units (partitions
 times windows, parents of substreams read first) and splits them into that
 many contiguous groups, one input partition each; executors rebuild the
 connector from the manifest text, read their units page by page and hand
@@ -112,7 +115,9 @@ class ManifestDataSource(DataSource):
         if partitions < 1:
             raise ConfigError(f"the `partitions` option is {options.get('partitions')!r}; give a whole number, 1 "
                               "or more (units are read in that many groups)")
-        return _Source(ConnectorSource.of(path, text, config), options["stream"], state, partitions)
+        allow = (options.get("allow_custom_code") or "").strip().lower() in ("1", "true", "yes", "on")
+        return _Source(ConnectorSource.of(path, text, config, allow_custom_code=True if allow else None),
+                       options["stream"], state, partitions)
 
     def schema(self) -> StructType:
         source = self._source()
@@ -124,8 +129,9 @@ class ManifestDataSource(DataSource):
         source = self._source()
         connector = source.connector.open()
         connector.stream(source.stream)  # an unknown stream fails here, on the driver
-        source = dataclasses.replace(source, connector=dataclasses.replace(source.connector,
-                                                                           schemas=all_schemas(connector)))
+        source = dataclasses.replace(source, connector=dataclasses.replace(
+            source.connector, schemas=all_schemas(connector), shipped=connector.shipped_files,
+            allow_custom_code=connector.custom_code_allowed))
         return _ManifestReader(source, connector, schema)
 
 

@@ -41,7 +41,7 @@ from framework.engine.plan import contiguous_groups, open_sync
 from framework.engine.report import StreamReport, any_failed
 from framework.engine.results import UnitResult, failed_group, fold_results, from_arrow
 from framework.engine.sync import StreamSync, Unit
-from framework.engine.worker import ConnectorSource, all_schemas
+from framework.engine.worker import ConnectorSource
 from framework.errors import ConfigError, FrameworkError
 from framework.formats.rolling import delete_older_generations
 from framework.models.destination import DestinationSettings
@@ -135,7 +135,7 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     run = _Run(
         connector=connector, spark=spark, settings=settings, storage=storage, store=store,
         connection=ConnectionState(saved.sync_id + 1, {name: dict(entry) for name, entry in saved.streams.items()}),
-        source=ConnectorSource.of(manifest_path, manifest_text, connector.config, all_schemas(connector)),
+        source=ConnectorSource.of_connector(connector, manifest_path, manifest_text),
         destination=orjson.loads(settings.model_dump_json(by_alias=True)),
         cores=max(1, int(spark.sparkContext.defaultParallelism)), options=options,
     )

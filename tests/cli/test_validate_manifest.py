@@ -114,3 +114,98 @@ def test_never_imports_pyspark():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0, result.stderr
+
+
+# Custom components: checked from their source, never imported or run.
+
+CUSTOM_MANIFEST = """\
+version: 6.7.0
+streams:
+  - name: items
+    schema_loader: {type: InlineSchemaLoader, schema: {type: object}}
+    retriever:
+      requester:
+        url_base: https://api.example.com
+      record_selector:
+        extractor:
+          type: CustomRecordExtractor
+          class_name: components.ItemsExtractor
+          field_path: [data]
+check:
+  stream_names: [items]
+"""
+
+COMPONENTS = """\
+import json
+from dataclasses import dataclass
+
+open(__file__ + ".ran", "w").close()  # would show that validate-manifest ran the module
+
+
+@dataclass
+class ItemsExtractor:
+    field_path: list
+
+    def extract_records(self, response):
+        return json.loads(response.text)["data"]
+"""
+
+
+def custom(tmp_path, components=COMPONENTS, manifest=CUSTOM_MANIFEST):
+    (tmp_path / "manifest.yaml").write_text(manifest)
+    if components is not None:
+        (tmp_path / "components.py").write_text(components)
+    return str(tmp_path / "manifest.yaml")
+
+
+def test_custom_component_that_fits_its_source_validates_without_running_it(tmp_path):
+    result = run(custom(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == ""
+    assert not (tmp_path / "components.py.ran").exists()
+
+
+def test_missing_components_file_is_an_error_at_the_class_name(tmp_path):
+    path = custom(tmp_path, components=None)
+    result = run(path)
+    assert result.returncode == 1
+    wanted = tmp_path / "components.py"
+    assert f"{path}:11:23: error: `components.ItemsExtractor` names a class in `components.py` beside the manifest, " \
+           f"but {wanted} does not exist" in result.stdout
+    assert f"fix: create {wanted} defining `class ItemsExtractor`" in result.stdout
+
+
+def test_missing_class_suggests_a_close_name(tmp_path):
+    result = run(custom(tmp_path, components=COMPONENTS.replace("class ItemsExtractor", "class ItemExtractor")))
+    assert result.returncode == 1
+    assert f"11:23: error: class `ItemsExtractor` is not defined in {tmp_path / 'components.py'}" in result.stdout
+    assert "did you mean `ItemExtractor`? (`components.ItemExtractor`)" in result.stdout
+
+
+def test_missing_method_is_an_error_naming_the_kind(tmp_path):
+    result = run(custom(tmp_path, components=COMPONENTS.replace("def extract_records", "def extract")))
+    assert result.returncode == 1
+    assert "11:23: error: class `ItemsExtractor`" in result.stdout
+    assert "has no `extract_records`, which a record extractor needs" in result.stdout
+
+
+def test_unknown_key_is_a_warning_with_did_you_mean(tmp_path):
+    result = run(custom(tmp_path, manifest=CUSTOM_MANIFEST.replace("field_path: [data]", "field_pth: [data]")))
+    assert result.returncode == 0, result.stdout
+    assert "12:11: warning: `field_pth` is not a field of class `ItemsExtractor`" in result.stdout
+    assert "fix: did you mean `field_path`?" in result.stdout
+
+
+def test_a_package_that_is_not_installed_is_named(tmp_path):
+    result = run(custom(tmp_path, components="import surely_absent_package_z\n" + COMPONENTS))
+    assert result.returncode == 1
+    assert "11:23: error: `components.ItemsExtractor` needs the package `surely_absent_package_z` " \
+           f"({tmp_path / 'components.py'}:1 imports it), which is not installed" in result.stdout
+
+
+def test_a_class_name_of_the_older_form_without_type_is_checked_too(tmp_path):
+    manifest = CUSTOM_MANIFEST.replace("          type: CustomRecordExtractor\n", "")
+    result = run(custom(tmp_path, components=COMPONENTS.replace("def extract_records", "def extract"),
+                        manifest=manifest))
+    assert result.returncode == 1
+    assert "10:23: error: class `ItemsExtractor`" in result.stdout and "record extractor" in result.stdout

@@ -126,13 +126,6 @@ def test_parameters_do_not_leak_into_request_options():
     assert option.field_name == "since" and option.field_path is None
 
 
-def test_class_name_without_type_is_an_unsupported_custom_component():
-    checked = check_manifest_text(MINIMAL.replace("url_base: https://api.example.com",
-                                                  "url_base: https://api.example.com\n    authenticator: {class_name: my.Auth}"))
-    [problem] = checked.diagnostics
-    assert problem.code == "unsupported-component" and "my.Auth" in problem.message
-
-
 def test_misspelt_field_in_cursor():
     text = MINIMAL.replace("    retriever:", """    incremental_sync:
       type: DatetimeBasedCursor
@@ -161,10 +154,10 @@ def test_unknown_and_unsupported_component_types():
     assert problem.code == "unknown-type" and problem.fix == "did you mean `DpathExtractor`?"
     checked = check_manifest_text(MINIMAL.replace(
         "        extractor:\n          field_path: [data]",
-        "        extractor:\n          type: CustomRecordExtractor\n          class_name: x.Y"))
+        "        extractor:\n          type: JsonlDecoder"))
     [problem] = checked.diagnostics
     assert problem.code == "unsupported-component"
-    assert "CustomRecordExtractor" in problem.message
+    assert "JsonlDecoder" in problem.message
 
 
 def test_component_in_the_wrong_place():

@@ -40,6 +40,7 @@ from framework.components.http.transport import HttpResponse
 from framework.components.registry import BuildContext, builds
 from framework.errors import ConfigError, InterpolationError, ReadError, TransportError, place_suffix
 from framework.models import error_handling as models
+from framework.models.custom import CustomBackoffStrategy, CustomErrorHandler
 from framework.temporal.clock import Clock
 
 DEFAULT_MAX_RETRIES = 5
@@ -397,7 +398,9 @@ _StrategyModel = (models.ConstantBackoffStrategy | models.ExponentialBackoffStra
                   | models.WaitUntilTimeFromHeader)
 
 
-def _strategy(model: _StrategyModel, ctx: BuildContext, path: tuple) -> BackoffStrategy:
+def _strategy(model: _StrategyModel | CustomBackoffStrategy, ctx: BuildContext, path: tuple) -> BackoffStrategy:
+    if isinstance(model, CustomBackoffStrategy):  # a Python class (framework.components.custom)
+        return ctx.build(model, path)
     params = model.parameters
     if isinstance(model, models.ConstantBackoffStrategy):
         seconds = _seconds(ctx, model.backoff_time_in_seconds, params, "backoff_time_in_seconds", path)
@@ -429,9 +432,11 @@ def _filter(model: models.HttpResponseFilter, ctx: BuildContext, path: tuple) ->
     )
 
 
-def build_error_handler(model: models.DefaultErrorHandler | models.CompositeErrorHandler, ctx: BuildContext,
-                        path: tuple = ()) -> FilterErrorHandler | FirstMatchErrorHandler:
-    """The runtime handler of a ``DefaultErrorHandler`` or ``CompositeErrorHandler`` model."""
+def build_error_handler(model: models.DefaultErrorHandler | models.CompositeErrorHandler | CustomErrorHandler,
+                        ctx: BuildContext, path: tuple = ()) -> Any:
+    """The runtime handler of a ``DefaultErrorHandler``, ``CompositeErrorHandler`` or custom model."""
+    if isinstance(model, CustomErrorHandler):  # a Python class (framework.components.custom)
+        return ctx.build(model, path)
     if isinstance(model, models.CompositeErrorHandler):
         return _build_composite(model, ctx, path)
     return _build_default(model, ctx, path)

@@ -20,6 +20,7 @@ import orjson
 
 from framework.components.registry import BuildContext
 from framework.errors import ConfigError
+from framework.models.custom import CustomSchemaLoader
 from framework.models.records import InlineSchemaLoader, JsonFileSchemaLoader
 
 #: What a stream without a schema loader and without a default schema file gets.
@@ -31,7 +32,7 @@ def default_schema_path(ctx: BuildContext, stream_name: str) -> str:
     return os.path.join(ctx.base_dir or os.getcwd(), "schemas", f"{stream_name}.json")
 
 
-def load_schema(model: InlineSchemaLoader | JsonFileSchemaLoader | None, ctx: BuildContext,
+def load_schema(model: InlineSchemaLoader | JsonFileSchemaLoader | CustomSchemaLoader | None, ctx: BuildContext,
                 stream_name: str, path: tuple) -> dict:
     """The JSON Schema of a stream's records, with ``$ref``s resolved.
 
@@ -40,6 +41,8 @@ def load_schema(model: InlineSchemaLoader | JsonFileSchemaLoader | None, ctx: Bu
     caller may warn). A file that is missing or not a JSON object raises
     :class:`~framework.errors.ConfigError`.
     """
+    if isinstance(model, CustomSchemaLoader):  # a Python class (framework.components.custom)
+        return ctx.build(model, path).load()
     base_dir = ctx.base_dir or os.getcwd()
     where = ctx.place(path)
     if isinstance(model, InlineSchemaLoader):

@@ -60,6 +60,8 @@ class RecordSelector:
     transform_before_filtering: bool = False
     normalize: bool = False  # schema_normalization: Default
     normalizer: Callable[[dict], None] | None = None
+    #: a custom schema normalization: the normalizer for a schema
+    custom_normalizer: Callable[[Mapping[str, Any]], Callable[[dict], None]] | None = None
 
     def with_transformations(self, transformations: Sequence[Transformation]) -> RecordSelector:
         """A selector that also applies ``transformations`` (after those it has)."""
@@ -67,6 +69,8 @@ class RecordSelector:
 
     def with_schema(self, schema: Mapping[str, Any]) -> RecordSelector:
         """A selector that casts records to ``schema``; itself when normalization is off."""
+        if self.custom_normalizer is not None:
+            return dataclasses.replace(self, normalizer=self.custom_normalizer(schema))
         if not self.normalize:
             return self
         return dataclasses.replace(self, normalizer=compile_normalizer(schema))
@@ -129,17 +133,19 @@ def _build_filter(model: models.RecordFilter, ctx: BuildContext, path: tuple) ->
 
 @builds("RecordSelector")
 def _build_selector(model: models.RecordSelector, ctx: BuildContext, path: tuple) -> RecordSelector:
-    extractor = _build_extractor(model.extractor, ctx, path + ("extractor",))
+    extractor = ctx.build(model.extractor, path + ("extractor",))  # a DpathExtractor, or a custom one
     record_filter = None
     if model.record_filter is not None:
-        record_filter = _build_filter(model.record_filter, ctx, path + ("record_filter",))
-        if record_filter.condition is None:  # always true: no work per record
+        record_filter = ctx.build(model.record_filter, path + ("record_filter",))
+        if isinstance(record_filter, RecordFilter) and record_filter.condition is None:  # always true: no work
             record_filter = None
     return RecordSelector(
         extractor,
         record_filter,
         transform_before_filtering=model.transform_before_filtering,
         normalize=model.schema_normalization == "Default",
+        custom_normalizer=None if isinstance(model.schema_normalization, str)
+        else ctx.build(model.schema_normalization, path + ("schema_normalization",)).normalizer_for,
     )
 
 
