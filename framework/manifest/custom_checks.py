@@ -38,7 +38,7 @@ _OWN_KEYS = ("type", "class_name", PARAMETERS_KEY)
 class _Run:
     place: Placement
     manifest_dir: str
-    reported_imports: set[str] = field(default_factory=set)  # each missing package or module once per manifest
+    reported_imports: set[str] = field(default_factory=set)  # each missing package or broken module once
     facts: dict[tuple[str, str], ClassFacts | str | None] = field(default_factory=dict)
 
     def check(self, site: Site) -> Iterator[Diagnostic]:
@@ -59,6 +59,9 @@ class _Run:
             return
         parsed = read_module(ref.file)
         if parsed.syntax_error is not None:
+            if ref.file in self.reported_imports:
+                return  # once per module
+            self.reported_imports.add(ref.file)
             line, message = parsed.syntax_error
             yield self.place.diagnostic(at, "custom-syntax-error",
                                         f"{ref.file}:{line}: {message} (the module of `{class_name}`)",

@@ -110,6 +110,10 @@ UNSUPPORTED: dict[str, str] = {
         "HTTPAPIBudget", "PropertiesFromEndpoint", "QueryProperties", "RecordExpander",
         "ParametrizedComponentsResolver", "PaginationReset", "RequestBodyJsonObject", "RequestBodyGraphQL",
         "RequestBodyPlainText", "RequestBodyUrlEncodedForm", "FileUploader",
+        # the spec's `config_normalization_rules` (where CustomConfigTransformation and
+        # CustomValidationStrategy are used): the config would reach the streams unchanged
+        "ConfigNormalizationRules", "ConfigMigration", "ConfigRemapField", "ConfigAddFields", "ConfigRemoveFields",
+        "DpathValidator", "PredicateValidator", "ValidateAdheresToSchema",
     )
 }
 

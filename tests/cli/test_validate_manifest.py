@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from conftest import EXAMPLE, REPO
 
 SCRIPT = shutil.which("validate-manifest", path=os.path.dirname(sys.executable)) or "validate-manifest"
@@ -209,3 +210,21 @@ def test_a_class_name_of_the_older_form_without_type_is_checked_too(tmp_path):
                         manifest=manifest))
     assert result.returncode == 1
     assert "10:23: error: class `ItemsExtractor`" in result.stdout and "record extractor" in result.stdout
+
+
+def _airbyte_cdk_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("airbyte_cdk") is not None
+
+
+@pytest.mark.skipif(_airbyte_cdk_installed(), reason="airbyte-cdk is installed here: the extra is not missing")
+def test_a_component_on_airbyte_cdk_without_the_extra_names_the_extra(tmp_path):
+    components = ("from airbyte_cdk.sources.declarative.extractors import DpathExtractor\n\n"
+                  "class ItemsExtractor(DpathExtractor):\n    pass\n")
+    result = run(custom(tmp_path, components=components))
+    assert result.returncode == 1
+    assert "11:23: error: `components.ItemsExtractor` needs airbyte-cdk " \
+           f"({tmp_path / 'components.py'}:1 imports `airbyte_cdk`), which is not installed" in result.stdout
+    assert "    fix: pip install 'manifest-framework[airbyte]'" in result.stdout
+    assert "field_path" not in result.stdout  # the airbyte base's fields cannot be seen: keys are not judged

@@ -158,3 +158,12 @@ def test_every_element_of_a_list_is_checked(tmp_path, kind_field):
     (tmp_path / "components.py").write_text("class Auth:\n    token: str\n    def get_auth_header(self): ...\n")
     [problem] = problems(str(tmp_path / "manifest.yaml"))
     assert problem.code == "custom-class-not-found" and "Nope" in problem.message and problem.line == 6
+
+
+def test_a_broken_module_is_reported_once_for_all_its_components(tmp_path):
+    text = MANIFEST.replace("CLASS", "components.Auth").replace(
+        "        extractor: {field_path: [data]}", "        extractor: {class_name: components.Extractor}")
+    (tmp_path / "manifest.yaml").write_text(text)
+    (tmp_path / "components.py").write_text("class Auth(:\n")
+    [problem] = problems(str(tmp_path / "manifest.yaml"))
+    assert problem.code == "custom-syntax-error" and problem.line == 9

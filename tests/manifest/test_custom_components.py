@@ -185,3 +185,14 @@ def test_class_name_must_be_text():
     text = MINIMAL.replace("        extractor:\n          field_path: [data]\n", "        extractor: {class_name: 3}\n")
     [problem] = check_manifest_text(text).errors
     assert problem.code == "bad-class-name"
+
+
+def test_config_normalization_rules_are_an_error_not_silently_ignored():
+    text = MINIMAL + """spec:
+  connection_specification: {type: object}
+  config_normalization_rules:
+    type: ConfigNormalizationRules
+    transformations: [{type: CustomConfigTransformation, class_name: components.Fix}]
+"""
+    [problem] = check_manifest_text(text).errors
+    assert problem.code == "unsupported-component" and "ConfigNormalizationRules" in problem.message

@@ -10,4 +10,6 @@
   ``config``, ``parameters``, nested components built first).
 * :mod:`.builders` - the ``@builds("Custom...")`` builders: the object in an adapter
   that fits its runtime slot, errors in user code named and kept.
+* :mod:`.source` - what a class's source defines (members, fields, bases) and
+  which packages its module needs, read with ``ast`` for ``validate-manifest``.
 """

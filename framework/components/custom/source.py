@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-__all__ = ["Base", "ClassFacts", "Import", "MissingImport", "ModuleSource", "find_class", "is_installed",
-           "missing_imports", "module_file", "read_module"]
+__all__ = ["AIRBYTE_CDK", "Base", "ClassFacts", "Import", "MissingImport", "ModuleSource", "class_names",
+           "find_class", "is_installed", "missing_imports", "module_file", "read_module"]
 
 AIRBYTE_CDK = "airbyte_cdk"
 _STDLIB = frozenset(sys.stdlib_module_names) | {"__future__"}
