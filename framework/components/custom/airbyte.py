@@ -106,12 +106,18 @@ def component_definition(model: CustomComponent) -> dict[str, Any]:
     return definition
 
 
+#: What Airbyte's stream builder hands a component of these kinds besides its mapping (by the stream's name).
+_STREAM_NAME_ARGUMENT = {"CustomPartitionRouter": "stream_name"}
+
+
 def build_airbyte_component(model: CustomComponent, config: Mapping[str, Any], *, place: str | None = None,
-                            **kwargs: Any) -> Any:
+                            stream_name: str | None = None, **kwargs: Any) -> Any:
     """The object of ``model``'s class built by airbyte-cdk's ``ModelToComponentFactory``, as Airbyte builds it.
 
-    ``kwargs`` are what a parent component hands its child in Airbyte (``name``
-    for a requester, say); they win over the manifest's keys, as there. The
+    ``stream_name`` is the stream the component belongs to: Airbyte hands it to
+    a partition router (its parent streams need it). ``kwargs`` are what a
+    parent component hands its child in Airbyte (``name`` for a requester,
+    say); they win over the manifest's keys, as there. The
     class's module must be in :data:`sys.modules` under the dotted name of
     ``class_name`` (``components``, ``source_<name>.components``): the loader
     puts it there when it loads the class, behind the custom-code gate.
@@ -132,6 +138,9 @@ def build_airbyte_component(model: CustomComponent, config: Mapping[str, Any], *
                           f"cannot be built the way Airbyte builds it{place_suffix(place)}")
     # Airbyte's own pass over a component: default types of nested components, $parameters handed down
     definition = ManifestComponentTransformer().propagate_types_and_parameters("", component_definition(model), {})
+    argument = _STREAM_NAME_ARGUMENT.get(kind)
+    if argument is not None and stream_name is not None:
+        kwargs.setdefault(argument, stream_name)
     try:
         return factory.create_component(model_type, definition, dict(config), **kwargs)
     except ConfigError:
@@ -391,9 +400,16 @@ class AirbyteStream:
                                         associated_slice=partition.to_slice()))
         self._cursor.close_partition(partition)
 
-    def state(self) -> dict | None:
-        """The stream's state now, in Airbyte's shapes (None for a stream without a cursor)."""
-        found = getattr(self._cursor, "state", None)
-        if found is None or type(self._cursor).__name__ == "FinalStateCursor":
+    def state(self, final: bool = False) -> dict | None:
+        """The stream's state now, in Airbyte's shapes (None for a stream without a cursor).
+
+        ``final`` at the end of a successful sync: Airbyte's end-of-stream step
+        runs first (a per-partition cursor then moves its global ``state``,
+        ``lookback_window`` and ``parent_state``).
+        """
+        if type(self._cursor).__name__ == "FinalStateCursor":
             return None
-        return state_from_airbyte(found)
+        if final:
+            self._cursor.ensure_at_least_one_state_emitted()
+        found = getattr(self._cursor, "state", None)
+        return None if found is None else state_from_airbyte(found)

@@ -349,7 +349,7 @@ def test_a_custom_retriever_stream_is_read_a_unit_at_a_time_with_airbyte_state(c
         assert driver.state() == {"updated_at": "2024-01-01T00:00:00Z"}  # still the start
         first = [latest for _page, latest in driver.read(units[0])][-1]
         driver.finish(units[0], first)
-        assert driver.state() == {"updated_at": "2024-01-02T07:00:00Z"}
+        assert driver.state(final=True) == {"updated_at": "2024-01-02T07:00:00Z"}
         requests_made = {(r.param("since"), r.param("page")) for r in api.received()}
         assert ("2024-01-02T00:00:00Z", "2") in requests_made  # paged by the manifest's paginator
 
@@ -369,3 +369,84 @@ def test_a_full_refresh_stream_has_no_state(components: Any) -> None:
     assert stream.state() is None
     with pytest.raises(ConfigError, match="no stream `nope`"):
         bridge.AirbyteStream(manifest, {}, "nope")
+
+
+@needs_airbyte
+def test_substream_router_subclass_reads_its_airbyte_parent(components: Any) -> None:
+    components("""
+        from dataclasses import dataclass
+        from airbyte_cdk.sources.declarative.partition_routers import SubstreamPartitionRouter
+
+        @dataclass
+        class ActiveAccounts(SubstreamPartitionRouter):
+            def stream_slices(self):
+                for stream_slice in super().stream_slices():
+                    if stream_slice.extra_fields.get("active"):
+                        yield stream_slice
+    """)
+    with FakeApi() as api:
+        api.route("GET", "/accounts", {"accounts": [{"id": 1, "active": True}, {"id": 2, "active": False},
+                                                    {"id": 3, "active": True}]})
+        parent = {"type": "DeclarativeStream", "name": "accounts", "primary_key": "id",
+                  "schema_loader": {"type": "InlineSchemaLoader", "schema": {"type": "object"}},
+                  "retriever": {"type": "SimpleRetriever",
+                                "requester": {"type": "HttpRequester", "url_base": api.url, "path": "/accounts"},
+                                "record_selector": {"type": "RecordSelector",
+                                                    "extractor": {"type": "DpathExtractor",
+                                                                  "field_path": ["accounts"]}}}}
+        built = bridge.build_airbyte_component(
+            model("CustomPartitionRouter", "components.ActiveAccounts",
+                  parent_stream_configs=[{"type": "ParentStreamConfig", "stream": parent, "parent_key": "id",
+                                          "partition_field": "account_id", "extra_fields": [["active"]]}]),
+            {}, stream_name="account_orders")
+        partitions = [bridge.partition_from_airbyte(item) for item in built.stream_slices()]
+    assert [p for p, _extra in partitions] == [{"account_id": 1, "parent_slice": {}},
+                                               {"account_id": 3, "parent_slice": {}}]
+    assert all(extra == {"active": True} for _p, extra in partitions)
+
+
+@needs_airbyte
+def test_a_partitioned_custom_retriever_stream_keeps_airbyte_per_partition_state(components: Any) -> None:
+    components(RETRIEVER_COMPONENTS)
+    config = {"start_date": "2024-01-01T00:00:00Z"}
+    rows = {1: [{"id": 11, "updated_at": "2024-01-01T05:00:00Z"}, {"id": 12, "updated_at": "2024-01-02T06:00:00Z"}],
+            2: [{"id": 21, "updated_at": "2024-01-01T09:00:00Z"}]}
+    with FakeApi() as api:
+        api.route("GET", "/accounts", {"accounts": [{"id": 1}, {"id": 2}]})
+        api.route("GET", "/accounts/{id}/orders",
+                  lambda request: paged([o for o in rows[int(request.path_params["id"])]
+                                         if request.param("since", "") <= o["updated_at"] <= request.param("until", "~")],
+                                        request))
+        manifest = retriever_manifest(api.url)
+        stream = manifest["streams"][0]
+        stream["retriever"]["requester"]["path"] = "/accounts/{{ stream_partition.account_id }}/orders"
+        stream["retriever"]["partition_router"] = {
+            "type": "SubstreamPartitionRouter",
+            "parent_stream_configs": [{
+                "type": "ParentStreamConfig", "parent_key": "id", "partition_field": "account_id",
+                "stream": {"type": "DeclarativeStream", "name": "accounts", "primary_key": "id",
+                           "schema_loader": {"type": "InlineSchemaLoader", "schema": {"type": "object"}},
+                           "retriever": {"type": "SimpleRetriever",
+                                         "requester": {"type": "HttpRequester", "url_base": api.url,
+                                                       "path": "/accounts"},
+                                         "record_selector": {"type": "RecordSelector",
+                                                             "extractor": {"type": "DpathExtractor",
+                                                                           "field_path": ["accounts"]}}}}}]}
+        driver = bridge.AirbyteStream(manifest, config, "orders")
+        units = driver.units()
+        assert sorted((u.partition["account_id"], u.cursor_slice["start_time"][:10]) for u in units) == [
+            (1, "2024-01-01"), (1, "2024-01-02"), (2, "2024-01-01"), (2, "2024-01-02")]
+        worker = bridge.AirbyteStream(manifest, config, "orders")
+        read = {}
+        for unit in units:
+            latest = None
+            for page, page_latest in worker.read(unit):
+                read.setdefault(unit.partition["account_id"], []).extend(r["id"] for r in page)
+                latest = page_latest
+            driver.finish(unit, latest)
+    assert {account: sorted(ids) for account, ids in read.items()} == {1: [11, 12], 2: [21]}
+    assert "state" not in driver.state()  # Airbyte moves the global cursor at the end of the sync only
+    state = driver.state(final=True)
+    cursors = {item["partition"]["account_id"]: item["cursor"]["updated_at"] for item in state["states"]}
+    assert cursors == {1: "2024-01-02T06:00:00Z", 2: "2024-01-01T09:00:00Z"}
+    assert state["use_global_cursor"] is False and state["state"] == {"updated_at": "2024-01-02T06:00:00Z"}
