@@ -12,7 +12,8 @@ record (``amount_cents`` and ``tenant`` added):
   on each record, as the runtime's ``CustomTransformation`` adapter calls it;
 * ``ours + airbyte-built class``: the same, with a subclass of airbyte-cdk's
   ``RecordTransformation`` built by airbyte-cdk's factory through the bridge
-  (:func:`framework.components.custom.airbyte.build_airbyte_component`);
+  (:func:`framework.components.custom.airbyte.build_airbyte_component`), the slice handed over as
+  airbyte-cdk's ``StreamSlice`` as the adapter hands it;
 * ``airbyte-cdk reader (bridge)``: the stream read by airbyte-cdk's declarative
   source a partition at a time (:class:`framework.components.custom.airbyte.AirbyteStream`),
   the transformation in the manifest: what a stream with a ``CustomRetriever``
@@ -94,6 +95,16 @@ def ours(manifest_path: str, config: dict, transform: Callable[..., Any]) -> int
     return count
 
 
+def airbyte_call(transform: Callable[..., Any]) -> Callable[..., Any]:
+    """``transform`` called as the adapter calls an airbyte-built object: the slice as airbyte-cdk's type."""
+    to_airbyte_slice = bridge.to_airbyte_slice
+
+    def call(record: dict, config: Any = None, stream_state: Any = None, stream_slice: Any = None) -> Any:
+        return transform(record, config=config, stream_state=stream_state, stream_slice=to_airbyte_slice(stream_slice))
+
+    return call
+
+
 def through_airbyte(manifest: dict, config: dict) -> int:
     """Read the stream with airbyte-cdk's reader, a unit at a time (the transformation is in the manifest)."""
     stream = bridge.AirbyteStream(manifest, config, "records")
@@ -143,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         assert bridge.is_airbyte_class(type(built))
         modes: list[tuple[str, Callable[[], int]]] = [
             ("ours + plain class", lambda: ours(str(manifest_path), config, plain.transform)),
-            ("ours + airbyte-built class", lambda: ours(str(manifest_path), config, built.transform)),
+            ("ours + airbyte-built class", lambda: ours(str(manifest_path), config, airbyte_call(built.transform))),
             ("airbyte-cdk reader (bridge)", lambda: through_airbyte(bridged, config)),
         ]
         for name, read in modes:

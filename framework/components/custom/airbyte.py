@@ -114,8 +114,9 @@ def build_airbyte_component(model: CustomComponent, config: Mapping[str, Any], *
                             stream_name: str | None = None, **kwargs: Any) -> Any:
     """The object of ``model``'s class built by airbyte-cdk's ``ModelToComponentFactory``, as Airbyte builds it.
 
-    ``stream_name`` is the stream the component belongs to: Airbyte hands it to
-    a partition router (its parent streams need it). ``kwargs`` are what a
+    ``stream_name`` is the stream the component belongs to (by default the
+    ``name`` its ``$parameters`` hand down): Airbyte hands it to a partition
+    router (its parent streams need it). ``kwargs`` are what a
     parent component hands its child in Airbyte (``name`` for a requester,
     say); they win over the manifest's keys, as there. The
     class's module must be in :data:`sys.modules` under the dotted name of
@@ -139,6 +140,8 @@ def build_airbyte_component(model: CustomComponent, config: Mapping[str, Any], *
     # Airbyte's own pass over a component: default types of nested components, $parameters handed down
     definition = ManifestComponentTransformer().propagate_types_and_parameters("", component_definition(model), {})
     argument = _STREAM_NAME_ARGUMENT.get(kind)
+    if stream_name is None:  # the stream's name, as $parameters hand it down
+        stream_name = model.parameters.get("name") if isinstance(model.parameters.get("name"), str) else None
     if argument is not None and stream_name is not None:
         kwargs.setdefault(argument, stream_name)
     try:
@@ -158,7 +161,9 @@ def to_airbyte_slice(stream_slice: Mapping[str, Any] | None) -> Any:
 
     Airbyte's classes read ``.partition``, ``.cursor_slice`` and
     ``.extra_fields`` and sometimes test ``isinstance(.., StreamSlice)``; a
-    plain mapping is taken as the partition. ``None`` stays ``None``.
+    plain mapping is taken as the partition. ``None`` stays ``None``. A
+    :class:`SliceView` keeps its conversion, so the adapters may convert the
+    same view once per record at no cost.
     """
     if stream_slice is None:
         return None
@@ -169,12 +174,17 @@ def to_airbyte_slice(stream_slice: Mapping[str, Any] | None) -> Any:
     if isinstance(stream_slice, StreamSlice):
         stream_slice = stream_slice.view()
     if isinstance(stream_slice, SliceView):
+        known = stream_slice.__dict__.get("_as_airbyte")
+        if known is not None:
+            return known
         partition = dict(getattr(stream_slice, "partition", {}) or {})
         cursor = dict(getattr(stream_slice, "cursor_slice", {}) or {})
         extra = dict(getattr(stream_slice, "extra_fields", {}) or {})
         if not partition and not cursor and stream_slice:  # a SliceView made without its parts
             partition = dict(stream_slice)
-        return AirbyteSlice(partition=partition, cursor_slice=cursor, extra_fields=extra)
+        converted = AirbyteSlice(partition=partition, cursor_slice=cursor, extra_fields=extra)
+        stream_slice.__dict__["_as_airbyte"] = converted
+        return converted
     return AirbyteSlice(partition=dict(stream_slice), cursor_slice={})
 
 

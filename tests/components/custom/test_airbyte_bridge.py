@@ -450,3 +450,30 @@ def test_a_partitioned_custom_retriever_stream_keeps_airbyte_per_partition_state
     cursors = {item["partition"]["account_id"]: item["cursor"]["updated_at"] for item in state["states"]}
     assert cursors == {1: "2024-01-02T06:00:00Z", 2: "2024-01-01T09:00:00Z"}
     assert state["use_global_cursor"] is False and state["state"] == {"updated_at": "2024-01-02T06:00:00Z"}
+
+
+@needs_airbyte
+def test_a_view_is_converted_once_and_a_router_gets_the_stream_name_from_parameters(components: Any) -> None:
+    view = StreamSlice({"account": 1}, {"start": "a"}).view()
+    first = bridge.to_airbyte_slice(view)
+    assert bridge.to_airbyte_slice(view) is first
+    assert (first.partition, first.cursor_slice) == ({"account": 1}, {"start": "a"})
+    components("""
+        from dataclasses import dataclass
+        from airbyte_cdk.sources.declarative.partition_routers import SubstreamPartitionRouter
+
+        @dataclass
+        class Router(SubstreamPartitionRouter):
+            pass
+    """)
+    parent = {"type": "DeclarativeStream", "name": "accounts",
+              "schema_loader": {"type": "InlineSchemaLoader", "schema": {}},
+              "retriever": {"type": "SimpleRetriever",
+                            "requester": {"type": "HttpRequester", "url_base": "http://api.test", "path": "/a"},
+                            "record_selector": {"type": "RecordSelector",
+                                                "extractor": {"type": "DpathExtractor", "field_path": []}}}}
+    router = model("CustomPartitionRouter", "components.Router",
+                   parent_stream_configs=[{"type": "ParentStreamConfig", "stream": parent, "parent_key": "id",
+                                           "partition_field": "account_id"}],
+                   **{"$parameters": {"name": "account_orders"}})
+    assert type(bridge.build_airbyte_component(router, {})).__name__ == "Router"
