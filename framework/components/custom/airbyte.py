@@ -167,6 +167,10 @@ def to_airbyte_slice(stream_slice: Mapping[str, Any] | None) -> Any:
     """
     if stream_slice is None:
         return None
+    if type(stream_slice) is SliceView:  # the hot path: a view converted before (once per record)
+        known = stream_slice.__dict__.get("_as_airbyte")
+        if known is not None:
+            return known
     from airbyte_cdk.sources.types import StreamSlice as AirbyteSlice
 
     if isinstance(stream_slice, AirbyteSlice):
