@@ -53,6 +53,7 @@ __all__ = [
     "component_definition",
     "is_airbyte_class",
     "missing_airbyte_error",
+    "needs_bridge",
     "partition_from_airbyte",
     "records_from_airbyte",
     "state_from_airbyte",
@@ -252,6 +253,28 @@ def state_from_airbyte(state: Any) -> Any:
 
 
 # -- one stream, read by airbyte-cdk's reader, a partition at a time ---------------------------------
+
+#: The kinds that drive a stream's read themselves: a stream with one runs through :class:`AirbyteStream`.
+READ_DRIVING = {"retriever": "CustomRetriever", "requester": "CustomRequester"}
+
+
+def needs_bridge(stream: Mapping[str, Any]) -> str | None:
+    """Why a stream (its resolved manifest mapping) must be read by airbyte-cdk, or None when the engine reads it.
+
+    A ``CustomRetriever`` or a ``CustomRequester`` owns the request loop, so the
+    stream goes through :class:`AirbyteStream`; the answer names the kind and
+    where it sits (``retriever.requester``). Imports nothing.
+    """
+    retriever = stream.get("retriever")
+    if not isinstance(retriever, Mapping):
+        return None
+    if retriever.get("type") == READ_DRIVING["retriever"]:
+        return f"its retriever is a CustomRetriever (`{retriever.get('class_name')}`)"
+    requester = retriever.get("requester")
+    if isinstance(requester, Mapping) and requester.get("type") == READ_DRIVING["requester"]:
+        return f"its retriever.requester is a CustomRequester (`{requester.get('class_name')}`)"
+    return None
+
 
 
 @dataclass(frozen=True)

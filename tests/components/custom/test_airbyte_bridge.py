@@ -477,3 +477,14 @@ def test_a_view_is_converted_once_and_a_router_gets_the_stream_name_from_paramet
                                            "partition_field": "account_id"}],
                    **{"$parameters": {"name": "account_orders"}})
     assert type(bridge.build_airbyte_component(router, {})).__name__ == "Router"
+
+
+def test_streams_whose_read_is_driven_by_user_code_need_the_bridge() -> None:
+    simple = {"type": "SimpleRetriever", "requester": {"type": "HttpRequester", "path": "/a"}}
+    assert bridge.needs_bridge({"name": "a", "retriever": simple}) is None
+    custom = {"type": "CustomRetriever", "class_name": "components.Ads", "requester": simple["requester"]}
+    assert bridge.needs_bridge({"retriever": custom}) == "its retriever is a CustomRetriever (`components.Ads`)"
+    requester = {**simple, "requester": {"type": "CustomRequester", "class_name": "source_ads.components.Req"}}
+    assert bridge.needs_bridge({"retriever": requester}) == (
+        "its retriever.requester is a CustomRequester (`source_ads.components.Req`)")
+    assert bridge.needs_bridge({"retriever": "#/definitions/retriever"}) is None
