@@ -488,3 +488,35 @@ def test_streams_whose_read_is_driven_by_user_code_need_the_bridge() -> None:
     assert bridge.needs_bridge({"retriever": requester}) == (
         "its retriever.requester is a CustomRequester (`source_ads.components.Req`)")
     assert bridge.needs_bridge({"retriever": "#/definitions/retriever"}) is None
+
+
+@needs_airbyte
+def test_a_custom_requester_stream_is_read_through_the_bridge(components: Any) -> None:
+    components("""
+        from dataclasses import dataclass
+        from airbyte_cdk.sources.declarative.requesters import HttpRequester
+
+        @dataclass
+        class Signed(HttpRequester):
+            def get_request_headers(self, *, stream_state=None, stream_slice=None, next_page_token=None):
+                return {**super().get_request_headers(stream_state=stream_state, stream_slice=stream_slice,
+                                                      next_page_token=next_page_token), "X-Signed": "yes"}
+    """)
+    with FakeApi() as api:
+        def items(request: RecordedRequest) -> dict:
+            assert request.headers.get("X-Signed") == "yes"
+            return paged([{"id": i} for i in range(5)], request)
+
+        api.route("GET", "/orders", items)
+        manifest = retriever_manifest(api.url)
+        stream = manifest["streams"][0]
+        del stream["incremental_sync"]
+        requester = {**stream["retriever"]["requester"], "type": "CustomRequester", "class_name": "components.Signed",
+                     "name": "orders", "request_parameters": {}}
+        stream["retriever"] = {**stream["retriever"], "type": "SimpleRetriever", "requester": requester}
+        del stream["retriever"]["class_name"]
+        assert bridge.needs_bridge(stream) == "its retriever.requester is a CustomRequester (`components.Signed`)"
+        reader = bridge.AirbyteStream(manifest, {}, "orders")
+        units = reader.units()
+        records = [r["id"] for unit in units for page, _latest in reader.read(unit) for r in page]
+    assert records == [0, 1, 2, 3, 4] and reader.state(final=True) is None
