@@ -335,3 +335,29 @@ def test_a_custom_decoder_and_schema_normalization(tmp_path, fake_api):
     messages, err, report, _ = sync(str(path), fake_api.url)
     assert not report.failed, err
     assert records(messages) == [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
+
+
+@pytest.mark.parametrize("kind, field", [("CustomRetriever", "retriever"), ("CustomRequester", "requester"),
+                                         ("CustomIncrementalSync", "incremental_sync")])
+def test_kinds_that_drive_the_read_are_refused_when_the_connector_opens(kind, field, tmp_path):
+    (tmp_path / "components.py").write_text(textwrap.dedent(COMPONENTS) + textwrap.dedent("""
+        class Driver:
+            def read_records(self, records_schema, stream_slice=None): return []
+            def send_request(self, **kwargs): return None
+            def stream_slices(self): return []
+            def get_stream_state(self): return {}
+            def set_initial_state(self, stream_state): pass
+            def observe(self, stream_slice, record): pass
+            def close_slice(self, stream_slice): pass
+    """))
+    document = manifest()
+    stream = document["streams"][0]
+    driver = custom(kind, "Driver")
+    if field == "requester":
+        stream["retriever"]["requester"] = driver
+    else:
+        stream[field] = driver
+    path = tmp_path / "manifest.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    with pytest.raises(ConfigError, match=f"`components.Driver` is a {kind}: a class that drives the read itself"):
+        open_connector(str(path), {"base_url": "http://127.0.0.1:9", "token": "t"}, allow_custom_code=True)

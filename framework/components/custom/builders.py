@@ -9,8 +9,9 @@ the class and the manifest place (the stream is added as the error travels
 up). Adapters keep the user's object as ``user_object``.
 
 The kinds that drive a read themselves (``CustomRequester``,
-``CustomRetriever``, ``CustomIncrementalSync``) run through the airbyte-cdk
-bridge, not here.
+``CustomRetriever``, ``CustomIncrementalSync``) are refused when the connector
+opens, with the reason: they need the airbyte-cdk bridge's reader, which the
+engine does not call yet.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import inspect
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from http import HTTPStatus
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import orjson
 import requests
@@ -36,7 +37,7 @@ from framework.components.http.transport import HttpResponse
 from framework.components.partitions import ReadParent, RoutedPartition
 from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
-from framework.errors import DecodeError, FrameworkError, TransportError
+from framework.errors import ConfigError, DecodeError, FrameworkError, TransportError, place_suffix
 from framework.models import custom as models
 
 __all__ = [
@@ -597,3 +598,15 @@ def _decoder(model: models.CustomDecoder, ctx: BuildContext, path: tuple) -> Cus
 @builds("CustomSchemaNormalization")
 def _normalization(model: models.CustomSchemaNormalization, ctx: BuildContext, path: tuple) -> CustomNormalization:
     return CustomNormalization(user_component(model, ctx, path))
+
+
+@builds("CustomRequester", "CustomRetriever", "CustomIncrementalSync")
+def _drives_the_read(model: models.CustomComponent, ctx: BuildContext, path: tuple) -> NoReturn:
+    """The kinds that drive a read themselves: refused when the connector is opened, with the reason."""
+    kind = getattr(model, "type", "Custom")
+    raise ConfigError(
+        f"`{model.class_name}` is a {kind}: a class that drives the read itself, which run-manifest does not run "
+        f"yet{place_suffix(ctx.place(path + ('class_name',)) or ctx.place(path))}; the airbyte-cdk bridge that "
+        "reads such a stream is in docs/custom-components.md (\"What remains\"). Until then, describe the stream "
+        "with the built-in requester, retriever and incremental sync, and custom components of the other kinds"
+    )
