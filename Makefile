@@ -44,7 +44,8 @@ test: setup
 	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -q
 
 test-airbyte: $(AIRBYTE_STAMP)
-	AIRBYTE_CDK_PYTHON=$(abspath $(AIRBYTE_VENV)/bin/python) $(AIRBYTE_VENV)/bin/python -m pytest -q \
+	AIRBYTE_CDK_PYTHON=$(abspath $(AIRBYTE_VENV)/bin/python) PYSPARK_PYTHON=$(abspath $(AIRBYTE_VENV)/bin/python) \
+		$(AIRBYTE_VENV)/bin/python -m pytest -q \
 		tests/components/custom/test_airbyte*.py tests/parity
 
 demo: setup

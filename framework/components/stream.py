@@ -9,9 +9,12 @@ config and the slice, which is what lets a Spark executor read one.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 from framework.components.http.request import RequestParts
 from framework.components.partitions import Router, build_router
@@ -19,8 +22,9 @@ from framework.components.records import load_schema
 from framework.components.registry import BuildContext, builds
 from framework.components.retriever import Retriever
 from framework.components.slices import StreamSlice
-from framework.errors import ReadError
+from framework.errors import ConfigError, ReadError, place_suffix
 from framework.models import DeclarativeStream
+from framework.models.custom import CustomComponent, CustomRequester, CustomRetriever
 
 if TYPE_CHECKING:
     from framework.components.incremental import DatetimeCursor
@@ -38,14 +42,18 @@ def key_paths(primary_key: Any) -> tuple[tuple[str, ...], ...]:
 
 @dataclass(frozen=True)
 class Stream:
+    """A stream: ``bridge`` says why airbyte-cdk reads it (a custom retriever or requester), and then
+    ``retriever`` is None: the engine reads it through :mod:`framework.engine.bridge`."""
+
     name: str
-    retriever: Retriever
+    retriever: Retriever | None
     json_schema: Mapping[str, Any]
     primary_key: tuple[tuple[str, ...], ...] = ()
     cursor: DatetimeCursor | None = None
     router: Router | None = None
     parameters: Mapping[str, Any] = field(default_factory=dict)
     place: str | None = None
+    bridge: str | None = None
 
     @property
     def cursor_field(self) -> str | None:
@@ -61,6 +69,9 @@ class Stream:
     def read_slice(self, stream_slice: StreamSlice, config: Mapping[str, Any],
                    stream_state: Mapping[str, Any] | None = None) -> Iterator[list[dict]]:
         """The records of one slice, one list per page; errors name this stream."""
+        if self.retriever is None:
+            raise ConfigError(f"stream `{self.name}` is read through airbyte-cdk ({self.bridge}), not slice by "
+                              f"slice here{place_suffix(self.place)}")
         try:
             yield from self.retriever.read(stream_slice, config, slice_options=self.slice_options,
                                            stream_state=stream_state)
@@ -86,6 +97,9 @@ class Stream:
 
 @builds("DeclarativeStream")
 def build_stream(model: DeclarativeStream, ctx: BuildContext, path: tuple) -> Stream:
+    reason = bridge_reason(model)
+    if reason is not None:
+        return _bridged_stream(model, ctx, path, reason)
     retriever: Retriever = ctx.build(model.retriever, path + ("retriever",))
     transformations = [ctx.build(t, path + ("transformations", i)) for i, t in enumerate(model.transformations)]
     preloaded = ctx.schemas.get(model.name)
@@ -115,4 +129,63 @@ def build_stream(model: DeclarativeStream, ctx: BuildContext, path: tuple) -> St
     )
 
 
-__all__ = ["Stream", "build_stream", "key_paths"]
+def bridge_reason(model: DeclarativeStream) -> str | None:
+    """Why airbyte-cdk must read the stream, or None: its retriever or requester is user code that drives
+    the read (``CustomRetriever``, ``CustomRequester``), or a parent stream of its router is read so."""
+    retriever = model.retriever
+    if isinstance(retriever, CustomRetriever):
+        return f"its retriever is a CustomRetriever (`{retriever.class_name}`)"
+    requester = getattr(retriever, "requester", None)
+    if isinstance(requester, CustomRequester):
+        return f"its retriever.requester is a CustomRequester (`{requester.class_name}`)"
+    router = getattr(retriever, "partition_router", None)
+    for one in router if isinstance(router, (list, tuple)) else (router,):
+        for parent in getattr(one, "parent_stream_configs", None) or ():
+            if isinstance(parent.stream, DeclarativeStream) and bridge_reason(parent.stream) is not None:
+                return f"its parent stream `{parent.stream.name}` is read through airbyte-cdk"
+    return None
+
+
+def _custom_classes(value: Any, path: tuple) -> Iterator[tuple[str, str, tuple]]:
+    """``(class_name, kind, path)`` of every custom component in a model or mapping, nested ones too."""
+    if isinstance(value, CustomComponent):
+        yield value.class_name, value.kind, path
+        yield from _custom_classes(value.options, path)
+    elif isinstance(value, Mapping):
+        if isinstance(value.get("class_name"), str):
+            yield value["class_name"], "component", path
+        for key, item in value.items():
+            yield from _custom_classes(item, path + (key,))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from _custom_classes(item, path + (index,))
+    elif isinstance(value, BaseModel):  # a model: its fields
+        for name in type(value).model_fields:
+            yield from _custom_classes(getattr(value, name), path + (name,))
+
+
+def _bridged_stream(model: DeclarativeStream, ctx: BuildContext, path: tuple, reason: str) -> Stream:
+    """A stream airbyte-cdk reads: its name, schema, key and cursor (for the catalog), no retriever.
+
+    Its custom classes are loaded here, behind the custom-code gate, so that
+    airbyte-cdk's factory finds them by import; without airbyte-cdk, a
+    :class:`~framework.errors.ConfigError` names the extra.
+    """
+    from framework.components.custom.airbyte import airbyte_available, missing_airbyte_error
+    from framework.components.custom.names import resolve_class_name
+
+    place = ctx.place(path)
+    if not airbyte_available():
+        raise missing_airbyte_error(f"stream `{model.name}` ({reason})", place)
+    for class_name, kind, where in _custom_classes(model, path):
+        ref = resolve_class_name(class_name, ctx.base_dir or os.getcwd())
+        ctx.code.load_class(ref, kind, ctx.place(where) or place)
+    preloaded = ctx.schemas.get(model.name)
+    schema = dict(preloaded) if preloaded is not None else load_schema(model.schema_loader, ctx, model.name,
+                                                                       path + ("schema_loader",))
+    cursor = ctx.build(model.incremental_sync, path + ("incremental_sync",)) if model.incremental_sync else None
+    return Stream(name=model.name, retriever=None, json_schema=schema, primary_key=key_paths(model.primary_key),
+                  cursor=cursor, parameters=model.parameters, place=place, bridge=reason)
+
+
+__all__ = ["Stream", "bridge_reason", "build_stream", "key_paths"]

@@ -6,8 +6,10 @@ calls this package; none drives units its own way.
 * :mod:`.connector` - load and check a manifest and a config, build the streams;
 * :mod:`.sync` - one stream's sync: the units (each with the saved cursor value it
   starts from), reading one unit (:func:`~.sync.read_unit`), the state finished units allow;
-* :mod:`.plan` - a stream's :class:`~.sync.StreamSync` for a connector, and its units
-  in contiguous groups (one per Spark task or DataFrame input partition);
+* :mod:`.plan` - a stream's :class:`~.plan.Sync` for a connector (a :class:`~.sync.StreamSync`),
+  and its units in contiguous groups (one per Spark task or DataFrame input partition);
+* :mod:`.bridge` - the sync of a stream airbyte-cdk reads (a custom retriever or requester:
+  :class:`~.bridge.BridgeSync`, the same seams) and reading one of its units in a worker;
 * :mod:`.scheduler` - reading units in threads, in the caller's order, as
   :class:`~.scheduler.Page` and :class:`~.scheduler.UnitEnd` events (protocol mode);
 * :mod:`.worker` - what a worker process needs: the connector as text

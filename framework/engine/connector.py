@@ -41,6 +41,10 @@ class Connector:
     streams: Mapping[str, Stream] = field(default_factory=dict)
     #: each stream's state migrations (``state_migrations``), applied to its saved state before a sync
     state_migrations: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: the resolved manifest as a mapping (what airbyte-cdk reads a stream from, see :mod:`.bridge`)
+    manifest: Mapping[str, Any] = field(default_factory=dict)
+    #: what this process built to read units of streams airbyte-cdk reads (one reader per stream)
+    readers: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def shipped_files(self) -> dict[str, str]:
@@ -182,7 +186,8 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *, con
         if found:
             migrations[model.name] = tuple(context.build(m, ("streams", index, "state_migrations", i))
                                            for i, m in enumerate(found))
-    return Connector(source, config, context, streams, migrations)
+    return Connector(source, config, context, streams, migrations, checked.data if isinstance(checked.data, Mapping)
+                     else {})
 
 
 def _check_config_value(spec: Mapping[str, Any], config: Mapping[str, Any], mask: Masker) -> None:

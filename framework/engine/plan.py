@@ -1,7 +1,8 @@
-"""Planning a stream's sync: its :class:`StreamSync` and the contiguous groups its units are read in.
+"""Planning a stream's sync: its :class:`Sync` and the contiguous groups its units are read in.
 
 :func:`open_sync` makes the sync of one stream for a connector (its config and
-clock) from a saved state; ``sync.plan()`` then lists the units, each carrying
+clock) from a saved state (a :class:`~.sync.StreamSync`, or for a stream
+airbyte-cdk reads a :class:`~.bridge.BridgeSync`); ``sync.plan()`` then lists the units, each carrying
 the saved cursor value it starts from. :func:`contiguous_groups` splits them
 into the groups that Spark tasks and the DataFrame reader's input partitions
 read, one group each.
@@ -9,29 +10,55 @@ read, one group each.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from framework.components.stream import Stream
 from framework.engine.connector import Connector
-from framework.engine.sync import StreamSync, Unit
+from framework.engine.sync import StreamSync
 
-__all__ = ["contiguous_groups", "open_sync"]
+__all__ = ["Sync", "contiguous_groups", "open_sync"]
+
+T = TypeVar("T")
+
+
+class Sync(Protocol):
+    """One stream's sync, as every front end drives it: :class:`~.sync.StreamSync` (the framework reads the
+    stream) or :class:`~.bridge.BridgeSync` (airbyte-cdk reads it). Units are small picklable values with an
+    ``index`` (their place in the plan); ``latest`` is what :meth:`read` observed of a unit read elsewhere."""
+
+    records_read: int
+
+    def plan(self) -> Sequence[Any]: ...
+
+    def read(self, unit: Any) -> Iterator[list[dict]]: ...
+
+    def observe(self, unit: Any, latest: Any, records: int = 0) -> None: ...
+
+    def done(self, unit: Any) -> None: ...
+
+    def state(self, final: bool = False) -> dict | None: ...
 
 
 def open_sync(connector: Connector, stream: Stream, state: Mapping[str, Any] | None, *,
-              incremental: bool = True) -> StreamSync:
+              incremental: bool = True) -> Sync:
     """The sync of ``stream`` with the connector's config and clock, from ``state`` (the stream's saved state).
 
-    The stream's state migrations (custom ``state_migrations``) are applied to
-    ``state`` first. Raises :class:`~framework.errors.StateError` when the state
-    cannot be read.
+    A stream that airbyte-cdk reads (``stream.bridge``) gets a
+    :class:`~.bridge.BridgeSync` (airbyte-cdk applies its state migrations);
+    any other, a :class:`~.sync.StreamSync`, with the stream's state migrations
+    (custom ``state_migrations``) applied to ``state`` first. Raises
+    :class:`~framework.errors.StateError` when the state cannot be read.
     """
+    if stream.bridge is not None:
+        from framework.engine.bridge import BridgeSync
+
+        return BridgeSync(connector, stream, state, incremental=incremental)
     state = connector.migrate_state(stream.name, state)
     return StreamSync(stream, connector.config, state, incremental=incremental, clock=connector.context.clock)
 
 
-def contiguous_groups(units: Sequence[Unit], at_most: int) -> list[list[Unit]]:
+def contiguous_groups(units: Sequence[T], at_most: int) -> list[list[T]]:
     """``units`` in order, in ``at_most`` contiguous groups of nearly equal size (earlier groups one larger).
 
     Never more groups than units, and always at least one (empty when there are no units).

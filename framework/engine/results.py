@@ -12,15 +12,16 @@ task wrote. :func:`to_arrow` and :func:`from_arrow` are its one Arrow form
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pyarrow as pa
 
-from framework.engine.sync import StreamSync, Unit
+if TYPE_CHECKING:
+    from framework.engine.plan import Sync
 
 __all__ = ["RESULT_SCHEMA", "GroupTotals", "UnitResult", "failed_group", "fold_results", "from_arrow", "to_arrow"]
 
@@ -32,18 +33,23 @@ RESULT_SCHEMA = pa.schema([
     ("files", pa.string()),  # JSON list of written files (a task's first row), else null
     ("nulled", pa.int64()),
     ("pages", pa.int64()),
+    ("latest_record", pa.string()),  # JSON of the unit's most recent record (a stream airbyte-cdk reads)
 ])
 
 
 @dataclass(frozen=True)
 class UnitResult:
-    """One unit read: ``unit`` is its index in the plan; ``error`` (masked) says it is not done."""
+    """One unit read: ``unit`` is its index in the plan; ``error`` (masked) says it is not done.
+
+    ``latest`` is the latest cursor value read in the unit, or for a stream
+    airbyte-cdk reads, the unit's most recent record (which Airbyte's cursor reads).
+    """
 
     unit: int
     records: int = 0
     pages: int = 0
     nulled: int = 0
-    latest: datetime | None = None
+    latest: datetime | Mapping[str, Any] | None = None
     error: str | None = None
     files: tuple[dict[str, Any], ...] = ()
 
@@ -53,23 +59,26 @@ def to_arrow(results: Sequence[UnitResult]) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict({
         "unit": [r.unit for r in results],
         "records": [r.records for r in results],
-        "latest": [r.latest.isoformat() if r.latest is not None else None for r in results],
+        "latest": [r.latest.isoformat() if isinstance(r.latest, datetime) else None for r in results],
         "error": [r.error for r in results],
         "files": [orjson.dumps(r.files).decode() if r.files else None for r in results],
         "nulled": [r.nulled for r in results],
         "pages": [r.pages for r in results],
+        "latest_record": [orjson.dumps(r.latest).decode() if isinstance(r.latest, Mapping) else None
+                          for r in results],
     }, schema=RESULT_SCHEMA)
 
 
 def from_arrow(data: pa.Table | pa.RecordBatch) -> list[UnitResult]:
     """The results in ``data`` (rows of :data:`RESULT_SCHEMA`), in its order."""
     return [UnitResult(unit=row["unit"], records=row["records"], pages=row["pages"], nulled=row["nulled"],
-                       latest=datetime.fromisoformat(row["latest"]) if row["latest"] else None,
+                       latest=datetime.fromisoformat(row["latest"]) if row["latest"] else
+                       orjson.loads(row["latest_record"]) if row["latest_record"] else None,
                        error=row["error"], files=tuple(orjson.loads(row["files"])) if row["files"] else ())
             for row in data.to_pylist()]
 
 
-def failed_group(units: Iterable[Unit], message: str) -> list[UnitResult]:
+def failed_group(units: Iterable[Any], message: str) -> list[UnitResult]:
     """The results of a group that failed as a whole (its task raised, its executor died): ``message`` for each."""
     return [UnitResult(unit.index, error=message) for unit in units]
 
@@ -86,7 +95,7 @@ class GroupTotals:
     error: str | None = None
 
 
-def fold_results(sync: StreamSync, results: Iterable[UnitResult]) -> GroupTotals:
+def fold_results(sync: Sync, results: Iterable[UnitResult]) -> GroupTotals:
     """Take a finished group's ``results`` into ``sync`` (planned already): each unit that succeeded is
     observed and done.
 

@@ -21,9 +21,10 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from framework.engine.sync import StreamSync, Unit
+if TYPE_CHECKING:
+    from framework.engine.plan import Sync
 
 __all__ = ["Page", "UnitEnd", "read_units"]
 
@@ -35,7 +36,7 @@ JOIN_SECONDS = 2.0
 class Page:
     """A page of ``unit``'s records (never empty)."""
 
-    unit: Unit
+    unit: Any  # a unit of the sync's plan
     records: list[dict[str, Any]]
 
 
@@ -43,7 +44,7 @@ class Page:
 class UnitEnd:
     """Every page of ``unit`` has been handed over."""
 
-    unit: Unit
+    unit: Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +60,7 @@ class _Quit:
 _Item = Page | UnitEnd | _Failed | _Quit
 
 
-def read_units(sync: StreamSync, units: Sequence[Unit], concurrency: int = 1) -> Iterator[Page | UnitEnd]:
+def read_units(sync: Sync, units: Sequence[Any], concurrency: int = 1) -> Iterator[Page | UnitEnd]:
     """The pages and ends of ``units`` (see the module docstring)."""
     if concurrency <= 1 or len(units) <= 1:
         for unit in units:
@@ -70,7 +71,7 @@ def read_units(sync: StreamSync, units: Sequence[Unit], concurrency: int = 1) ->
     yield from _threaded(sync, units, min(concurrency, len(units)))
 
 
-def _threaded(sync: StreamSync, units: Sequence[Unit], concurrency: int) -> Iterator[Page | UnitEnd]:
+def _threaded(sync: Sync, units: Sequence[Any], concurrency: int) -> Iterator[Page | UnitEnd]:
     pages: queue.Queue[_Item] = queue.Queue(maxsize=concurrency * 4)
     todo = iter(units)
     take = threading.Lock()
@@ -85,7 +86,7 @@ def _threaded(sync: StreamSync, units: Sequence[Unit], concurrency: int) -> Iter
                 continue
         return False
 
-    def next_unit() -> Unit | None:
+    def next_unit() -> Any:
         with take:
             return next(todo, None)
 

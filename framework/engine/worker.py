@@ -19,7 +19,6 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import orjson
@@ -30,7 +29,7 @@ from framework.components.partitions import parents_of
 from framework.components.stream import Stream
 from framework.engine.connector import Connector, open_connector_text
 from framework.engine.results import UnitResult
-from framework.engine.sync import Unit, read_unit
+from framework.engine.sync import read_unit
 from framework.formats import raw_batch
 from framework.typed import RecordConverter
 from framework.typed.raw_ids import random_uuids
@@ -145,7 +144,7 @@ class PageTyper:
         return batch, converter.last_nulled
 
 
-def read_group(connector: Connector, stream: Stream, units: Iterable[Unit], typer: PageTyper,
+def read_group(connector: Connector, stream: Stream, units: Iterable[Any], typer: PageTyper,
                write: Callable[[pa.RecordBatch], None] | None = None) -> Iterator[pa.RecordBatch | UnitResult]:
     """Read ``units`` one after the other, page by page, each page typed by ``typer``.
 
@@ -153,8 +152,13 @@ def read_group(connector: Connector, stream: Stream, units: Iterable[Unit], type
     ``write`` instead) and, after a unit's pages, its :class:`UnitResult`. The
     first failure (reading, typing or writing a page) ends the reading: its
     unit's result carries the connector-masked message and every later unit
-    gets a result with the same message, unread.
+    gets a result with the same message, unread. A stream airbyte-cdk reads
+    (``stream.bridge``) is read by :func:`~framework.engine.bridge.read_bridged_unit`,
+    its result's ``latest`` being the unit's most recent record.
     """
+    bridged = stream.bridge is not None
+    if bridged:
+        from framework.engine.bridge import read_bridged_unit
     config = connector.config
     failed: str | None = None
     for unit in units:
@@ -162,9 +166,10 @@ def read_group(connector: Connector, stream: Stream, units: Iterable[Unit], type
             yield UnitResult(unit.index, error=failed)
             continue
         records = pages = nulled = 0
-        latest: datetime | None = None
+        latest: Any = None
         try:
-            for page, page_latest in read_unit(stream, config, unit):
+            pages_of = read_bridged_unit(connector, stream, unit) if bridged else read_unit(stream, config, unit)
+            for page, page_latest in pages_of:
                 batch, page_nulled = typer(page, int(time.time() * 1000))
                 if write is not None:
                     write(batch)
@@ -173,8 +178,8 @@ def read_group(connector: Connector, stream: Stream, units: Iterable[Unit], type
                 records += len(page)
                 pages += 1
                 nulled += page_nulled
-                if page_latest is not None and (latest is None or page_latest > latest):
-                    latest = page_latest
+                if page_latest is not None and (bridged or latest is None or page_latest > latest):
+                    latest = page_latest  # bridged: the unit's most recent record so far
         except Exception as exc:  # the unit fails; the caller decides what its other units' data is worth
             failed = connector.mask(str(exc) or type(exc).__name__)
         yield UnitResult(unit.index, records, pages, nulled, latest, failed)

@@ -18,10 +18,9 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from framework.engine.connector import Connector
-from framework.engine.plan import open_sync
+from framework.engine.plan import Sync, open_sync
 from framework.engine.report import StreamReport, any_failed
 from framework.engine.scheduler import Page, read_units
-from framework.engine.sync import StreamSync
 from framework.errors import FrameworkError, ReadError
 from framework.protocol import messages
 from framework.protocol.catalog import Selection
@@ -77,7 +76,7 @@ def _read_stream(connector: Connector, selection: Selection, states: Mapping[str
     started = time.perf_counter()
     write(messages.encode(messages.stream_status(stream.name, "STARTED", float(_now_ms(connector)))))
     encoder = messages.RecordEncoder(stream.name)
-    sync: StreamSync | None = None
+    sync: Sync | None = None
     last_state: Any = None
     last_checkpoint = float("-inf")  # the first finished unit checkpoints at once, then throttled
 

@@ -51,7 +51,6 @@ from pyspark.sql.types import StructType
 from framework.engine.connector import Connector, read_config
 from framework.engine.plan import contiguous_groups, open_sync
 from framework.engine.results import UnitResult
-from framework.engine.sync import Unit
 from framework.engine.worker import ConnectorSource, PageTyper, all_schemas, read_group, worker_connector
 from framework.errors import ConfigError
 from framework.typed import RecordConverter, parse_schema
@@ -155,7 +154,7 @@ class _ManifestReader(DataSourceReader):
         return [_UnitPartition(pickle.dumps(group, protocol=pickle.HIGHEST_PROTOCOL)) for group in groups]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        group: list[Unit] = pickle.loads(partition.value)
+        group: list[Any] = pickle.loads(partition.value)
         if not group:  # a stream with nothing to read
             return
         source = self.source

@@ -37,10 +37,9 @@ import orjson
 
 from framework.cdc import ChangeStream, apply_changes, realtime_stream
 from framework.engine.connector import Connector
-from framework.engine.plan import contiguous_groups, open_sync
+from framework.engine.plan import Sync, contiguous_groups, open_sync
 from framework.engine.report import StreamReport, any_failed
 from framework.engine.results import UnitResult, failed_group, fold_results, from_arrow
-from framework.engine.sync import StreamSync, Unit
 from framework.engine.worker import ConnectorSource
 from framework.errors import ConfigError, FrameworkError
 from framework.formats.rolling import delete_older_generations
@@ -222,7 +221,7 @@ def _check_schema(run: _Run, name: str) -> None:
         converter.avro  # noqa: B018 - built for its errors
 
 
-def _run_groups(run: _Run, job: TaskJob, groups: list[list[Unit]]) -> Iterator[list[UnitResult]]:
+def _run_groups(run: _Run, job: TaskJob, groups: list[list[Any]]) -> Iterator[list[UnitResult]]:
     """Run each group as a one-task Spark job, all at once; yield each group's results as it finishes.
 
     A job that fails as a whole (the task raised outside a unit, the executor
@@ -231,13 +230,13 @@ def _run_groups(run: _Run, job: TaskJob, groups: list[list[Unit]]) -> Iterator[l
     spark = run.spark
     job_group = f"run-manifest-{job.stream}-{uuid.uuid4().hex[:12]}"
 
-    def one(index: int, group: list[Unit]) -> list[UnitResult]:
+    def one(index: int, group: list[Any]) -> list[UnitResult]:
         spark.sparkContext.setJobGroup(job_group, f"sync of stream {job.stream}", interruptOnCancel=True)
         frame = spark.createDataFrame(encode_units(group)).coalesce(1)
         return from_arrow(frame.mapInArrow(task_function(job, index), RESULT_DDL).toArrow())
 
     pool = ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix=f"sync-{job.stream}")
-    pending: dict[Future, list[Unit]] = {pool.submit(one, i, g): g for i, g in enumerate(groups)}
+    pending: dict[Future, list[Any]] = {pool.submit(one, i, g): g for i, g in enumerate(groups)}
     try:
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -255,7 +254,7 @@ def _run_groups(run: _Run, job: TaskJob, groups: list[list[Unit]]) -> Iterator[l
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _fold(sync: StreamSync, results: list[UnitResult], result: StreamResult, connector: Connector) -> bool:
+def _fold(sync: Sync, results: list[UnitResult], result: StreamResult, connector: Connector) -> bool:
     """Take the results of a finished group into the stream's sync and result; True when a unit finished."""
     totals = fold_results(sync, results)
     result.files.extend(totals.files)

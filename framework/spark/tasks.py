@@ -25,7 +25,6 @@ from typing import Any
 import pyarrow as pa
 
 from framework.engine.results import RESULT_SCHEMA, UnitResult, to_arrow
-from framework.engine.sync import Unit
 from framework.engine.worker import ConnectorSource, PageTyper, read_group, worker_connector
 from framework.formats.rolling import RollingWriter
 from framework.models.destination import DestinationSettings
@@ -56,7 +55,7 @@ class TaskJob:
     cdc_staging: str = ""  # realtime change data: the staging folder the typed records go to instead
 
 
-def encode_units(units: Iterable[Unit]) -> pa.Table:
+def encode_units(units: Iterable[Any]) -> pa.Table:
     """Units as the input table of the Spark job (each unit carries the state it starts from)."""
     units = list(units)
     return pa.table({"unit": [u.index for u in units],
@@ -64,7 +63,7 @@ def encode_units(units: Iterable[Unit]) -> pa.Table:
                     schema=UNITS_SCHEMA)
 
 
-def _decode_units(batches: Iterator[pa.RecordBatch]) -> Iterator[Unit]:
+def _decode_units(batches: Iterator[pa.RecordBatch]) -> Iterator[Any]:
     for batch in batches:
         for payload in batch.column("payload").to_pylist():
             yield pickle.loads(payload)

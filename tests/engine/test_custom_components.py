@@ -339,7 +339,14 @@ def test_a_custom_decoder_and_schema_normalization(tmp_path, fake_api):
 
 @pytest.mark.parametrize("kind, field", [("CustomRetriever", "retriever"), ("CustomRequester", "requester"),
                                          ("CustomIncrementalSync", "incremental_sync")])
-def test_kinds_that_drive_the_read_are_refused_when_the_connector_opens(kind, field, tmp_path):
+def test_kinds_that_drive_the_read_need_airbyte_cdk_or_are_refused_when_the_connector_opens(kind, field, tmp_path,
+                                                                                          monkeypatch):
+    """A stream with a CustomRetriever or CustomRequester is read by airbyte-cdk: without it, the error names
+    the extra (the stream is read through it otherwise, see tests/components/custom/test_airbyte_dispatch.py);
+    a CustomIncrementalSync is refused, with the reason."""
+    from framework.components.custom import airbyte
+
+    monkeypatch.setattr(airbyte, "airbyte_available", lambda: False)
     (tmp_path / "components.py").write_text(textwrap.dedent(COMPONENTS) + textwrap.dedent("""
         class Driver:
             def read_records(self, records_schema, stream_slice=None): return []
@@ -359,5 +366,11 @@ def test_kinds_that_drive_the_read_are_refused_when_the_connector_opens(kind, fi
         stream[field] = driver
     path = tmp_path / "manifest.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False))
-    with pytest.raises(ConfigError, match=f"`components.Driver` is a {kind}: a class that drives the read itself"):
+    if kind == "CustomIncrementalSync":
+        expected = "`components.Driver` is a CustomIncrementalSync, which run-manifest cannot run.*airbyte-cdk 7.39.1"
+    else:
+        where = "retriever" if field == "retriever" else "retriever.requester"
+        expected = (rf"stream `{stream['name']}` \(its {where} is a {kind} \(`components.Driver`\)\) needs "
+                    r"airbyte-cdk, which is not installed: pip install 'manifest-framework\[airbyte\]'")
+    with pytest.raises(ConfigError, match=expected):
         open_connector(str(path), {"base_url": "http://127.0.0.1:9", "token": "t"}, allow_custom_code=True)

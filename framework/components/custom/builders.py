@@ -8,10 +8,10 @@ once per record), and turns an exception raised in the user's code into a
 the class and the manifest place (the stream is added as the error travels
 up). Adapters keep the user's object as ``user_object``.
 
-The kinds that drive a read themselves (``CustomRequester``,
-``CustomRetriever``, ``CustomIncrementalSync``) are refused when the connector
-opens, with the reason: they need the airbyte-cdk bridge's reader, which the
-engine does not call yet.
+The kinds that drive a read themselves are not built here: a stream with a
+``CustomRequester`` or a ``CustomRetriever`` is read by airbyte-cdk (see
+:mod:`framework.engine.bridge`), and a ``CustomIncrementalSync`` is refused
+when the connector opens, with the reason.
 """
 
 from __future__ import annotations
@@ -602,11 +602,21 @@ def _normalization(model: models.CustomSchemaNormalization, ctx: BuildContext, p
 
 @builds("CustomRequester", "CustomRetriever", "CustomIncrementalSync")
 def _drives_the_read(model: models.CustomComponent, ctx: BuildContext, path: tuple) -> NoReturn:
-    """The kinds that drive a read themselves: refused when the connector is opened, with the reason."""
+    """The kinds that drive a read themselves: never built here, and a ``CustomIncrementalSync`` is refused.
+
+    A stream with a ``CustomRetriever`` or ``CustomRequester`` is read by
+    airbyte-cdk (:func:`framework.components.stream.build_stream` does not
+    build its retriever), so only a ``CustomIncrementalSync`` comes here: it is
+    refused when the connector opens, with the reason.
+    """
     kind = getattr(model, "type", "Custom")
-    raise ConfigError(
-        f"`{model.class_name}` is a {kind}: a class that drives the read itself, which run-manifest does not run "
-        f"yet{place_suffix(ctx.place(path + ('class_name',)) or ctx.place(path))}; the airbyte-cdk bridge that "
-        "reads such a stream is in docs/custom-components.md (\"What remains\"). Until then, describe the stream "
-        "with the built-in requester, retriever and incremental sync, and custom components of the other kinds"
-    )
+    place = place_suffix(ctx.place(path + ("class_name",)) or ctx.place(path))
+    if kind == "CustomIncrementalSync":
+        raise ConfigError(
+            f"`{model.class_name}` is a CustomIncrementalSync, which run-manifest cannot run{place}: airbyte-cdk "
+            "7.39.1, whose reader runs the classes that drive a read, no longer has this kind either. Describe "
+            "the cursor with a DatetimeBasedCursor, with custom components of the "
+            "other kinds where needed"
+        )
+    raise ConfigError(f"`{model.class_name}` is a {kind}: it is read through airbyte-cdk as part of its stream, "
+                      f"and cannot stand apart from one{place}")
