@@ -100,3 +100,26 @@ def test_a_users_exception_fails_the_stream_with_its_message_and_traceback_on_st
     assert "components.py\", line" in err and "in explode" in err and 'return body["nothing_here"]' in err
     errors = [m["trace"]["error"] for m in messages if m["type"] == "TRACE" and m["trace"]["type"] == "ERROR"]
     assert "in explode" in errors[0]["message"]
+
+
+def test_a_custom_retriever_without_airbyte_cdk_exits_2_naming_the_extra_before_spark(tmp_path, fake_api,
+                                                                                      monkeypatch, capsys):
+    """A stream a CustomRetriever drives is read by airbyte-cdk: without it, the run stops when the connector
+    opens (no Spark session, no request), naming the stream, the manifest place and the extra."""
+    from framework.components.custom import airbyte
+
+    monkeypatch.setattr(airbyte, "airbyte_available", lambda: False)
+    (tmp_path / "components.py").write_text("class Reads:\n    def read_records(self, *args, **kwargs):\n"
+                                            "        return []\n\n    def extract_records(self, response):\n"
+                                            "        return []\n")
+    (tmp_path / "config.json").write_text(json.dumps({"base_url": fake_api.url}))
+    (tmp_path / "manifest.yaml").write_text(MANIFEST.replace("EXTRACTOR", "Reads").replace(
+        "      type: SimpleRetriever\n", "      type: CustomRetriever\n      class_name: components.Reads\n"))
+    for mode in ((), ("--protocol",)):
+        code, _ = run(str(tmp_path / "manifest.yaml"), "--config", str(tmp_path / "config.json"),
+                      "--allow-custom-code", "--output", str(tmp_path / "out"), *mode)
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert "stream `items` (its retriever is a CustomRetriever (`components.Reads`)) needs airbyte-cdk" in err
+        assert "manifest.yaml:" in err and "pip install 'manifest-framework[airbyte]'" in err
+    assert fake_api.received() == [] and not (tmp_path / "out").exists()
