@@ -70,9 +70,9 @@ def discover(manifest_path: str, config: Mapping[str, Any], *, config_path: str 
     entries = []
     for index, stream in enumerate(source.streams):
         path = ("streams", index)
-        for component, where in custom_components(stream, path):  # the gate, and imports that fail
-            ref = resolve_class_name(component.class_name, base_dir)
-            ctx.code.load_class(ref, component.kind, ctx.place(where + ("class_name",)) or ctx.place(where))
+        for class_name, kind, where in custom_components(stream, path):  # the gate, and imports that fail
+            ref = resolve_class_name(class_name, base_dir)
+            ctx.code.load_class(ref, kind, ctx.place(where + ("class_name",)) or ctx.place(where))
         schema = load_schema(stream.schema_loader, ctx, stream.name, path + ("schema_loader",))
         entries.append(catalog_entry(stream.name, schema, key_paths(stream.primary_key), _cursor_field(stream, ctx),
                                      incremental=stream.incremental_sync is not None))
@@ -90,16 +90,20 @@ def _cursor_field(stream: DeclarativeStream, ctx: BuildContext) -> str | None:
     return str(ctx.render(field, cursor.parameters))
 
 
-def custom_components(node: Any, path: tuple) -> Iterator[tuple[CustomComponent, tuple]]:
-    """Every custom component model in ``node`` (a model, or lists and mappings of them), with its path."""
+def custom_components(node: Any, path: tuple) -> Iterator[tuple[str, str, tuple]]:
+    """``(class_name, kind, path)`` of every custom component in ``node`` (a model, or lists and mappings of
+    them), those given as plain mappings among a custom component's keys too (airbyte-cdk builds them)."""
     if isinstance(node, CustomComponent):
-        yield node, path
-    if isinstance(node, BaseModel):
+        yield node.class_name, node.kind, path
+        yield from custom_components(node.options, path)
+    elif isinstance(node, BaseModel):
         for name, info in type(node).model_fields.items():
             yield from custom_components(getattr(node, name), path + (info.alias or name,))
     elif isinstance(node, (list, tuple)):
         for i, item in enumerate(node):
             yield from custom_components(item, path + (i,))
     elif isinstance(node, Mapping):
+        if isinstance(node.get("class_name"), str):
+            yield node["class_name"], "component", path
         for key, item in node.items():
             yield from custom_components(item, path + (key,))

@@ -132,17 +132,27 @@ def test_a_package_a_component_needs_and_that_is_missing_is_named_at_discover(tm
         discover(manifest, {"base_url": "x"}, allow_custom_code=True)
 
 
-def test_custom_components_finds_every_custom_model_with_its_manifest_path(tmp_path):
+def test_custom_components_finds_every_custom_class_with_its_manifest_path(tmp_path):
     from framework.manifest import check_manifest
 
-    manifest, _ = _write(tmp_path, _driven_streams())
-    source = check_manifest(manifest).source
-    assert source is not None
-    found = [(type(model).__name__, path) for index, stream in enumerate(source.streams)
-             for model, path in custom_components(stream, ("streams", index))]
+    streams = _driven_streams()
+    streams[0]["retriever"]["partition_router"] = {  # a class airbyte-cdk builds, nested in a custom one's keys
+        "type": "CustomPartitionRouter", "class_name": "components.Router",
+        "parent": {"extractor": {"class_name": "components.Inner", "field_path": []}}}
+    manifest, _ = _write(tmp_path, streams)
+    with open(tmp_path / "components.py", "a") as handle:
+        handle.write("\n\nclass Router:\n    parent: dict\n\n    def stream_slices(self):\n        return []\n\n\n"
+                     "class Inner:\n    def extract_records(self, response):\n        return []\n")
+    checked = check_manifest(manifest)
+    assert checked.ok and checked.source is not None, [d.format() for d in checked.errors]
+    source = checked.source
+    found = [(class_name, kind, path) for index, stream in enumerate(source.streams)
+             for class_name, kind, path in custom_components(stream, ("streams", index))]
     assert found == [
-        ("CustomRetriever", ("streams", 1, "retriever")),
-        ("CustomRequester", ("streams", 2, "retriever", "requester")),
-        ("CustomSchemaLoader", ("streams", 3, "schema_loader")),
-        ("CustomIncrementalSync", ("streams", 3, "incremental_sync")),
+        ("components.Router", "partition router", ("streams", 0, "retriever", "partition_router")),
+        ("components.Inner", "component", ("streams", 0, "retriever", "partition_router", "parent", "extractor")),
+        ("components.Driver", "retriever", ("streams", 1, "retriever")),
+        ("components.Driver", "requester", ("streams", 2, "retriever", "requester")),
+        ("components.Schema", "schema loader", ("streams", 3, "schema_loader")),
+        ("components.Driver", "incremental sync", ("streams", 3, "incremental_sync")),
     ]
