@@ -46,7 +46,7 @@ test: setup
 test-airbyte: $(AIRBYTE_STAMP)
 	AIRBYTE_CDK_PYTHON=$(abspath $(AIRBYTE_VENV)/bin/python) PYSPARK_PYTHON=$(abspath $(AIRBYTE_VENV)/bin/python) \
 		$(AIRBYTE_VENV)/bin/python -m pytest -q \
-		tests/components/custom/test_airbyte*.py tests/parity
+		tests/components/custom/test_airbyte*.py tests/parity tests/manifest/test_pypi_corpus_discover.py
 
 demo: setup
 	PYSPARK_PYTHON=$(abspath $(BIN)/python) PATH=$(abspath $(BIN)):$$PATH bash examples/demo.sh

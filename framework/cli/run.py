@@ -11,7 +11,9 @@ Modes:
   does. Takes ``--catalog``, ``--state`` and ``--streams``. Never starts Spark.
 * ``--check``: print a CONNECTION_STATUS message (reads one page of the
   manifest's check streams).
-* ``--discover``: print a CATALOG message with each stream's schema.
+* ``--discover``: print a CATALOG message with each stream's schema (from the
+  schemas alone: nothing is read, no retriever is built;
+  :mod:`framework.protocol.discover`).
 * ``--spec``: print the SPEC message (no config needed).
 
 Custom components whose code is shipped with the manifest (``components.py``
@@ -42,6 +44,7 @@ from framework.manifest import load_manifest
 from framework.protocol import messages
 from framework.protocol.catalog import parse_state, select_streams
 from framework.protocol.check import check_connection
+from framework.protocol.discover import discover
 from framework.protocol.read import check_states, read
 
 
@@ -125,15 +128,17 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
         return 2
     try:
         config = read_config(args.config)
+        if args.discover:  # from the schemas alone: no stream is built to be read
+            entries = discover(args.manifest, config, config_path=args.config,
+                               allow_custom_code=True if args.allow_custom_code else None)
+            out.write(messages.encode(messages.catalog(entries)))
+            return 0
         connector = open_connector(args.manifest, config, config_path=args.config,
                                    allow_custom_code=True if args.allow_custom_code else None)
     except ConfigError as exc:
         if args.check:  # Airbyte reads a failed check from CONNECTION_STATUS, whatever the exit code
             out.write(messages.encode(messages.connection_status(False, str(exc))))
         raise
-    if args.discover:
-        out.write(messages.encode(messages.catalog([s.catalog_entry() for s in connector.streams.values()])))
-        return 0
     if args.check:
         ok, message = check_connection(connector)
         out.write(messages.encode(messages.connection_status(ok, message)))

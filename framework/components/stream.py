@@ -81,18 +81,28 @@ class Stream:
 
     def catalog_entry(self) -> dict[str, Any]:
         """This stream as an Airbyte catalog entry (for ``--discover``)."""
-        entry: dict[str, Any] = {
-            "name": self.name,
-            "json_schema": dict(self.json_schema),
-            "supported_sync_modes": ["full_refresh", "incremental"] if self.cursor is not None else ["full_refresh"],
-            "is_resumable": self.cursor is not None,
-        }
-        if self.cursor is not None:
-            entry["source_defined_cursor"] = True
-            entry["default_cursor_field"] = [self.cursor.cursor_field]
-        if self.primary_key:
-            entry["source_defined_primary_key"] = [list(path) for path in self.primary_key]
-        return entry
+        return catalog_entry(self.name, self.json_schema, self.primary_key, self.cursor_field,
+                             incremental=self.cursor is not None)
+
+
+def catalog_entry(name: str, json_schema: Mapping[str, Any], primary_key: tuple[tuple[str, ...], ...],
+                  cursor_field: str | None, *, incremental: bool | None = None) -> dict[str, Any]:
+    """A stream as an Airbyte catalog entry: ``incremental`` (by default: it has a cursor field) adds the
+    incremental sync mode and the cursor field."""
+    incremental = cursor_field is not None if incremental is None else incremental
+    entry: dict[str, Any] = {
+        "name": name,
+        "json_schema": dict(json_schema),
+        "supported_sync_modes": ["full_refresh", "incremental"] if incremental else ["full_refresh"],
+        "is_resumable": incremental,
+    }
+    if incremental:
+        entry["source_defined_cursor"] = True
+        if cursor_field is not None:
+            entry["default_cursor_field"] = [cursor_field]
+    if primary_key:
+        entry["source_defined_primary_key"] = [list(path) for path in primary_key]
+    return entry
 
 
 @builds("DeclarativeStream")
@@ -141,8 +151,9 @@ def bridge_reason(model: DeclarativeStream) -> str | None:
     router = getattr(retriever, "partition_router", None)
     for one in router if isinstance(router, (list, tuple)) else (router,):
         for parent in getattr(one, "parent_stream_configs", None) or ():
-            if isinstance(parent.stream, DeclarativeStream) and bridge_reason(parent.stream) is not None:
-                return f"its parent stream `{parent.stream.name}` is read through airbyte-cdk"
+            stream = getattr(parent, "stream", None)  # a custom router's parent configs are plain mappings
+            if isinstance(stream, DeclarativeStream) and bridge_reason(stream) is not None:
+                return f"its parent stream `{stream.name}` is read through airbyte-cdk"
     return None
 
 
@@ -188,4 +199,4 @@ def _bridged_stream(model: DeclarativeStream, ctx: BuildContext, path: tuple, re
                   cursor=cursor, parameters=model.parameters, place=place, bridge=reason)
 
 
-__all__ = ["Stream", "bridge_reason", "build_stream", "key_paths"]
+__all__ = ["Stream", "bridge_reason", "build_stream", "catalog_entry", "key_paths"]

@@ -31,6 +31,13 @@ from framework.manifest.components import PARAMETERS_KEY, Placement, Site
 from framework.models import CustomComponent
 
 AIRBYTE_EXTRA_FIX = "pip install 'manifest-framework[airbyte]'"
+#: Top-level modules that airbyte-cdk (the version the extra pins) installs with it: where airbyte-cdk is
+#: missing too, a component importing one gets the extra's error alone.
+AIRBYTE_CDK_BRINGS = frozenset({
+    "airbyte_protocol", "airbyte_protocol_dataclasses", "anyascii", "backoff", "boltons", "cachetools", "dateparser",
+    "dpath", "dunamai", "genson", "ijson", "isodate", "jsonref", "nltk", "pyrate_limiter", "rapidfuzz",
+    "requests_cache", "serpyco_rs", "ulid", "unidecode", "wcmatch", "whenever",
+})
 _OWN_KEYS = ("type", "class_name", PARAMETERS_KEY)
 
 
@@ -175,6 +182,8 @@ class _Run:
         for problem in problems:
             if problem.package in self.reported_imports:
                 continue
+            if without_airbyte and problem.package.split(".")[0] in AIRBYTE_CDK_BRINGS:
+                continue  # the airbyte extra's error says it all: installing it brings this one
             self.reported_imports.add(problem.package)
             where = f"{problem.file}:{problem.line}"
             if problem.local:

@@ -101,6 +101,23 @@ def test_airbyte_cdk_base_names_the_extra_and_is_trusted_for_methods_and_keys(tm
     assert problems(path) == []  # with the extra: the base gives the methods, and its fields cannot be seen
 
 
+def test_without_airbyte_cdk_what_the_extra_brings_gets_no_error_of_its_own(tmp_path, monkeypatch):
+    absent = {"airbyte_cdk", "airbyte_protocol_dataclasses", "dpath", "surely_absent_package_r"}
+    monkeypatch.setattr(source, "is_installed", lambda top: top not in absent)
+    path = layout(tmp_path, {"components.py": """
+        import dpath
+        import surely_absent_package_r
+        from airbyte_protocol_dataclasses.models import Type
+        from airbyte_cdk.sources.declarative.auth.token import ApiKeyAuthenticator
+
+        class Auth(ApiKeyAuthenticator):
+            pass
+    """}, "components.Auth")
+    extra, other = sorted(problems(path), key=lambda p: p.code)
+    assert extra.code == "airbyte-extra-missing"  # airbyte_protocol_dataclasses and dpath come with it
+    assert other.code == "package-missing" and "surely_absent_package_r" in other.message  # this one does not
+
+
 def test_an_airbyte_class_named_directly_without_the_extra(tmp_path, monkeypatch):
     monkeypatch.setattr("framework.manifest.custom_checks.is_installed", lambda top: top != "airbyte_cdk")
     path = layout(tmp_path, {}, "airbyte_cdk.sources.declarative.auth.token.ApiKeyAuthenticator")

@@ -53,8 +53,7 @@ def load_schema(model: InlineSchemaLoader | JsonFileSchemaLoader | CustomSchemaL
         if not os.path.exists(file):
             return {"type": "object", "properties": {}}
     elif model.file_path:
-        file = str(ctx.render(model.file_path, model.parameters))
-        file = os.path.normpath(os.path.join(base_dir, file))
+        file = _schema_file(str(ctx.render(model.file_path, model.parameters)), base_dir)
     else:
         file = default_schema_path(ctx, stream_name)
     resolver = _Resolver(stream_name, where)
@@ -63,6 +62,14 @@ def load_schema(model: InlineSchemaLoader | JsonFileSchemaLoader | CustomSchemaL
         raise resolver.error(file, f"holds {_json_kind(document)}, not a JSON object",
                              "write the stream's JSON Schema as an object")
     return resolver.resolve(document, file, document, frozenset(), os.path.dirname(file))
+
+
+def _schema_file(file_path: str, base_dir: str) -> str:
+    """Where a loader's ``file_path`` points: from the manifest's folder, else from its parent (an Airbyte
+    connector package's manifest names its schemas from the package root, ``./source_x/schemas/a.json``),
+    as ``validate-manifest`` looks for them. The first when neither exists (the error names it)."""
+    candidates = [os.path.normpath(os.path.join(base, file_path)) for base in (base_dir, os.path.dirname(base_dir))]
+    return next((c for c in candidates if os.path.isfile(c)), candidates[0])
 
 
 def _json_kind(value: Any) -> str:

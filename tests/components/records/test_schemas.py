@@ -65,6 +65,19 @@ def test_file_path_is_rendered_and_relative_to_the_manifest(tmp_path):
     assert load_schema(model, ctx, "orders", PATH) == {"type": "object"}
 
 
+def test_file_path_from_the_package_root_as_airbyte_connector_packages_write_it(tmp_path):
+    """``./source_x/schemas/a.json`` in source_x/manifest.yaml: from the manifest's parent, as validate-manifest
+    finds it; the manifest's own folder first."""
+    write(tmp_path, "source_x/schemas/orders.json", {"type": "object", "title": "parent"})
+    ctx = context(base_dir=str(tmp_path / "source_x"))
+    model = file_loader(file_path="./source_x/schemas/{{ parameters.name }}.json", **{"$parameters": {"name": "orders"}})
+    assert load_schema(model, ctx, "orders", PATH) == {"type": "object", "title": "parent"}
+    write(tmp_path, "source_x/source_x/schemas/orders.json", {"type": "object", "title": "own"})
+    assert load_schema(model, ctx, "orders", PATH) == {"type": "object", "title": "own"}
+    with pytest.raises(ConfigError, match=str(tmp_path / "source_x" / "source_x" / "schemas" / "users.json")):
+        load_schema(file_loader(file_path="./source_x/schemas/users.json"), ctx, "users", PATH)
+
+
 def test_absolute_file_path(tmp_path):
     file = write(tmp_path, "elsewhere/s.json", {"type": "object"})
     ctx = context(base_dir=str(tmp_path / "manifest_dir"))

@@ -1,0 +1,109 @@
+"""``--discover``: each stream's catalog entry, made from its schema alone.
+
+Discovering needs a stream's name, JSON Schema, primary key and cursor field,
+not a way to read it, so :func:`discover` builds no retriever, requester,
+partition router or cursor: a stream whose read is driven by a custom class
+(``CustomRetriever``, ``CustomRequester``, ``CustomIncrementalSync``) is listed
+like any other, and nothing is requested from the API. What discovering does
+check is what opening the connector checks first: the manifest (every
+``validate-manifest`` error, a package a component needs included), the config
+against the spec, and the custom-code gate: the class of every custom
+component is loaded (imported, not built), so code shipped with the manifest
+is refused without ``--allow-custom-code`` as for a read, and a module that
+cannot be imported fails here, naming what is missing. A ``CustomSchemaLoader``
+is built and asked for its schema, since the schema is the answer.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from framework.components.custom.loader import CodeLoader, custom_code_allowed
+from framework.components.custom.names import resolve_class_name
+from framework.components.records import load_schema
+from framework.components.registry import BuildContext
+from framework.components.stream import catalog_entry, key_paths
+from framework.errors import ConfigError, ManifestError
+from framework.interpolation import TemplateEngine
+from framework.manifest.config_check import check_config, secret_values
+from framework.masking import Masker
+from framework.models import DeclarativeStream
+from framework.models.custom import CustomComponent, CustomIncrementalSync
+from framework.temporal.clock import SystemClock
+
+__all__ = ["custom_components", "discover"]
+
+
+def discover(manifest_path: str, config: Mapping[str, Any], *, config_path: str | None = None,
+             allow_custom_code: bool | None = None) -> list[dict[str, Any]]:
+    """The catalog entries of the manifest's streams, in manifest order, for ``config``.
+
+    Raises :class:`~framework.errors.ManifestError` for a manifest with errors,
+    :class:`~framework.errors.ConfigError` for a config that does not fit the
+    spec (checked in the file at ``config_path`` when given, for its lines),
+    for custom code refused by the gate, and for a schema that cannot be loaded.
+    """
+    from framework.engine.connector import _check_config_value  # the same config check as opening
+    from framework.manifest import check_manifest
+
+    checked = check_manifest(manifest_path)
+    if not checked.ok or checked.source is None:
+        raise ManifestError(checked.diagnostics)
+    source = checked.source
+    spec = source.spec_.connection_specification if source.spec_ is not None else None
+    mask = Masker.of(secret_values(spec, config)) if spec else Masker()
+    if spec and config_path is not None:
+        problems = [d for d in check_config(spec, config_path) if d.severity == "error"]
+        if problems:
+            raise ConfigError("\n".join(d.format() for d in problems))
+    elif spec:
+        _check_config_value(spec, config, mask)
+    base_dir = os.path.dirname(os.path.abspath(manifest_path))
+    clock = SystemClock()
+    code = CodeLoader(base_dir, custom_code_allowed(allow_custom_code))
+    ctx = BuildContext(config=config, engine=TemplateEngine(clock), clock=clock, base_dir=base_dir,
+                       locate=checked.locate, mask=mask, code=code)
+    entries = []
+    for index, stream in enumerate(source.streams):
+        path = ("streams", index)
+        for class_name, kind, where in custom_components(stream, path):  # the gate, and imports that fail
+            ref = resolve_class_name(class_name, base_dir)
+            ctx.code.load_class(ref, kind, ctx.place(where + ("class_name",)) or ctx.place(where))
+        schema = load_schema(stream.schema_loader, ctx, stream.name, path + ("schema_loader",))
+        entries.append(catalog_entry(stream.name, schema, key_paths(stream.primary_key), _cursor_field(stream, ctx),
+                                     incremental=stream.incremental_sync is not None))
+    return entries
+
+
+def _cursor_field(stream: DeclarativeStream, ctx: BuildContext) -> str | None:
+    """The stream's cursor field as its cursor would have it (rendered), without building the cursor."""
+    cursor = stream.incremental_sync
+    if cursor is None:
+        return None
+    field = cursor.options.get("cursor_field") if isinstance(cursor, CustomIncrementalSync) else cursor.cursor_field
+    if not isinstance(field, str) or not field:
+        return None  # a custom cursor that names no field: incremental, with no default cursor field to show
+    return str(ctx.render(field, cursor.parameters))
+
+
+def custom_components(node: Any, path: tuple) -> Iterator[tuple[str, str, tuple]]:
+    """``(class_name, kind, path)`` of every custom component in ``node`` (a model, or lists and mappings of
+    them), those given as plain mappings among a custom component's keys too (airbyte-cdk builds them)."""
+    if isinstance(node, CustomComponent):
+        yield node.class_name, node.kind, path
+        yield from custom_components(node.options, path)
+    elif isinstance(node, BaseModel):
+        for name, info in type(node).model_fields.items():
+            yield from custom_components(getattr(node, name), path + (info.alias or name,))
+    elif isinstance(node, (list, tuple)):
+        for i, item in enumerate(node):
+            yield from custom_components(item, path + (i,))
+    elif isinstance(node, Mapping):
+        if isinstance(node.get("class_name"), str):
+            yield node["class_name"], "component", path
+        for key, item in node.items():
+            yield from custom_components(item, path + (key,))
