@@ -27,7 +27,7 @@ from framework.components.registry import BuildContext
 from framework.components.stream import Stream
 from framework.errors import ConfigError, ManifestError
 from framework.interpolation import TemplateEngine
-from framework.manifest.config_check import check_config, secret_values
+from framework.manifest.config_check import check_config, check_config_value, secret_values
 from framework.masking import Masker
 from framework.models import DeclarativeSource
 from framework.temporal.clock import Clock, SystemClock
@@ -164,7 +164,7 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *, con
         if problems:
             raise ConfigError("\n".join(d.format() for d in problems))
     elif spec:
-        _check_config_value(spec, config, mask)
+        check_config_value(spec, config, mask)
     clock = clock or SystemClock()
     context = BuildContext(
         config=config,
@@ -188,16 +188,6 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *, con
                                            for i, m in enumerate(found))
     return Connector(source, config, context, streams, migrations, checked.data if isinstance(checked.data, Mapping)
                      else {})
-
-
-def _check_config_value(spec: Mapping[str, Any], config: Mapping[str, Any], mask: Masker) -> None:
-    import jsonschema
-
-    validator_class = jsonschema.validators.validator_for(spec, default=jsonschema.Draft7Validator)
-    errors = sorted(validator_class(spec).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        lines = [f"config{''.join(f'[{p!r}]' for p in e.absolute_path)}: {mask(e.message)}" for e in errors]
-        raise ConfigError("the config does not fit the manifest's spec:\n" + "\n".join(lines))
 
 
 __all__ = ["Connector", "airbyte_spec", "open_connector", "open_connector_text", "read_config"]

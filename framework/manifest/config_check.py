@@ -8,9 +8,11 @@ Values of properties marked ``airbyte_secret: true`` never appear in a message:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from framework.diagnostics import Diagnostic, json_path
+from framework.errors import ConfigError
 from framework.manifest.yaml_source import read_document
 from framework.masking import Masker
 
@@ -83,3 +85,14 @@ def check_config(spec: Any, config_path: str) -> list[Diagnostic]:
         out.append(Diagnostic(doc.file, line, col, "error", f"config-{error.validator}",
                               mask(message), json_path(path), fix))
     return out
+
+
+def check_config_value(spec: Mapping[str, Any], config: Mapping[str, Any], mask: Masker) -> None:
+    """Raise :class:`~framework.errors.ConfigError` listing where ``config`` does not fit ``spec`` (secrets masked)."""
+    import jsonschema  # lazy, as in check_config
+
+    validator_class = jsonschema.validators.validator_for(spec, default=jsonschema.Draft7Validator)
+    errors = sorted(validator_class(spec).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        lines = [f"config{''.join(f'[{p!r}]' for p in e.absolute_path)}: {mask(e.message)}" for e in errors]
+        raise ConfigError("the config does not fit the manifest's spec:\n" + "\n".join(lines))

@@ -29,7 +29,7 @@ from framework.components.registry import BuildContext
 from framework.components.stream import catalog_entry, key_paths
 from framework.errors import ConfigError, ManifestError
 from framework.interpolation import TemplateEngine
-from framework.manifest.config_check import check_config, secret_values
+from framework.manifest.config_check import check_config, check_config_value, secret_values
 from framework.masking import Masker
 from framework.models import DeclarativeStream
 from framework.models.custom import CustomComponent, CustomIncrementalSync
@@ -47,7 +47,6 @@ def discover(manifest_path: str, config: Mapping[str, Any], *, config_path: str 
     spec (checked in the file at ``config_path`` when given, for its lines),
     for custom code refused by the gate, and for a schema that cannot be loaded.
     """
-    from framework.engine.connector import _check_config_value  # the same config check as opening
     from framework.manifest import check_manifest
 
     checked = check_manifest(manifest_path)
@@ -61,7 +60,7 @@ def discover(manifest_path: str, config: Mapping[str, Any], *, config_path: str 
         if problems:
             raise ConfigError("\n".join(d.format() for d in problems))
     elif spec:
-        _check_config_value(spec, config, mask)
+        check_config_value(spec, config, mask)
     base_dir = os.path.dirname(os.path.abspath(manifest_path))
     clock = SystemClock()
     code = CodeLoader(base_dir, custom_code_allowed(allow_custom_code))
