@@ -53,8 +53,13 @@ def response(body: Any, url: str = "http://api.test/items?page=1") -> requests.R
 
 @pytest.fixture
 def components(tmp_path: Path) -> Iterator[Any]:
-    """Write components.py into tmp_path and register it as the module ``components`` (as the loader does)."""
+    """Write components.py into tmp_path and register it as the module ``components`` (as the loader does).
+
+    A ``source_declarative_manifest.components`` alias left by a connector opened earlier in this process
+    is set aside meanwhile, so the class is looked up in this test's module."""
     saved = sys.modules.get("components")
+    aliases = {name: sys.modules.pop(name) for name in list(sys.modules)
+               if name == "source_declarative_manifest" or name.startswith("source_declarative_manifest.")}
 
     def write(code: str) -> Any:
         path = tmp_path / "components.py"
@@ -71,6 +76,7 @@ def components(tmp_path: Path) -> Iterator[Any]:
         sys.modules.pop("components", None)
     else:
         sys.modules["components"] = saved
+    sys.modules.update(aliases)
 
 
 # -- without airbyte-cdk -----------------------------------------------------------------------------
