@@ -16,6 +16,7 @@ so errors can point at the manifest place with :meth:`BuildContext.place`.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import time
 from collections.abc import Callable, Mapping
@@ -86,7 +87,8 @@ class BuildContext:
     ``transport`` is a :class:`RequestsTransport` when not given. ``locate(path)`` gives
     ``file:line:col`` for a manifest path (or None); ``mask(text)`` hides secret config
     values in a message. ``schemas`` holds stream schemas loaded already (by the driver,
-    for executors without the schema files).
+    for executors without the schema files). ``stream`` is the name of the stream whose
+    components are being built (:meth:`within_stream`), None outside a stream.
     """
 
     config: Mapping[str, Any]
@@ -99,6 +101,7 @@ class BuildContext:
     mask: Callable[[str], str]
     schemas: Mapping[str, Mapping[str, Any]]
     code: CodeLoader
+    stream: str | None
 
     def __init__(self, config: Mapping[str, Any], engine: TemplateEngine | None = None,
                  transport: Transport | None = None, clock: Clock | None = None,
@@ -110,9 +113,18 @@ class BuildContext:
                   "transport": transport if transport is not None else RequestsTransport(), "clock": clock,
                   "sleep": sleep, "base_dir": base_dir, "locate": locate, "mask": mask,
                   "schemas": schemas if schemas is not None else {},
-                  "code": code if code is not None else CodeLoader(base_dir, custom_code_allowed())}
+                  "code": code if code is not None else CodeLoader(base_dir, custom_code_allowed()),
+                  "stream": None}
         for name, value in values.items():
             object.__setattr__(self, name, value)
+
+    def within_stream(self, name: str) -> BuildContext:
+        """This context for the components of the stream ``name`` (Airbyte hands a stream's name to some)."""
+        if self.stream == name:
+            return self
+        found = copy.copy(self)
+        object.__setattr__(found, "stream", name)
+        return found
 
     def build(self, model: Component, path: tuple) -> Any:
         """The runtime component of ``model`` (found by its ``type``)."""

@@ -9,8 +9,9 @@ config and the slice, which is what lets a Spark executor read one.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from framework.components.retriever import Retriever
 from framework.components.slices import StreamSlice
 from framework.errors import ConfigError, ReadError, place_suffix
 from framework.models import DeclarativeStream
-from framework.models.custom import CustomComponent, CustomRequester, CustomRetriever
+from framework.models.custom import CustomComponent, CustomPartitionRouter, CustomRequester, CustomRetriever
 
 if TYPE_CHECKING:
     from framework.components.incremental import DatetimeCursor
@@ -107,7 +108,8 @@ def catalog_entry(name: str, json_schema: Mapping[str, Any], primary_key: tuple[
 
 @builds("DeclarativeStream")
 def build_stream(model: DeclarativeStream, ctx: BuildContext, path: tuple) -> Stream:
-    reason = bridge_reason(model)
+    ctx = ctx.within_stream(model.name)
+    reason = bridge_reason(model, functools.partial(_is_airbyte_class, ctx=ctx, path=path))
     if reason is not None:
         return _bridged_stream(model, ctx, path, reason)
     retriever: Retriever = ctx.build(model.retriever, path + ("retriever",))
@@ -139,9 +141,19 @@ def build_stream(model: DeclarativeStream, ctx: BuildContext, path: tuple) -> St
     )
 
 
-def bridge_reason(model: DeclarativeStream) -> str | None:
-    """Why airbyte-cdk must read the stream, or None: its retriever or requester is user code that drives
-    the read (``CustomRetriever``, ``CustomRequester``), or a parent stream of its router is read so."""
+def bridge_reason(model: DeclarativeStream,
+                  airbyte_class: Callable[[CustomComponent], bool] | None = None) -> str | None:
+    """Why airbyte-cdk must read the stream, or None when the engine reads it (the one rule).
+
+    User code drives the read: a ``CustomRetriever`` or ``CustomRequester``
+    owns the request loop; a ``CustomPartitionRouter`` subclassing Airbyte's
+    whose parents are read incrementally (``incremental_dependency``) keeps
+    their state in Airbyte's router, which only Airbyte's reader saves; or a
+    parent stream of its router is itself read through airbyte-cdk.
+    ``airbyte_class`` tells whether a component's class subclasses one of
+    airbyte-cdk's (it loads the class); without it, any such router is taken
+    for one and nothing is imported.
+    """
     retriever = model.retriever
     if isinstance(retriever, CustomRetriever):
         return f"its retriever is a CustomRetriever (`{retriever.class_name}`)"
@@ -150,11 +162,27 @@ def bridge_reason(model: DeclarativeStream) -> str | None:
         return f"its retriever.requester is a CustomRequester (`{requester.class_name}`)"
     router = getattr(retriever, "partition_router", None)
     for one in router if isinstance(router, (list, tuple)) else (router,):
+        if isinstance(one, CustomPartitionRouter):
+            configs = one.options.get("parent_stream_configs")
+            if isinstance(configs, (list, tuple)) and any(
+                    isinstance(c, Mapping) and c.get("incremental_dependency") is True for c in configs) and (
+                    airbyte_class is None or airbyte_class(one)):
+                return (f"its partition router `{one.class_name}` reads its parents incrementally "
+                        "(incremental_dependency)")
         for parent in getattr(one, "parent_stream_configs", None) or ():
-            stream = getattr(parent, "stream", None)  # a custom router's parent configs are plain mappings
-            if isinstance(stream, DeclarativeStream) and bridge_reason(stream) is not None:
+            stream = getattr(parent, "stream", None)
+            if isinstance(stream, DeclarativeStream) and bridge_reason(stream, airbyte_class) is not None:
                 return f"its parent stream `{stream.name}` is read through airbyte-cdk"
     return None
+
+
+def _is_airbyte_class(model: CustomComponent, *, ctx: BuildContext, path: tuple) -> bool:
+    """Whether ``model``'s class subclasses an airbyte-cdk class (loaded through the custom-code gate)."""
+    from framework.components.custom.airbyte import is_airbyte_class
+    from framework.components.custom.names import resolve_class_name
+
+    ref = resolve_class_name(model.class_name, ctx.base_dir or os.getcwd())
+    return is_airbyte_class(ctx.code.load_class(ref, model.kind, ctx.place(path)))
 
 
 def _custom_classes(value: Any, path: tuple) -> Iterator[tuple[str, str, tuple]]:

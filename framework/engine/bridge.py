@@ -17,6 +17,8 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import orjson
+
 from framework.components.custom.airbyte import AirbyteStream, AirbyteUnit
 from framework.components.stream import Stream
 from framework.engine.connector import Connector
@@ -40,8 +42,10 @@ class BridgeSync:
                              f"{type(state).__name__}; fix it or clear the state")
         self.stream = stream
         self.incremental = incremental and stream.cursor is not None
-        self.reader = AirbyteStream(connector.manifest, connector.config, stream.name,
-                                    dict(state) if state and self.incremental else None, place=stream.place)
+        #: the state the sync starts from (what workers' readers start from too: :func:`read_bridged_unit`)
+        self.start_state: dict | None = dict(state) if state and self.incremental else None
+        self.reader = AirbyteStream(connector.manifest, connector.config, stream.name, self.start_state,
+                                    place=stream.place)
         self.records_read = 0
         self._lock = threading.Lock()
         self._units: list[AirbyteUnit] | None = None
@@ -86,14 +90,18 @@ class BridgeSync:
             return self.reader.state(final=final)
 
 
-def read_bridged_unit(connector: Connector, stream: Stream,
-                      unit: AirbyteUnit) -> Iterator[tuple[list[dict], Mapping[str, Any] | None]]:
+def read_bridged_unit(connector: Connector, stream: Stream, unit: AirbyteUnit,
+                      state: Mapping[str, Any] | None = None) -> Iterator[tuple[list[dict], Mapping[str, Any] | None]]:
     """The records of one unit, page by page, each with the unit's most recent record so far (in a worker).
 
-    The stream's reader is built once per connector (once per worker process).
+    ``state`` is the state the sync started from (the driver's): Airbyte's
+    reader may read it (a client-side incremental filter, a retriever's own
+    ``state``), so a worker's reader starts from it as the driver's does. The
+    reader is built once per connector and state (once per worker process).
     """
-    reader = connector.readers.get(stream.name)
+    key = (stream.name, orjson.dumps(state, option=orjson.OPT_SORT_KEYS) if state else b"")
+    reader = connector.readers.get(key)
     if reader is None:
-        reader = connector.readers.setdefault(stream.name, AirbyteStream(
-            connector.manifest, connector.config, stream.name, place=stream.place))
+        reader = connector.readers.setdefault(key, AirbyteStream(
+            connector.manifest, connector.config, stream.name, dict(state) if state else None, place=stream.place))
     yield from reader.read(unit)

@@ -43,8 +43,8 @@ class Connector:
     state_migrations: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     #: the resolved manifest as a mapping (what airbyte-cdk reads a stream from, see :mod:`.bridge`)
     manifest: Mapping[str, Any] = field(default_factory=dict)
-    #: what this process built to read units of streams airbyte-cdk reads (one reader per stream)
-    readers: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: what this process built to read units of streams airbyte-cdk reads (one per stream and start state)
+    readers: dict[tuple[str, bytes], Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def shipped_files(self) -> dict[str, str]:

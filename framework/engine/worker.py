@@ -145,7 +145,8 @@ class PageTyper:
 
 
 def read_group(connector: Connector, stream: Stream, units: Iterable[Any], typer: PageTyper,
-               write: Callable[[pa.RecordBatch], None] | None = None) -> Iterator[pa.RecordBatch | UnitResult]:
+               write: Callable[[pa.RecordBatch], None] | None = None, *,
+               start_state: Mapping[str, Any] | None = None) -> Iterator[pa.RecordBatch | UnitResult]:
     """Read ``units`` one after the other, page by page, each page typed by ``typer``.
 
     Yields each page's batch (or, when ``write`` is given, hands it to
@@ -154,7 +155,8 @@ def read_group(connector: Connector, stream: Stream, units: Iterable[Any], typer
     unit's result carries the connector-masked message and every later unit
     gets a result with the same message, unread. A stream airbyte-cdk reads
     (``stream.bridge``) is read by :func:`~framework.engine.bridge.read_bridged_unit`,
-    its result's ``latest`` being the unit's most recent record.
+    its result's ``latest`` being the unit's most recent record and ``start_state`` the state the
+    sync started from (a unit of ours carries its own).
     """
     bridged = stream.bridge is not None
     if bridged:
@@ -168,7 +170,8 @@ def read_group(connector: Connector, stream: Stream, units: Iterable[Any], typer
         records = pages = nulled = 0
         latest: Any = None
         try:
-            pages_of = read_bridged_unit(connector, stream, unit) if bridged else read_unit(stream, config, unit)
+            pages_of = (read_bridged_unit(connector, stream, unit, start_state) if bridged
+                        else read_unit(stream, config, unit))
             for page, page_latest in pages_of:
                 batch, page_nulled = typer(page, int(time.time() * 1000))
                 if write is not None:

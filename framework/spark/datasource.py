@@ -163,7 +163,8 @@ class _ManifestReader(DataSourceReader):
         converter = RecordConverter(parse_schema(source.connector.schemas[source.stream], stream=stream.name),
                                     stream=stream.name)
         target = self.arrow_schema
-        for item in read_group(connector, stream, group, PageTyper(converter)):
+        start_state = source.state if stream.bridge is not None else None  # what the driver's plan started from
+        for item in read_group(connector, stream, group, PageTyper(converter), start_state=start_state):
             if isinstance(item, UnitResult):
                 if item.error:  # already masked
                     raise RuntimeError(f"stream `{stream.name}`: {item.error}")

@@ -182,6 +182,7 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
             part_start=next_part_number(run.storage, run.settings, stream.name, options.namespace),
             tasks=len(groups), namespace=options.namespace, started_at=time.time(),
             cdc_staging=change.staging_prefix() if change is not None else "",
+            start_state=getattr(sync, "start_state", None),  # a BridgeSync's: its workers start from it too
         )
         for results in _run_groups(run, job, groups):
             if _fold(sync, results, result, connector) and not overwrite:

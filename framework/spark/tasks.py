@@ -53,6 +53,7 @@ class TaskJob:
     namespace: str = ""
     started_at: float = 0.0  # epoch seconds of the sync's start, for object keys
     cdc_staging: str = ""  # realtime change data: the staging folder the typed records go to instead
+    start_state: Mapping[str, Any] | None = None  # a stream airbyte-cdk reads: the state its sync started from
 
 
 def encode_units(units: Iterable[Any]) -> pa.Table:
@@ -96,7 +97,8 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
     # collection: it saved about 30 % of a task's CPU in bench/pipeline.py. Unfrozen when the task ends.
     gc.freeze()
     try:
-        results = [r for r in read_group(connector, stream, _decode_units(batches), typer, writer.write)
+        results = [r for r in read_group(connector, stream, _decode_units(batches), typer, writer.write,
+                                          start_state=job.start_state)
                    if isinstance(r, UnitResult)]
         failed = next((r.error for r in results if r.error), None)
         if failed is None:

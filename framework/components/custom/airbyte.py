@@ -19,13 +19,13 @@ Two ways in:
   :func:`records_from_airbyte`, :func:`partition_from_airbyte` and
   :func:`state_from_airbyte`.
 * **One stream** (:class:`AirbyteStream`): a stream whose read is driven by
-  user code (``CustomRetriever``, ``CustomRequester``, a router whose parent
-  streams are Airbyte's) is read by airbyte-cdk's own declarative source, one
-  Airbyte partition (stream slice) at a time: :meth:`AirbyteStream.units`
-  lists them as small JSON values, :meth:`AirbyteStream.read` reads one
-  anywhere (pages of record dicts, with the unit's most recent record), and
-  :meth:`AirbyteStream.finish` folds a finished unit into the cursor, whose
-  :meth:`AirbyteStream.state` is the stream state in Airbyte's shapes.
+  user code (which streams: :func:`framework.components.stream.bridge_reason`)
+  is read by airbyte-cdk's own declarative source, one Airbyte partition
+  (stream slice) at a time: :meth:`AirbyteStream.units` lists them as small
+  JSON values, :meth:`AirbyteStream.read` reads one anywhere (pages of record
+  dicts, with the unit's most recent record), and :meth:`AirbyteStream.finish`
+  folds a finished unit into the cursor, whose :meth:`AirbyteStream.state` is
+  the stream state in Airbyte's shapes.
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ __all__ = [
     "component_definition",
     "is_airbyte_class",
     "missing_airbyte_error",
-    "needs_bridge",
     "partition_from_airbyte",
     "records_from_airbyte",
     "state_from_airbyte",
@@ -253,29 +252,6 @@ def state_from_airbyte(state: Any) -> Any:
 
 
 # -- one stream, read by airbyte-cdk's reader, a partition at a time ---------------------------------
-
-#: The kinds that drive a stream's read themselves: a stream with one runs through :class:`AirbyteStream`.
-READ_DRIVING = {"retriever": "CustomRetriever", "requester": "CustomRequester"}
-
-
-def needs_bridge(stream: Mapping[str, Any]) -> str | None:
-    """Why a stream (its resolved manifest mapping) must be read by airbyte-cdk, or None when the engine reads it.
-
-    A ``CustomRetriever`` or a ``CustomRequester`` owns the request loop, so the
-    stream goes through :class:`AirbyteStream`; the answer names the kind and
-    where it sits (``retriever.requester``). Imports nothing.
-    """
-    retriever = stream.get("retriever")
-    if not isinstance(retriever, Mapping):
-        return None
-    if retriever.get("type") == READ_DRIVING["retriever"]:
-        return f"its retriever is a CustomRetriever (`{retriever.get('class_name')}`)"
-    requester = retriever.get("requester")
-    if isinstance(requester, Mapping) and requester.get("type") == READ_DRIVING["requester"]:
-        return f"its retriever.requester is a CustomRequester (`{requester.get('class_name')}`)"
-    return None
-
-
 
 @dataclass(frozen=True)
 class AirbyteUnit:

@@ -188,7 +188,7 @@ def user_component(model: models.CustomComponent, ctx: BuildContext, path: tuple
     cls = ctx.code.load_class(ref, model.kind, place)
     bridge = _bridge()
     if bridge is not None and bridge.is_airbyte_class(cls):
-        built = bridge.build_airbyte_component(model, ctx.config, place=ctx.place(path))
+        built = bridge.build_airbyte_component(model, ctx.config, place=ctx.place(path), stream_name=ctx.stream)
         return UserCall(built, model, ctx, path, airbyte=bridge)
     return UserCall(construct(cls, model, ctx, path), model, ctx, path)
 

@@ -20,12 +20,19 @@ from typing import Any
 import orjson
 import pytest
 import requests
+import yaml
 from fakes.api_server import FakeApi, RecordedRequest, paged
 from requests.structures import CaseInsensitiveDict
 
 from framework.components.custom import airbyte as bridge
 from framework.components.slices import StreamSlice
+from framework.components.stream import bridge_reason
+from framework.engine.bridge import read_bridged_unit
+from framework.engine.connector import open_connector_text
+from framework.engine.plan import open_sync
 from framework.errors import ConfigError, DecodeError
+from framework.manifest import check_manifest_text
+from framework.models import DeclarativeStream
 from framework.models.custom import CUSTOM_KINDS
 
 needs_airbyte = pytest.mark.skipif(
@@ -485,15 +492,156 @@ def test_a_view_is_converted_once_and_a_router_gets_the_stream_name_from_paramet
     assert type(bridge.build_airbyte_component(router, {})).__name__ == "Router"
 
 
+def declared_stream(stream: dict) -> DeclarativeStream:
+    """The model of one stream, as the loader builds it (no class is imported)."""
+    manifest = {"version": "6.0.0", "type": "DeclarativeSource",
+                "check": {"type": "CheckStream", "stream_names": [stream["name"]]}, "streams": [stream]}
+    checked = check_manifest_text(orjson.dumps(manifest))
+    assert checked.source is not None, [str(d) for d in checked.errors]
+    return checked.source.streams[0]
+
+
+def parent_stream(url: str = "http://api.test") -> dict:
+    return {"type": "DeclarativeStream", "name": "accounts", "primary_key": "id",
+            "schema_loader": {"type": "InlineSchemaLoader", "schema": {"type": "object"}},
+            "retriever": {"type": "SimpleRetriever",
+                          "requester": {"type": "HttpRequester", "url_base": url, "path": "/accounts"},
+                          "record_selector": {"type": "RecordSelector",
+                                              "extractor": {"type": "DpathExtractor", "field_path": ["accounts"]}}}}
+
+
 def test_streams_whose_read_is_driven_by_user_code_need_the_bridge() -> None:
-    simple = {"type": "SimpleRetriever", "requester": {"type": "HttpRequester", "path": "/a"}}
-    assert bridge.needs_bridge({"name": "a", "retriever": simple}) is None
-    custom = {"type": "CustomRetriever", "class_name": "components.Ads", "requester": simple["requester"]}
-    assert bridge.needs_bridge({"retriever": custom}) == "its retriever is a CustomRetriever (`components.Ads`)"
-    requester = {**simple, "requester": {"type": "CustomRequester", "class_name": "source_ads.components.Req"}}
-    assert bridge.needs_bridge({"retriever": requester}) == (
+    requester = {"type": "HttpRequester", "url_base": "http://api.test", "path": "/a"}
+    selector = {"type": "RecordSelector", "extractor": {"type": "DpathExtractor", "field_path": []}}
+    simple = {"type": "SimpleRetriever", "requester": requester, "record_selector": selector}
+    plain = {"type": "DeclarativeStream", "name": "a", "retriever": simple,
+             "schema_loader": {"type": "InlineSchemaLoader", "schema": {}}}
+    assert bridge_reason(declared_stream(plain)) is None
+    custom = {**plain, "retriever": {"type": "CustomRetriever", "class_name": "components.Ads"}}
+    assert bridge_reason(declared_stream(custom)) == "its retriever is a CustomRetriever (`components.Ads`)"
+    signed = {**plain, "retriever": {**simple, "requester": {"type": "CustomRequester",
+                                                             "class_name": "source_ads.components.Req"}}}
+    assert bridge_reason(declared_stream(signed)) == (
         "its retriever.requester is a CustomRequester (`source_ads.components.Req`)")
-    assert bridge.needs_bridge({"retriever": "#/definitions/retriever"}) is None
+    parent = {"type": "ParentStreamConfig", "stream": parent_stream(), "parent_key": "id",
+              "partition_field": "account_id"}
+    routed = {**plain, "retriever": {**simple, "partition_router": {
+        "type": "CustomPartitionRouter", "class_name": "components.Router", "parent_stream_configs": [parent]}}}
+    assert bridge_reason(declared_stream(routed)) is None  # its parents are read in full: ours reads it
+    incremental = {**plain, "retriever": {**simple, "partition_router": {
+        "type": "CustomPartitionRouter", "class_name": "components.Router",
+        "parent_stream_configs": [{**parent, "incremental_dependency": True}]}}}
+    model = declared_stream(incremental)
+    assert bridge_reason(model) == (
+        "its partition router `components.Router` reads its parents incrementally (incremental_dependency)")
+    # a class of our own protocols (not airbyte-cdk's) keeps the router's parents to itself: ours reads it
+    assert bridge_reason(model, lambda component: False) is None
+    child = {**plain, "name": "child", "retriever": {**simple, "partition_router": {
+        "type": "SubstreamPartitionRouter", "parent_stream_configs": [{**parent, "stream": signed}]}}}
+    assert bridge_reason(declared_stream(child)) == "its parent stream `a` is read through airbyte-cdk"
+
+
+SUBSTREAM_ROUTER = """
+    from dataclasses import dataclass
+    from airbyte_cdk.sources.declarative.partition_routers import SubstreamPartitionRouter
+
+    @dataclass
+    class ActiveAccounts(SubstreamPartitionRouter):
+        def stream_slices(self):
+            for stream_slice in super().stream_slices():
+                if stream_slice.extra_fields.get("active"):
+                    yield stream_slice
+"""
+
+
+def routed_manifest(url: str, incremental_dependency: bool = False) -> dict:
+    """A stream `account_orders` named by its `name` alone (no `$parameters`), routed by ActiveAccounts."""
+    parent = {"type": "ParentStreamConfig", "stream": parent_stream(url), "parent_key": "id",
+              "partition_field": "account_id", "extra_fields": [["active"]]}
+    if incremental_dependency:
+        parent["incremental_dependency"] = True
+        parent["stream"]["incremental_sync"] = {
+            "type": "DatetimeBasedCursor", "cursor_field": "updated_at", "datetime_format": "%Y-%m-%dT%H:%M:%SZ",
+            "start_datetime": "2024-01-01T00:00:00Z", "end_datetime": "2024-01-02T00:00:00Z"}
+    requester = {"type": "HttpRequester", "url_base": url, "path": "/accounts/{{ stream_partition.account_id }}/orders"}
+    return {
+        "version": "6.0.0", "type": "DeclarativeSource",
+        "check": {"type": "CheckStream", "stream_names": ["account_orders"]},
+        "spec": {"type": "Spec", "connection_specification": {"type": "object", "properties": {}}},
+        "streams": [{
+            "type": "DeclarativeStream", "name": "account_orders", "primary_key": "id",
+            "schema_loader": {"type": "InlineSchemaLoader", "schema": {"type": "object"}},
+            "retriever": {"type": "SimpleRetriever", "requester": requester,
+                          "record_selector": {"type": "RecordSelector",
+                                              "extractor": {"type": "DpathExtractor", "field_path": ["orders"]}},
+                          "partition_router": {"type": "CustomPartitionRouter",
+                                               "class_name": "components.ActiveAccounts",
+                                               "parent_stream_configs": [parent]}}}],
+    }
+
+
+def accounts_api(api: FakeApi) -> None:
+    api.route("GET", "/accounts", {"accounts": [{"id": 1, "active": True, "updated_at": "2024-01-01T01:00:00Z"},
+                                                {"id": 2, "active": False, "updated_at": "2024-01-01T02:00:00Z"},
+                                                {"id": 3, "active": True, "updated_at": "2024-01-01T03:00:00Z"}]})
+    api.route("GET", "/accounts/{id}/orders",
+              lambda request: {"orders": [{"id": int(request.path_params["id"]) * 10}]})
+
+
+@needs_airbyte
+def test_an_airbyte_router_of_a_stream_named_by_name_alone_reads_natively(tmp_path: Path) -> None:
+    """Airbyte hands a partition router its stream's name (its parent configs need it): so do we."""
+    (tmp_path / "components.py").write_text(textwrap.dedent(SUBSTREAM_ROUTER))
+    with FakeApi() as api:
+        accounts_api(api)
+        connector = open_connector_text(yaml.safe_dump(routed_manifest(api.url)), {},
+                                        file=str(tmp_path / "manifest.yaml"), base_dir=str(tmp_path),
+                                        allow_custom_code=True)
+        stream = connector.stream("account_orders")
+        assert stream.bridge is None
+        sync = open_sync(connector, stream, None)
+        records = [r["id"] for unit in sync.plan() for page in sync.read(unit) for r in page]
+    assert records == [10, 30]
+
+
+@needs_airbyte
+def test_an_airbyte_router_with_incremental_parents_is_read_through_the_bridge(tmp_path: Path) -> None:
+    (tmp_path / "components.py").write_text(textwrap.dedent(SUBSTREAM_ROUTER))
+    with FakeApi() as api:
+        accounts_api(api)
+        connector = open_connector_text(yaml.safe_dump(routed_manifest(api.url, incremental_dependency=True)), {},
+                                        file=str(tmp_path / "manifest.yaml"), base_dir=str(tmp_path),
+                                        allow_custom_code=True)
+        stream = connector.stream("account_orders")
+        assert stream.bridge == ("its partition router `components.ActiveAccounts` reads its parents "
+                                 "incrementally (incremental_dependency)")
+        sync = open_sync(connector, stream, None)
+        records = [r["id"] for unit in sync.plan() for page in sync.read(unit) for r in page]
+    assert sorted(records) == [10, 30]
+
+
+@needs_airbyte
+def test_a_worker_reads_a_bridged_unit_from_the_state_the_sync_started_from(components: Any,
+                                                                            tmp_path: Path) -> None:
+    components(RETRIEVER_COMPONENTS)
+    with FakeApi() as api:
+        api.route("GET", "/orders", lambda request: paged([], request))
+        manifest = retriever_manifest(api.url)
+        text = yaml.safe_dump(manifest)
+        connector = open_connector_text(text, {"start_date": "2024-01-01T00:00:00Z"},
+                                        file=str(tmp_path / "manifest.yaml"), base_dir=str(tmp_path),
+                                        allow_custom_code=True)
+        stream = connector.stream("orders")
+        state = {"updated_at": "2024-01-02T05:00:00Z"}
+        units = open_sync(connector, stream, state).plan()
+        assert units and units[0].cursor_slice["start_time"] == "2024-01-02T05:00:00Z"
+        for unit in units:
+            list(read_bridged_unit(connector, stream, unit, state))
+        list(read_bridged_unit(connector, stream, units[0], None))
+    started = {key: reader.state() for (_name, key), reader in connector.readers.items()}
+    assert len(started) == 2  # one reader per start state, kept for the process's later units
+    assert started[orjson.dumps(state, option=orjson.OPT_SORT_KEYS)] == state
+    assert started[b""] != state  # a reader without it would start from the start date
 
 
 @needs_airbyte
@@ -521,7 +669,8 @@ def test_a_custom_requester_stream_is_read_through_the_bridge(components: Any) -
                      "name": "orders", "request_parameters": {}}
         stream["retriever"] = {**stream["retriever"], "type": "SimpleRetriever", "requester": requester}
         del stream["retriever"]["class_name"]
-        assert bridge.needs_bridge(stream) == "its retriever.requester is a CustomRequester (`components.Signed`)"
+        assert bridge_reason(declared_stream(stream)) == (
+            "its retriever.requester is a CustomRequester (`components.Signed`)")
         reader = bridge.AirbyteStream(manifest, {}, "orders")
         units = reader.units()
         records = [r["id"] for unit in units for page, _latest in reader.read(unit) for r in page]
