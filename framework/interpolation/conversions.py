@@ -34,7 +34,7 @@ import orjson
 from framework.interpolation.filters import LiteralText
 
 __all__ = ["FALSE_TEXTS", "RESULT_TYPES", "ResultType", "ConversionError", "convert_text",
-           "convert_value", "literal", "truthy"]
+           "convert_value", "literal", "truthy", "unquoted"]
 
 ResultType = Literal["string", "integer", "number", "boolean", "object", "any"]
 RESULT_TYPES: tuple[str, ...] = get_args(ResultType)
@@ -153,6 +153,23 @@ def _object_from_value(value: Any) -> dict | list:
     if isinstance(value, (list, tuple)):
         return list(value)
     raise ConversionError(f"expected an object (a mapping or a list), got {_describe(value)}")
+
+
+def unquoted(text: str) -> str:
+    """A rendering that is one quoted Python string literal (``'"https://a.test/"'``) as that string; other text as is.
+
+    Airbyte reads every rendering as a Python literal, so a manifest may quote a
+    template's whole output (``url_base: '"https://{{ host }}/"'``) and get the
+    bare string; a string field here does the same, and only for that case.
+    """
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            return text
+        if isinstance(value, str):
+            return value
+    return text
 
 
 def convert_text(text: str, result: str) -> Any:

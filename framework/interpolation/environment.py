@@ -41,6 +41,7 @@ from framework.interpolation.conversions import (
     ConversionError,
     convert_text,
     convert_value,
+    unquoted,
 )
 from framework.interpolation.filters import build_filters, guard_builtin_filters
 from framework.interpolation.macros import build_macros
@@ -328,7 +329,7 @@ class TemplateEngine:
             if not compiled.is_template:
                 return convert_text(source, result)
             if result == "string":
-                return self._render(compiled, context)
+                return unquoted(self._render(compiled, context))
             if compiled.expression is not None:
                 return convert_value(self._native(compiled, context), result)
             return convert_text(self._render(compiled, context), result)

@@ -120,3 +120,34 @@ def test_validate_and_discover(package, tmp_path, capsys):
     assert [entry["name"] for entry in entries] == [stream.name for stream in checked.source.streams]
     for entry in entries:
         assert entry["json_schema"].get("properties"), f"stream `{entry['name']}`: its schema file was not read"
+
+
+def test_tiktok_plans_every_stream_with_its_airbyte_routers() -> None:
+    """Past discover: each stream of source-tiktok-marketing opens and plans (its custom partition routers
+    subclass airbyte-cdk's SubstreamPartitionRouter and are handed the stream's name, as Airbyte does). The
+    advertiser is in the config; a parent a router reads anyway gets an empty answer from a fake transport."""
+    from framework.components.http.transport import FunctionTransport
+    from framework.engine.connector import open_connector
+    from framework.engine.plan import open_sync
+
+    (manifest,) = glob.glob(os.path.join(CORPUS or ".", "airbyte-source-tiktok-marketing", "source_*", "manifest.yaml"))
+    with open(manifest) as handle:
+        config = manifest_config(yaml.safe_load(handle))
+    config.update(credentials={"auth_type": "oauth2.0", "access_token": "token", "advertiser_id": "123",
+                               "app_id": "1", "secret": "app-secret"},
+                  start_date="2024-01-01", end_date="2024-01-03")
+    transport = FunctionTransport(lambda request: (200, {"Content-Type": "application/json"},
+                                                   {"code": 0, "data": {"list": [], "page_info": {"total_page": 1}}}))
+    connector = open_connector(manifest, config, allow_custom_code=True, transport=transport)
+    partitions = {}
+    for name, stream in connector.streams.items():
+        units = open_sync(connector, stream, None).plan()
+        if not units:  # a router whose parent the fake transport answered with no records
+            continue
+        partitions[name] = {str(unit.slice.partition.get("advertiser_id", unit.slice.partition.get("advertiser_ids")))
+                            for unit in units}
+    assert partitions.pop("advertiser_ids") == {"None"}  # the parent stream itself is not routed
+    assert partitions.pop("advertisers") == {'["123"]'}  # several advertisers per request
+    assert set(map(frozenset, partitions.values())) == {frozenset({"123"})} and len(partitions) > 30
+    # url_base is a template whose output is quoted ('"https://...v1.3/"'): read as Airbyte reads it, unquoted
+    assert {request.url.split("/")[2] for request in transport.requests} <= {"business-api.tiktok.com"}
