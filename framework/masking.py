@@ -5,12 +5,14 @@ a secret that contains another is hidden whole). It is an immutable value,
 callable as ``masker(text)``. Secrets from the config are masked as given
 (:func:`framework.manifest.config_check.secret_values` lists the spellings of
 each); credentials an authenticator puts on requests are masked in every
-spelling :func:`credential_spellings` gives, because they travel in URLs too.
-Other spellings (stripped, base64, ...) belong in that function.
+spelling :func:`credential_spellings` gives (stripped, escaped, URL-encoded),
+because they travel in URLs and are quoted in errors; Basic auth adds its
+base64 form itself.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
@@ -28,8 +30,16 @@ class HasSecrets(Protocol):
 
 
 def credential_spellings(secret: str) -> tuple[str, ...]:
-    """The ways a credential may appear in a message: as is, and URL-encoded (path or query)."""
-    return (secret, quote(secret, safe=""), quote_plus(secret))
+    """The ways a secret may appear in a message: as is and without surrounding whitespace (a value written
+    with ``echo`` ends with a newline), each also escaped as Python's ``repr`` and JSON show it and
+    URL-encoded (path or query). Empty spellings are left out."""
+    found: dict[str, None] = {}
+    for value in (secret, secret.strip()):
+        if value:
+            for spelling in (value, repr(value)[1:-1], json.dumps(value)[1:-1], quote(value, safe=""),
+                             quote_plus(value)):
+                found.setdefault(spelling)
+    return tuple(found)
 
 
 @dataclass(frozen=True)

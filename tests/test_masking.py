@@ -25,6 +25,8 @@ def test_masker_is_immutable_and_combining_makes_a_new_one():
 def test_config_secrets_are_masked_as_given_credentials_also_url_encoded():
     assert Masker.of(["a b"])("a+b a%20b a b") == "a+b a%20b ****"
     assert credential_spellings("a b") == ("a b", "a%20b", "a+b")
+    # stripped (a value written with `echo`), and escaped as repr and JSON show a line break
+    assert credential_spellings("t0k\n") == ("t0k\n", "t0k\\n", "t0k%0A", "t0k")
     assert Masker().with_credentials(["a b"])("a+b a%20b a b") == "**** **** ****"
 
 

@@ -25,7 +25,7 @@ from typing import Any
 from framework.components.custom.loader import CodeLoader, custom_code_allowed
 from framework.components.registry import BuildContext
 from framework.components.stream import Stream
-from framework.errors import ConfigError, ManifestError
+from framework.errors import ConfigError, FrameworkError, ManifestError
 from framework.interpolation import TemplateEngine
 from framework.manifest.config_check import check_config, check_config_value, secret_values
 from framework.masking import Masker
@@ -180,12 +180,18 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *, con
     )
     streams = {}
     migrations = {}
-    for index, model in enumerate(source.streams):
-        streams[model.name] = context.build(model, ("streams", index))
-        found = getattr(model, "state_migrations", None)
-        if found:
-            migrations[model.name] = tuple(context.build(m, ("streams", index, "state_migrations", i))
-                                           for i, m in enumerate(found))
+    try:
+        for index, model in enumerate(source.streams):
+            streams[model.name] = context.build(model, ("streams", index))
+            found = getattr(model, "state_migrations", None)
+            if found:
+                migrations[model.name] = tuple(context.build(m, ("streams", index, "state_migrations", i))
+                                               for i, m in enumerate(found))
+    except FrameworkError as exc:  # a template rendered a secret into a value that is wrong where it went
+        masked = mask(str(exc))
+        if masked != str(exc):
+            raise ConfigError(masked) from None
+        raise
     return Connector(source, config, context, streams, migrations, checked.data if isinstance(checked.data, Mapping)
                      else {})
 

@@ -14,7 +14,7 @@ from typing import Any
 from framework.diagnostics import Diagnostic, json_path
 from framework.errors import ConfigError
 from framework.manifest.yaml_source import read_document
-from framework.masking import Masker
+from framework.masking import Masker, credential_spellings
 
 
 def secret_values(schema: Any, config: Any) -> set[str]:
@@ -43,11 +43,11 @@ def secret_values(schema: Any, config: Any) -> set[str]:
 
 
 def _spellings(value: Any) -> set[str]:
-    """Every way a secret value may be quoted in a message: itself, its JSON and its Python repr,
-    and the same for each scalar inside it."""
+    """Every way a secret value may be quoted in a message: its JSON and its Python repr, each
+    :func:`~framework.masking.credential_spellings` spelling of a text, and the same for each scalar inside it."""
     out = {json.dumps(value), repr(value)}
     if isinstance(value, str):
-        out.add(value)
+        out.update(credential_spellings(value))
     elif isinstance(value, dict):
         for item in value.values():
             out |= _spellings(item)

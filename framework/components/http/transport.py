@@ -107,8 +107,10 @@ class RequestsTransport:
                 request.method, request.url, params=list(request.params) or None,
                 headers=headers, data=body, timeout=timeout, proxies=proxies, verify=verify, auth=auth,
             )
+        except requests.exceptions.InvalidHeader as exc:
+            raise ReadError(_invalid_header(headers, exc), failure_type="config_error") from None
         except (requests.exceptions.MissingSchema, requests.exceptions.InvalidSchema,
-                requests.exceptions.InvalidURL, requests.exceptions.InvalidHeader) as exc:
+                requests.exceptions.InvalidURL) as exc:
             # A malformed URL or header never gets better by retrying: say what to fix, at once.
             raise ReadError(f"the request is invalid: {_reason(exc)}; check `url_base` and `path` in the manifest "
                             "and the URL values in the config (a URL needs http:// or https://)",
@@ -120,6 +122,20 @@ class RequestsTransport:
         except requests.exceptions.RequestException as exc:
             raise TransportError(f"the request failed: {_reason(exc)}") from None
         return HttpResponse(raw.status_code, raw.headers, raw.content, request)
+
+
+def _invalid_header(headers: Mapping[str, Any], exc: BaseException) -> str:
+    """What is wrong with a header requests refused, naming the header but never showing its value
+    (it is often a credential)."""
+    for name, value in headers.items():
+        text = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+        if text != text.strip() or "\n" in text or "\r" in text:
+            what = ("ends with a line break" if text.rstrip(" \t") != text.rstrip() else
+                    "has a line break" if "\n" in text or "\r" in text else "starts or ends with whitespace")
+            return (f"the value of the header `{name}` {what}, which HTTP does not allow; it usually comes from a "
+                    "config value written with a trailing newline (`echo` adds one): remove the whitespace from "
+                    "the config value (or the manifest's template)")
+    return f"a header is invalid ({type(exc).__name__}); check the headers the manifest sets"
 
 
 def _reason(exc: BaseException) -> str:
