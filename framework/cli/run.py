@@ -38,9 +38,10 @@ import orjson
 
 from framework.cli.progress import JsonReporter
 from framework.cli.sync_command import SyncOptions, run_sync
-from framework.engine.connector import airbyte_spec, open_connector, read_config
+from framework.engine.connector import airbyte_spec, open_connector
 from framework.errors import ConfigError, FrameworkError, ManifestError
 from framework.manifest import load_manifest
+from framework.manifest.config_check import read_config_file
 from framework.protocol import messages
 from framework.protocol.catalog import parse_state, select_streams
 from framework.protocol.check import check_connection
@@ -127,13 +128,14 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
         print("run-manifest: --config CONFIG.json is required (only --spec works without one)", file=sys.stderr)
         return 2
     try:
-        config = read_config(args.config)
+        config_file = read_config_file(args.config)  # read once: a pipe or /dev/stdin works
+        config = config_file.data
         if args.discover:  # from the schemas alone: no stream is built to be read
-            entries = discover(args.manifest, config, config_path=args.config,
+            entries = discover(args.manifest, config, config_path=config_file,
                                allow_custom_code=True if args.allow_custom_code else None)
             out.write(messages.encode(messages.catalog(entries)))
             return 0
-        connector = open_connector(args.manifest, config, config_path=args.config,
+        connector = open_connector(args.manifest, config, config_path=config_file,
                                    allow_custom_code=True if args.allow_custom_code else None)
     except ConfigError as exc:
         if args.check:  # Airbyte reads a failed check from CONNECTION_STATUS, whatever the exit code

@@ -13,8 +13,9 @@ import sys
 from collections.abc import Sequence
 
 from framework.diagnostics import Diagnostic
+from framework.errors import ConfigError
 from framework.manifest import check_manifest
-from framework.manifest.config_check import check_config
+from framework.manifest.config_check import ConfigFile, check_config, read_config_file
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,24 +37,37 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    missing = [f for f in args.files + ([args.config] if args.config else []) if not os.path.isfile(f)]
+    missing = [f for f in args.files if not os.path.isfile(f)]
     if missing:
         for name in missing:
             print(f"validate-manifest: error: no such file: {name}", file=sys.stderr)
         return 2
+    config: ConfigFile | None = None
+    if args.config:
+        try:  # read once (a pipe works), by run-manifest's rule: a JSON object
+            config = read_config_file(args.config)
+        except ConfigError as exc:
+            print(f"validate-manifest: error: {exc}", file=sys.stderr)
+            return 2
 
     diagnostics: list[Diagnostic] = []
     for path in args.files:
-        checked = check_manifest(path, strict=args.strict)
+        try:
+            checked = check_manifest(path, strict=args.strict)
+        except Exception as exc:  # one file's crash must not hide the others' results
+            diagnostics.append(Diagnostic(path, 1, 1, "error", "internal-error",
+                                          f"validate-manifest could not check this file ({type(exc).__name__}: "
+                                          f"{exc})", "", "please report this with the file"))
+            continue
         diagnostics.extend(checked.diagnostics)
-        if args.config:
+        if config is not None:
             spec = (checked.data or {}).get("spec") if isinstance(checked.data, dict) else None
             connection = spec.get("connection_specification") if isinstance(spec, dict) else None
             if connection is None:
                 print(f"validate-manifest: {path} has no spec.connection_specification; "
                       f"config {args.config} not checked", file=sys.stderr)
             else:
-                diagnostics.extend(check_config(connection, args.config))
+                diagnostics.extend(check_config(connection, config))
 
     errors = sum(1 for d in diagnostics if d.severity == "error")
     warnings = len(diagnostics) - errors

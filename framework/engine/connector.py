@@ -27,7 +27,13 @@ from framework.components.registry import BuildContext
 from framework.components.stream import Stream
 from framework.errors import ConfigError, FrameworkError, ManifestError
 from framework.interpolation import TemplateEngine
-from framework.manifest.config_check import check_config, check_config_value, secret_values
+from framework.manifest.config_check import (
+    ConfigFile,
+    check_config,
+    check_config_value,
+    read_config_file,
+    secret_values,
+)
 from framework.masking import Masker
 from framework.models import DeclarativeSource
 from framework.temporal.clock import Clock, SystemClock
@@ -108,21 +114,10 @@ def airbyte_spec(source: DeclarativeSource) -> dict[str, Any] | None:
 
 def read_config(path: str) -> dict[str, Any]:
     """The config file as a mapping; ConfigError naming the file when it is not a JSON object."""
-    import orjson
-
-    try:
-        with open(path, "rb") as handle:
-            data = orjson.loads(handle.read())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file; pass an existing JSON file to --config") from None
-    except orjson.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc}); the config must be a JSON object") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the config must be a JSON object, not {type(data).__name__}")
-    return data
+    return read_config_file(path).data
 
 
-def open_connector(manifest_path: str, config: Mapping[str, Any], *, config_path: str | None = None,
+def open_connector(manifest_path: str, config: Mapping[str, Any], *, config_path: str | ConfigFile | None = None,
                    transport: Any = None, clock: Clock | None = None,
                    sleep: Callable[[float], None] = time.sleep, allow_custom_code: bool | None = None) -> Connector:
     """Load ``manifest_path`` and build its streams for ``config``."""
@@ -150,8 +145,9 @@ def open_connector_text(text: str, config: Mapping[str, Any], *, file: str = "<m
                   schemas=schemas or {}, allow_custom_code=allow_custom_code)
 
 
-def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *, config_path: str | None = None,
-           transport: Any = None, clock: Clock | None = None, sleep: Callable[[float], None] = time.sleep,
+def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
+           config_path: str | ConfigFile | None = None, transport: Any = None, clock: Clock | None = None,
+           sleep: Callable[[float], None] = time.sleep,
            schemas: Mapping[str, Mapping[str, Any]] | None = None,
            allow_custom_code: bool | None = None) -> Connector:
     if not checked.ok or checked.source is None:

@@ -9,12 +9,49 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from framework.diagnostics import Diagnostic, json_path
 from framework.errors import ConfigError
-from framework.manifest.yaml_source import read_document
+from framework.manifest.yaml_source import SourceDocument, parse_text
 from framework.masking import Masker, credential_spellings
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """A connector config file, read once (``--config /dev/stdin`` works): its data and the place of each value."""
+
+    path: str
+    data: dict[str, Any]
+    doc: SourceDocument
+
+
+def read_config_file(path: str) -> ConfigFile:
+    """The config at ``path``: a JSON object (the one rule for run-manifest and validate-manifest alike).
+
+    Raises :class:`~framework.errors.ConfigError` naming the file, the place and the fix.
+    """
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file; pass an existing JSON file to --config") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory; pass the config's JSON file to --config") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config ({exc.strerror or exc}); check the path and its "
+                          "permissions") from None
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); the config must be a "
+                          "JSON object (YAML is not accepted)") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the config must be a JSON object, not {type(data).__name__}")
+    return ConfigFile(path, data, parse_text(raw, path))
 
 
 def secret_values(schema: Any, config: Any) -> set[str]:
@@ -59,14 +96,21 @@ def _spellings(value: Any) -> set[str]:
     return {text for text in out if text}
 
 
-def check_config(spec: Any, config_path: str) -> list[Diagnostic]:
-    """Problems of the config file at ``config_path`` under the connection specification ``spec``."""
+def check_config(spec: Any, config_file: str | ConfigFile) -> list[Diagnostic]:
+    """Problems of a config file (its path, or the file read already) under the connection specification ``spec``."""
     import jsonschema  # about 0.1 s to import: only when a config is checked
 
-    doc = read_document(config_path)
+    if isinstance(config_file, str):
+        file_name = config_file
+        try:
+            config_file = read_config_file(file_name)
+        except ConfigError as exc:
+            return [Diagnostic(file_name, 1, 1, "error", "config-unreadable", str(exc).split(": ", 1)[-1],
+                               "", "fix the config file")]
+    doc = config_file.doc
     if doc.problems:
         return list(doc.problems)
-    config = doc.data
+    config = config_file.data
     if not isinstance(spec, dict):
         return []
     mask = Masker.of(secret_values(spec, config))

@@ -20,6 +20,7 @@ from framework.diagnostics import Diagnostic
 
 MAX_BYTES = 10 * 1024 * 1024  # far above any real manifest; stops a wrong file early
 MAX_NODES = 2_000_000  # bounds alias expansion ("billion laughs")
+MAX_DEPTH = 200  # nesting levels; real manifests use about 20
 
 Path = tuple  # a JSON path: keys (str) and list indexes (int)
 
@@ -111,6 +112,10 @@ def parse_text(raw: bytes | str, file: str = "<manifest>") -> SourceDocument:
                                      "replace the tab with spaces"))
         return doc
     try:
+        too_deep = _too_deep(text)
+        if too_deep is not None:  # composing it would recurse past the stack (libyaml crashes)
+            doc.problems.append(_depth_problem(doc, too_deep))
+            return doc
         node = yaml.compose(text, Loader=_TextLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -126,6 +131,15 @@ def parse_text(raw: bytes | str, file: str = "<manifest>") -> SourceDocument:
         doc.problems.append(_problem(doc, 0, 0, "empty-file", "file is empty",
                                      "a manifest needs at least `version`, `streams` and `check`"))
         return doc
+    size, depth, deepest = _measure(node)
+    if depth > MAX_DEPTH:  # through aliases
+        doc.problems.append(_depth_problem(doc, deepest))
+        return doc
+    if size > MAX_NODES:
+        doc.problems.append(_problem(doc, 0, 0, "too-many-nodes",
+                                     f"file expands to more than {MAX_NODES} values (YAML aliases?)",
+                                     "remove the aliases that expand recursively"))
+        return doc
     builder = _Builder(doc)
     try:
         doc.data = builder.build(node, ())
@@ -135,6 +149,59 @@ def parse_text(raw: bytes | str, file: str = "<manifest>") -> SourceDocument:
                                      "remove the aliases that expand recursively"))
         doc.data = None
     return doc
+
+
+def _too_deep(text: str) -> Any:
+    """Where the text first nests deeper than :data:`MAX_DEPTH` (read as events: no recursion), or None."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_TextLoader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return event.start_mark
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+    return None
+
+
+def _depth_problem(doc: SourceDocument, mark: Any) -> Diagnostic:
+    return _problem(doc, mark.line + 1, mark.column + 1, "too-deep",
+                    f"values are nested more than {MAX_DEPTH} levels deep here",
+                    "flatten the structure (real manifests nest about 20 levels)")
+
+
+def _measure(root: yaml.Node) -> tuple[int, int, yaml.Mark]:
+    """How many values ``root`` expands to, how deep it nests, and where its deepest value starts.
+
+    Aliases make the composed graph share nodes, so each node is measured once
+    (by identity) and its expansion counted as often as it is used: linear in
+    the file, whatever the aliases expand to, and without recursion.
+    """
+    known: dict[int, tuple[int, int, yaml.Mark]] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in known:
+            continue
+        if isinstance(node, yaml.MappingNode):
+            children = [item for pair in node.value for item in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            known[id(node)] = (1, 1, node.start_mark)
+            continue
+        if not children_done:
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in known)
+            continue
+        size, depth, deepest = 1, 1, node.start_mark
+        for child in children:
+            child_size, child_depth, child_deepest = known[id(child)]
+            size = min(size + child_size, MAX_NODES + 1)
+            if child_depth + 1 > depth:
+                depth, deepest = child_depth + 1, child_deepest
+        known[id(node)] = (size, depth, deepest)
+    return known[id(root)]
 
 
 _COMMENT_OR_BLANK = re.compile(r"^\s*(#.*)?$")

@@ -29,7 +29,7 @@ from framework.components.registry import BuildContext
 from framework.components.stream import catalog_entry, key_paths
 from framework.errors import ConfigError, ManifestError
 from framework.interpolation import TemplateEngine
-from framework.manifest.config_check import check_config, check_config_value, secret_values
+from framework.manifest.config_check import ConfigFile, check_config, check_config_value, secret_values
 from framework.masking import Masker
 from framework.models import DeclarativeStream
 from framework.models.custom import CustomComponent, CustomIncrementalSync
@@ -38,7 +38,7 @@ from framework.temporal.clock import SystemClock
 __all__ = ["custom_components", "discover"]
 
 
-def discover(manifest_path: str, config: Mapping[str, Any], *, config_path: str | None = None,
+def discover(manifest_path: str, config: Mapping[str, Any], *, config_path: str | ConfigFile | None = None,
              allow_custom_code: bool | None = None) -> list[dict[str, Any]]:
     """The catalog entries of the manifest's streams, in manifest order, for ``config``.
 

@@ -307,7 +307,7 @@ def test_run_manifest_log_format_json_reports_a_bad_config_file_as_json(tmp_path
     code = main([str(manifest), "--config", str(config), "--log-format", "json"], out=io.BytesIO())
     events = events_of(capsys.readouterr().err)
     assert code == 2
-    assert [e["event"] for e in events] == ["failure"] and "config.json: not valid JSON" in events[0]["error"]
+    assert [e["event"] for e in events] == ["failure"] and "config.json:1:2: not valid JSON" in events[0]["error"]
 
 
 @dataclass(frozen=True)

@@ -489,3 +489,29 @@ def test_a_failing_parent_stream_is_named_in_the_child_s_failure(tmp_path, fake_
     assert f"GET {fake_api.url}/accounts?" in error["message"] and "manifest.yaml:" in error["message"]
     assert fake_api.received(path="/accounts/1/orders") == []
     result.assert_no(SECRET)
+
+
+@pytest.mark.parametrize("kind", ["a directory", "YAML", "a pipe"])
+def test_config_inputs_follow_one_rule_and_are_read_once(tmp_path, write_manifest, api, kind, capsys):
+    path = write_manifest(MANIFEST)
+    if kind == "a directory":
+        config = str(tmp_path)
+    elif kind == "YAML":
+        config = str(tmp_path / "config.yaml")
+        Path(config).write_text(f"base_url: {api.url}\napi_key: {SECRET}\n")
+    else:
+        read_end, write_end = os.pipe()
+        os.write(write_end, json.dumps({"base_url": api.url, "api_key": SECRET}).encode())
+        os.close(write_end)
+        config = f"/dev/fd/{read_end}"
+    out = io.BytesIO()
+    code = main([path, "--config", config, "--check"], out=out)
+    err = capsys.readouterr().err
+    status = json.loads(out.getvalue())["connectionStatus"]
+    if kind == "a pipe":
+        assert code == 0 and status["status"] == "SUCCEEDED", err
+        return
+    assert code == 2 and status["status"] == "FAILED" and "Traceback" not in err
+    assert {"a directory": "is a directory; pass the config's JSON file",
+            "YAML": "not valid JSON"}[kind] in status["message"]
+    assert SECRET not in err and SECRET not in status["message"]

@@ -87,3 +87,10 @@ def test_a_header_with_a_trailing_newline_is_named_and_the_fix_given(run):
     assert result.code == 1
     assert ("the value of the header `Authorization` ends with a line break" in result.stderr
             and "remove the whitespace from the config value" in result.stderr)
+
+
+def test_a_token_http_cannot_carry_is_named_without_a_traceback(run):
+    result = run(with_broken_requester(BEARER), "t\u00f6ken\u2713", "--protocol")
+    assert result.code == 1 and "Traceback" not in result.stderr and "UnicodeEncodeError" not in result.stdout
+    assert "the value of the header `Authorization` has characters HTTP headers cannot carry" in result.stderr
+    assert "t\u00f6ken" not in result.stdout + result.stderr

@@ -228,3 +228,37 @@ def test_a_component_on_airbyte_cdk_without_the_extra_names_the_extra(tmp_path):
            f"({tmp_path / 'components.py'}:1 imports `airbyte_cdk`), which is not installed" in result.stdout
     assert "    fix: pip install 'manifest-framework[airbyte]'" in result.stdout
     assert "field_path" not in result.stdout  # the airbyte base's fields cannot be seen: keys are not judged
+
+
+def test_a_yaml_config_is_refused_by_the_rule_run_manifest_follows(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("base_url: http://x\napi_key: k\nstart_date: '2024-01-01'\n")
+    result = run("--config", str(config), str(EXAMPLE))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"{config}:1:1: not valid JSON" in result.stderr and "must be a JSON object" in result.stderr
+
+
+def test_the_config_is_read_once_so_a_pipe_works():
+    with open(EXAMPLE.parent / "config.json", "rb") as handle:
+        result = subprocess.run([SCRIPT, "--config", "/dev/stdin", str(EXAMPLE)], stdin=handle,
+                                capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_one_file_that_crashes_the_checker_does_not_hide_the_others(write_manifest, monkeypatch, capsys):
+    from framework.cli import validate
+
+    real = validate.check_manifest
+
+    def check(path, strict=False):
+        if path.endswith("crash.yaml"):
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(path, strict=strict)
+
+    monkeypatch.setattr(validate, "check_manifest", check)
+    crash = write_manifest("version: 6.7.0\n", name="crash.yaml")
+    bad = write_manifest("version: 1\n", name="bad.yaml")
+    assert validate.main([crash, str(EXAMPLE), bad]) == 1
+    out, err = capsys.readouterr()
+    assert f"{crash}:1:1: error: validate-manifest could not check this file (RecursionError" in out
+    assert f"{bad}:" in out and "3 files checked" in err

@@ -1,4 +1,8 @@
-from framework.manifest.yaml_source import MAX_BYTES, parse_text, read_document
+import time
+
+import pytest
+
+from framework.manifest.yaml_source import MAX_BYTES, MAX_DEPTH, parse_text, read_document
 
 
 def codes(doc):
@@ -70,6 +74,31 @@ def test_alias_bomb_is_bounded():
         lines.append(f"a{i}: &a{i} [{', '.join([f'*a{i-1}'] * 10)}]")
     doc = parse_text("\n".join(lines).encode())
     assert codes(doc) == ["too-many-nodes"]
+
+
+def test_an_alias_bomb_is_refused_before_it_is_expanded():
+    lines = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 12)]  # 9**12 values
+    started = time.perf_counter()
+    doc = parse_text("\n".join(lines))
+    assert codes(doc) == ["too-many-nodes"] and doc.data is None
+    assert time.perf_counter() - started < 1.0  # counted over the shared nodes, never expanded
+
+
+@pytest.mark.parametrize("levels", [MAX_DEPTH + 1, 1_000, 100_000])
+def test_deep_nesting_is_a_located_error_not_a_crash(levels):
+    flow = parse_text("version: 6.7.0\nx: " + "[" * levels + "]" * levels)
+    assert codes(flow) == ["too-deep"]
+    assert (flow.problems[0].line, flow.problems[0].column) == (2, 3 + MAX_DEPTH)  # the root mapping is the first level
+    block = parse_text("x:\n" + "".join("  " * (i + 1) + "a:\n" for i in range(min(levels, 2_000))) + "  b: 1\n")
+    assert codes(block) == ["too-deep"]
+
+
+def test_nesting_through_aliases_counts_too():
+    lines = ["a0: &a0 [x]"] + [f"a{i}: &a{i} [*a{i - 1}]" for i in range(1, MAX_DEPTH + 2)]
+    doc = parse_text("\n".join(lines))
+    assert codes(doc) == ["too-deep"]
+    assert codes(parse_text("\n".join(lines[:MAX_DEPTH - 2]))) == []
 
 
 def test_unreadable_path():

@@ -107,7 +107,7 @@ class RequestsTransport:
                 request.method, request.url, params=list(request.params) or None,
                 headers=headers, data=body, timeout=timeout, proxies=proxies, verify=verify, auth=auth,
             )
-        except requests.exceptions.InvalidHeader as exc:
+        except (requests.exceptions.InvalidHeader, UnicodeEncodeError) as exc:
             raise ReadError(_invalid_header(headers, exc), failure_type="config_error") from None
         except (requests.exceptions.MissingSchema, requests.exceptions.InvalidSchema,
                 requests.exceptions.InvalidURL) as exc:
@@ -129,6 +129,10 @@ def _invalid_header(headers: Mapping[str, Any], exc: BaseException) -> str:
     (it is often a credential)."""
     for name, value in headers.items():
         text = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+        if any(ord(char) > 255 for char in text):
+            return (f"the value of the header `{name}` has characters HTTP headers cannot carry (outside "
+                    "Latin-1); check the config value it comes from (a token is usually plain ASCII), or encode "
+                    "it in the manifest's template (`| base64encode`, say) if the API expects that")
         if text != text.strip() or "\n" in text or "\r" in text:
             what = ("ends with a line break" if text.rstrip(" \t") != text.rstrip() else
                     "has a line break" if "\n" in text or "\r" in text else "starts or ends with whitespace")
