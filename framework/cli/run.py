@@ -149,6 +149,14 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
     states = parse_state(_load_json(args.state, "state")) if args.state else {}
     names = [n.strip() for n in args.streams.split(",") if n.strip()] if args.streams else None
     selections = select_streams(connector.streams, catalog, names)
+    if not selections:
+        where = f"the catalog {args.catalog}" if catalog is not None else "--streams"
+        note = (f"nothing to read: {where} selects no stream of the manifest ({', '.join(connector.streams)}); "
+                "add the streams to read")
+        print(f"run-manifest: warning: {note}", file=sys.stderr)
+        if args.protocol:
+            out.write(messages.encode(messages.log(note, "WARN")))
+        return 0
     check_states(connector, selections, states)
     if not args.protocol:
         return run_sync(_sync_options(args), connector, selections, states)

@@ -172,6 +172,14 @@ def _unique(routed: Iterable[RoutedPartition]) -> list[RoutedPartition]:
     return out
 
 
+def _unknown_shape(saved: Mapping[str, Any], expected: str) -> StateError:
+    """A saved state none of whose keys this stream's cursor reads: reading it would silently read everything."""
+    keys = ", ".join(f"`{key}`" for key in list(saved)[:5])
+    return StateError(f"the saved state has none of the keys this stream's cursor reads (it has {keys}; expected "
+                      f"{expected}): a state of another connector or version? Fix it, or clear this stream's "
+                      "state to read everything again")
+
+
 class StreamSync:
     """Plans, reads and keeps state for one stream in one sync.
 
@@ -226,8 +234,14 @@ class StreamSync:
         field = cursor.cursor_field
         if not self.partitioned:
             flat = saved if field in saved or not isinstance(saved.get("state"), Mapping) else saved["state"]
+            if field not in flat:
+                raise _unknown_shape(saved, f"{{'{field}': ...}}")
             self._prior_global = cursor.state_value(flat)
             return
+        if not saved.keys() & {field, "state", "states", "lookback_window", "parent_state", "use_global_cursor",
+                               COMPACT_KEY}:
+            raise _unknown_shape(saved, f"{{'states': [{{'partition': {{...}}, 'cursor': {{'{field}': ...}}}}], "
+                                        f"'state': {{'{field}': ...}}}}")
         lookback = saved.get("lookback_window")
         if lookback is not None and not isinstance(lookback, bool):
             try:

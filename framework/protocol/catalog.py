@@ -77,7 +77,12 @@ def parse_state(data: Any) -> dict[str, dict]:
         if data.get("type") in ("STREAM", "GLOBAL", "LEGACY", "STATE"):
             data = [data]
         else:
-            return {str(k): dict(v) for k, v in data.items() if isinstance(v, Mapping)}
+            for name, value in data.items():
+                if not isinstance(value, Mapping):
+                    raise StateError(f"the state of stream `{name}` should be an object such as "
+                                     f"{{\"updated_at\": \"...\"}}, not a {type(value).__name__}; the state is a "
+                                     "list of Airbyte state messages or a mapping of stream names to states")
+            return {str(k): dict(v) for k, v in data.items()}
     if not isinstance(data, list):
         raise StateError("state must be a list of state messages or a mapping of stream names to states")
     out: dict[str, dict] = {}

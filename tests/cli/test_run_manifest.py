@@ -515,3 +515,13 @@ def test_config_inputs_follow_one_rule_and_are_read_once(tmp_path, write_manifes
     assert {"a directory": "is a directory; pass the config's JSON file",
             "YAML": "not valid JSON"}[kind] in status["message"]
     assert SECRET not in err and SECRET not in status["message"]
+
+
+def test_a_catalog_that_selects_no_stream_says_so(cli, tmp_path):
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps({"streams": []}))
+    result = cli("--protocol", "--catalog", str(catalog))
+    assert result.code == 0
+    assert f"run-manifest: warning: nothing to read: the catalog {catalog} selects no stream" in result.stderr
+    (log,) = result.messages
+    assert log["type"] == "LOG" and log["log"]["level"] == "WARN" and "first, broken, last" in log["log"]["message"]

@@ -127,6 +127,17 @@ def test_a_state_written_in_another_accepted_format_is_read(tmp_path, fake_api):
     assert run.state == {"updated_at": iso(at(6))}  # written back in datetime_format
 
 
+def test_a_state_of_a_shape_no_cursor_reads_is_refused_not_ignored(tmp_path, fake_api):
+    small_shop().install(fake_api)
+    path = write(tmp_path, source(single()))
+    run = sync(path, fake_api, {"cursor": "2024-01-07", "since": 1})
+    (error,) = [m["trace"]["error"]["message"] for m in run.messages if m["type"] == "TRACE"
+                and m["trace"]["type"] == "ERROR"]
+    assert run.failed and not run.requests  # nothing read from the start as if there were no state
+    assert "none of the keys this stream's cursor reads (it has `cursor`, `since`; expected {'updated_at': ...})" \
+        in error and "clear this stream's state" in error
+
+
 @pytest.mark.parametrize(("fmt", "epoch", "granularity", "scale"),
                          [("%s", "s", "PT1S", 1), ("%ms", "ms", "PT0.001S", 1000)])
 def test_epoch_cursors_send_numbers_and_keep_text_in_state(tmp_path, fake_api, fmt, epoch, granularity, scale):

@@ -375,3 +375,5 @@ def test_an_unreadable_per_partition_state_names_the_stream_and_the_fix(tmp_path
     with pytest.raises(StateError, match="`parent_state` should be an object"):
         StreamSync(connector.stream("orders"), {}, {"parent_state": ["accounts"]})
     assert StreamSync(connector.stream("orders"), {}, {"states": [], "lookback_window": "3600"})._saved_lookback == 3600
+    with pytest.raises(StateError, match=r"none of the keys this stream's cursor reads \(it has `events`"):
+        StreamSync(connector.stream("orders"), {}, {"events": {"updated_at": "2024-01-15T00:00:00Z"}})

@@ -43,3 +43,5 @@ def test_state_in_every_airbyte_shape():
     assert parse_state([glob]) == {"orders": {"u": 1}}
     with pytest.raises(StateError, match="unknown type"):
         parse_state([{"type": "WAT"}])
+    with pytest.raises(StateError, match="the state of stream `events` should be an object .* not a str"):
+        parse_state({"events": "2024-01-15T00:00:00Z"})
