@@ -23,6 +23,7 @@ from framework.cli.progress import JsonReporter, Reporter, reporter_for
 from framework.cli.settings import FormatName, destination_settings, normalization_settings
 from framework.errors import ConfigError, FrameworkError
 from framework.models.destination import DestinationSettings
+from framework.storage.local import LocalStorage
 
 if TYPE_CHECKING:
     from framework.engine.connector import Connector
@@ -80,6 +81,8 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
         raise ConfigError("--state cannot be used with --sync-mode overwrite: an overwrite reads everything "
                           "again and replaces the older files; drop --state, or use --sync-mode append")
     settings = destination_settings(options.destination, options.output, options.format)
+    if settings.target == "local":  # before Spark starts: a folder that cannot take files fails at once
+        LocalStorage(settings.base_uri).check_writable()
     started = time.perf_counter()
     # The session normalizes too when asked: that work runs in the JVM and wants its full JIT.
     spark = spark_session(options.master, full_jit=_normalizes(options, settings))

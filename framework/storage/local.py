@@ -29,6 +29,26 @@ class LocalStorage:
     def __init__(self, root: str):
         self.root = os.path.abspath(root)
 
+    def check_writable(self) -> None:
+        """Raise :class:`~framework.errors.ConfigError` unless the root is a folder this process can write to.
+
+        Called before a sync starts anything (Spark included): the folder is created if missing and a
+        hidden probe file is written and removed. ``/dev/null``, a path under ``/proc``, a file, a
+        read-only mount each get one message naming the path and the fix.
+        """
+        root = self.root
+        fix = "pass --output a folder you can write to (it is created if missing)"
+        if os.path.exists(root) and not os.path.isdir(root):
+            raise ConfigError(f"the output {root} is not a folder; {fix}")
+        try:
+            os.makedirs(root, exist_ok=True)
+            probe = os.path.join(root, f".write-probe.{uuid.uuid4().hex}.tmp")
+            with open(probe, "wb") as handle:
+                handle.write(b"probe")
+            os.remove(probe)
+        except OSError as exc:
+            raise ConfigError(f"the output {root} cannot be written to ({exc.strerror or exc}); {fix}") from None
+
     # -------------------------------------------------------------- paths
 
     def path(self, key: str) -> str:

@@ -525,3 +525,15 @@ def test_a_catalog_that_selects_no_stream_says_so(cli, tmp_path):
     assert f"run-manifest: warning: nothing to read: the catalog {catalog} selects no stream" in result.stderr
     (log,) = result.messages
     assert log["type"] == "LOG" and log["log"]["level"] == "WARN" and "first, broken, last" in log["log"]["message"]
+
+
+def test_an_output_that_cannot_take_files_exits_2_before_spark_starts(cli, monkeypatch):
+    from framework.spark import session
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(session, "spark_session", no_spark)
+    result = cli("--output", "/dev/null")
+    assert result.code == 2 and "Traceback" not in result.stderr
+    assert "the output /dev/null is not a folder; pass --output a folder you can write to" in result.stderr
