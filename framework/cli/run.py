@@ -147,6 +147,7 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
     states = parse_state(_load_json(args.state, "state")) if args.state else {}
     names = [n.strip() for n in args.streams.split(",") if n.strip()] if args.streams else None
     selections = select_streams(connector.streams, catalog, names)
+    connector = connector.with_catalog(catalog)
     check_states(connector, selections, states)
     if not args.protocol:
         return run_sync(_sync_options(args), connector, selections, states)
