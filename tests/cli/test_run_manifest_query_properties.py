@@ -5,7 +5,8 @@ request names; the manifest reads the property list from ``/properties``,
 asks for three properties per request and merges the answers by ``id``, in
 two partitions read at once, pages of three. Protocol mode, once with a
 catalog that selects two properties; Spark mode once, where each task merges
-the chunks it reads and the driver alone reads the property list.
+the chunks it reads and the driver alone reads the property list; and the
+DataFrame reader, whose driver reads it too.
 """
 
 from __future__ import annotations
@@ -145,3 +146,17 @@ def test_spark_mode_merges_in_the_task_and_reads_the_property_list_once(spark, f
     assert all(r["properties"] == {name: f"{name}-{r['id'][1:]}" for name in PROPERTIES} for r in rows)
     assert len(fake_api.received("/contacts")) == 2 * 3 * 3
     assert len(fake_api.received("/properties")) == 4  # by the driver; the tasks got the list with the connector
+
+
+@pytest.mark.spark
+def test_the_dataframe_reader_reads_the_property_list_once_on_the_driver(spark, files: tuple[str, str],
+                                                                         fake_api: FakeApi) -> None:
+    from framework.spark.datasource import register
+
+    register(spark)
+    frame = (spark.read.format("manifest").option("manifest", files[0]).option("config", files[1])
+             .option("stream", "contacts").option("partitions", "2").load())
+    rows = [row.asDict(recursive=True) for row in frame.collect()]
+    assert len(rows) == 14
+    assert all(r["properties"] == {name: f"{name}-{r['id'][1:]}" for name in PROPERTIES} for r in rows)
+    assert len(fake_api.received("/properties")) == 4
