@@ -110,6 +110,17 @@ def test_deep_merge_keeps_every_key_of_both_sides(left: Any, right: dict) -> Non
     assert all(target[k] == v for k, v in right.items())
 
 
+@given(st.lists(st.dictionaries(st.sampled_from("abcdefgh"), st.integers(), min_size=1), min_size=1, max_size=6),
+       st.integers(1, 8))
+def test_records_split_by_chunks_of_properties_merge_back_whole(properties: list[dict], limit: int) -> None:
+    chunking = Chunking("property_count", limit)
+    records = [{"id": f"r{i}", "properties": props} for i, props in enumerate(properties)]
+    names = sorted({name for props in properties for name in props})
+    pages = [[{"id": r["id"], "properties": {n: r["properties"][n] for n in chunk if n in r["properties"]}}
+              for r in records] for chunk in chunking.split(names, None, None)]
+    assert merge_by_key(pages, chunking.key_of) == records
+
+
 # -- the endpoint's property names ----------------------------------------------------------------------------
 
 
@@ -279,3 +290,31 @@ def test_an_endpoint_failure_fails_the_read_that_needs_it(fake_api: FakeApi) -> 
     assert isinstance(endpoint, PropertiesEndpoint)
     with pytest.raises(Exception, match="400"):
         list(connector.stream("contacts").read_slice(StreamSlice(), connector.config))
+
+
+def _ignoring_404(api: FakeApi) -> Any:
+    data = yaml.safe_load(MANIFEST)
+    data["streams"][0]["retriever"]["requester"]["error_handler"] = {
+        "type": "DefaultErrorHandler",
+        "response_filters": [{"type": "HttpResponseFilter", "action": "IGNORE", "http_codes": [404]}]}
+    return _connector(api, yaml.safe_dump(data))
+
+
+def test_an_ignored_chunk_leaves_its_properties_out_and_paging_goes_on(fake_api: FakeApi) -> None:
+    serve_properties_api(fake_api)
+    connector = _ignoring_404(fake_api)
+    fake_api.fault(status=404, path="/contacts", after=0, times=1)  # the first chunk of the first page
+    pages = list(connector.stream("contacts").read_slice(StreamSlice(), connector.config))
+    assert [len(page) for page in pages] == [3, 3, 1]
+    assert set(pages[0][0]["properties"]) == set(PROPERTIES[4:])
+    assert set(pages[1][0]["properties"]) == set(PROPERTIES)
+
+
+def test_an_ignored_last_chunk_ends_the_read_after_the_page(fake_api: FakeApi) -> None:
+    serve_properties_api(fake_api)
+    connector = _ignoring_404(fake_api)
+    fake_api.fault(status=404, path="/contacts", after=1, times=1)  # the last chunk of the first page
+    pages = list(connector.stream("contacts").read_slice(StreamSlice(), connector.config))
+    assert [len(page) for page in pages] == [3]  # as Airbyte: no response for the paginator, so no next page
+    assert set(pages[0][0]["properties"]) == set(PROPERTIES[:4])
+    assert len(fake_api.received("/contacts")) == 2
