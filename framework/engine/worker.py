@@ -1,9 +1,10 @@
 """What a worker process (a Spark task, the DataFrame reader's) needs: the connector and typed pages.
 
 * :class:`ConnectorSource` - the manifest text, config, every stream's
-  schema (:func:`all_schemas`) and the custom components' code shipped with
-  the manifest: all a worker needs to build the connector again, without the
-  driver's files;
+  schema (:func:`all_schemas`), the custom components' code shipped with
+  the manifest and the query properties the driver read (:meth:`ConnectorSource.with_query_properties`):
+  all a worker needs to build the connector again, without the driver's files
+  or a second read of a property endpoint;
 * :func:`worker_connector` - that connector, built once per process (the last
   one is kept, so a worker that reads several tasks of one sync builds it once);
 * :class:`PageTyper` and :func:`read_group` - a group of units read one after
