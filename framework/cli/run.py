@@ -157,6 +157,7 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
         if args.protocol:
             out.write(messages.encode(messages.log(note, "WARN")))
         return 0
+    connector = connector.with_catalog(catalog)
     check_states(connector, selections, states)
     if not args.protocol:
         return run_sync(_sync_options(args), connector, selections, states)

@@ -44,6 +44,7 @@ _MODULES = (
     "framework.components.partitions",
     "framework.components.http.requester",
     "framework.components.retriever",
+    "framework.components.query_properties",
     "framework.components.stream",
     "framework.components.custom.builders",
 )

@@ -8,6 +8,7 @@ records, ask the pager for the next page. Records come out one page at a time
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from framework.components.http.request import RequestParts
 from framework.components.http.requester import Requester
 from framework.components.http.transport import HttpResponse
 from framework.components.pagination import Paginator
+from framework.components.query_properties import Fetched, QueryPropertiesReader, build_query_properties
 from framework.components.records import RecordSelector
 from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
@@ -38,6 +40,7 @@ class Retriever:
     parameters: Mapping[str, Any]
     slice_options_on_every_page: bool = True
     decode: Callable[[HttpResponse], HttpResponse] | None = None  # a custom decoder (CustomDecoder)
+    query_properties: QueryPropertiesReader | None = None  # the requester's QueryProperties
 
     def read(self, stream_slice: StreamSlice, config: Mapping[str, Any], *,
              slice_options: SliceOptions = _no_options,
@@ -49,30 +52,51 @@ class Retriever:
         first = True
         while True:
             page_variables = {**variables, **pager.token_variables()}
-            parts = self.requester.parts(page_variables)
-            if first or self.slice_options_on_every_page:
-                slice_options(parts, stream_slice)
-            pager.apply(parts)
-            _drop_params_in_url(parts)
-            response = self.requester.send(parts)
+            fetch = functools.partial(self._fetch, stream_slice=stream_slice, pager=pager,
+                                      slice_options=slice_options, first=first)
+            if self.query_properties is None:
+                response, page, records = fetch(page_variables, {})
+            else:  # one request per chunk of properties, their records merged by key
+                response, page, records = self.query_properties.read_page(stream_slice, page_variables, fetch)
             if response is None:  # the error handler said to ignore this response
+                if records:
+                    yield records
                 return
-            if self.decode is not None:
-                response = self.decode(response)
             try:
-                page, records = self.selector.select_page(response, page_variables)
                 more = pager.advance(response, page, variables)  # judged by the page as the API sent it
-            except ReadError as exc:  # the body may echo a token: mask it again, with the credentials too
-                self.requester.hide_secrets(exc).with_context(request=self.requester.describe(response.request))
-                raise
-            except InterpolationError as exc:  # a template that fails on this response
-                raise ReadError(self.requester.mask(str(exc)),
-                                request=self.requester.describe(response.request)) from None
+            except (ReadError, InterpolationError) as exc:
+                raise self._failure(exc, response) from None
             if records:
                 yield records
             if not more:
                 return
             first = False
+
+    def _fetch(self, variables: Mapping[str, Any], params: Mapping[str, str], stream_slice: StreamSlice,
+               pager: Any, slice_options: SliceOptions, first: bool) -> Fetched:
+        """Send one request and select its records: (response or None, the page as sent, the records kept)."""
+        parts = self.requester.parts(variables)
+        parts.params.update(params)
+        if first or self.slice_options_on_every_page:
+            slice_options(parts, stream_slice)
+        pager.apply(parts)
+        _drop_params_in_url(parts)
+        response = self.requester.send(parts)
+        if response is None:
+            return None, [], []
+        if self.decode is not None:
+            response = self.decode(response)
+        try:
+            page, records = self.selector.select_page(response, variables)
+        except (ReadError, InterpolationError) as exc:
+            raise self._failure(exc, response) from None
+        return response, page, records
+
+    def _failure(self, exc: ReadError | InterpolationError, response: HttpResponse) -> ReadError:
+        if isinstance(exc, ReadError):  # the body may echo a token: mask it again, with the credentials too
+            return self.requester.hide_secrets(exc).with_context(request=self.requester.describe(response.request))
+        # a template that fails on this response
+        return ReadError(self.requester.mask(str(exc)), request=self.requester.describe(response.request))
 
 
 def _drop_params_in_url(parts: RequestParts) -> None:
@@ -103,6 +127,7 @@ def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> R
         slice_options_on_every_page=not model.ignore_stream_slicer_parameters_on_paginated_requests,
         decode=ctx.build(model.decoder, path + ("decoder",)).decoded if isinstance(model.decoder, CustomDecoder)
         else None,
+        query_properties=build_query_properties(model, ctx, path),
     )
 
 

@@ -16,6 +16,7 @@ loaded are kept (:attr:`Connector.shipped_files`) for Spark executors.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from framework.components.custom.loader import CodeLoader, custom_code_allowed
+from framework.components.query_properties import with_catalog
 from framework.components.registry import BuildContext
 from framework.components.stream import Stream
 from framework.errors import ConfigError, FrameworkError, ManifestError
@@ -60,6 +62,13 @@ class Connector:
     @property
     def custom_code_allowed(self) -> bool:
         return self.context.code.allowed
+
+    def with_catalog(self, catalog: Mapping[str, Any] | None) -> Connector:
+        """This connector asking each stream's API for what the configured ``catalog`` selects (a
+        JsonSchemaPropertySelector narrows its query properties to the catalog's schema)."""
+        if catalog is None:
+            return self
+        return dataclasses.replace(self, streams=with_catalog(self.streams, catalog))
 
     def migrate_state(self, stream: str, state: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
         """``state`` after the stream's state migrations (each applied when it says it should)."""

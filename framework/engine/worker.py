@@ -1,9 +1,10 @@
 """What a worker process (a Spark task, the DataFrame reader's) needs: the connector and typed pages.
 
 * :class:`ConnectorSource` - the manifest text, config, every stream's
-  schema (:func:`all_schemas`) and the custom components' code shipped with
-  the manifest: all a worker needs to build the connector again, without the
-  driver's files;
+  schema (:func:`all_schemas`), the custom components' code shipped with
+  the manifest and the query properties the driver read (:meth:`ConnectorSource.with_query_properties`):
+  all a worker needs to build the connector again, without the driver's files
+  or a second read of a property endpoint;
 * :func:`worker_connector` - that connector, built once per process (the last
   one is kept, so a worker that reads several tasks of one sync builds it once);
 * :class:`PageTyper` and :func:`read_group` - a group of units read one after
@@ -14,6 +15,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import time
@@ -26,6 +28,7 @@ import pyarrow as pa
 
 from framework.components.custom.loader import materialize
 from framework.components.partitions import parents_of
+from framework.components.query_properties import resolved_query_properties, with_resolved_query_properties
 from framework.components.stream import Stream
 from framework.engine.connector import Connector, open_connector_text
 from framework.engine.results import UnitResult
@@ -55,6 +58,8 @@ class ConnectorSource:
     schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # every stream's, parents too
     shipped: Mapping[str, str] = field(default_factory=dict)
     allow_custom_code: bool | None = None
+    #: by stream: the query properties the driver read from an endpoint and the catalog's selection of them
+    query_properties: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, manifest_path: str, manifest_text: str, config: Mapping[str, Any],
@@ -70,11 +75,24 @@ class ConnectorSource:
         return cls.of(manifest_path, manifest_text, connector.config, all_schemas(connector),
                       shipped=connector.shipped_files, allow_custom_code=connector.custom_code_allowed)
 
+    def with_query_properties(self, connector: Connector, stream: str) -> ConnectorSource:
+        """This source carrying the query properties ``connector`` asks ``stream``'s API for: a
+        PropertiesFromEndpoint's list (read now, once per sync, here) and the catalog's selection,
+        so that the tasks ask for the same without reading the endpoint again."""
+        found = resolved_query_properties({stream: connector.stream(stream)})
+        if not found:
+            return self
+        return dataclasses.replace(self, query_properties={**self.query_properties, **found})
+
     def open(self) -> Connector:
         """A new connector from this source (on the driver: schema files are read where ``schemas`` lack them)."""
-        return open_connector_text(self.manifest_text, self.config, file=self.manifest_file,
-                                   base_dir=self._code_dir(), schemas=self.schemas or None,
-                                   allow_custom_code=self.allow_custom_code)
+        connector = open_connector_text(self.manifest_text, self.config, file=self.manifest_file,
+                                        base_dir=self._code_dir(), schemas=self.schemas or None,
+                                        allow_custom_code=self.allow_custom_code)
+        if not self.query_properties:
+            return connector
+        return dataclasses.replace(connector, streams=with_resolved_query_properties(connector.streams,
+                                                                                     self.query_properties))
 
     def _code_dir(self) -> str | None:
         """The manifest's folder, or where the shipped files were written when this machine lacks them."""
@@ -98,14 +116,17 @@ def worker_connector(source: ConnectorSource) -> Connector:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
     return _cached_connector(source.manifest_text, text(source.config), source.manifest_file, source.base_dir,
-                             text(source.schemas), text(source.shipped), source.allow_custom_code)
+                             text(source.schemas), text(source.shipped), source.allow_custom_code,
+                             text(source.query_properties))
 
 
 @functools.lru_cache(maxsize=1)
 def _cached_connector(manifest_text: str, config_json: str, manifest_file: str, base_dir: str | None,
-                      schemas_json: str, shipped_json: str, allow_custom_code: bool | None) -> Connector:
+                      schemas_json: str, shipped_json: str, allow_custom_code: bool | None,
+                      query_properties_json: str = "{}") -> Connector:
     return ConnectorSource(manifest_text, manifest_file, base_dir, orjson.loads(config_json),
-                           orjson.loads(schemas_json), orjson.loads(shipped_json), allow_custom_code).open()
+                           orjson.loads(schemas_json), orjson.loads(shipped_json), allow_custom_code,
+                           orjson.loads(query_properties_json)).open()
 
 
 def all_schemas(connector: Connector) -> dict[str, dict]:

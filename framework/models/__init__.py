@@ -53,6 +53,13 @@ from framework.models.error_handling import (
 from framework.models.incremental import DatetimeBasedCursor, MinMaxDatetime
 from framework.models.pagination import CursorPagination, DefaultPaginator, NoPagination, OffsetIncrement, PageIncrement
 from framework.models.partitions import ListPartitionRouter, ParentStreamConfig, SubstreamPartitionRouter
+from framework.models.query_properties import (
+    GroupByKeyMergeStrategy,
+    JsonSchemaPropertySelector,
+    PropertiesFromEndpoint,
+    PropertyChunking,
+    QueryProperties,
+)
 from framework.models.records import (
     AddedFieldDefinition,
     AddFields,
@@ -90,6 +97,8 @@ COMPONENTS: tuple[type[Component], ...] = (
     CustomPartitionRouter, CustomRecordExtractor, CustomRecordFilter, CustomRequester, CustomRetriever,
     CustomSchemaLoader, CustomSchemaNormalization, CustomStateMigration, CustomTransformation,
     CustomConfigTransformation, CustomValidationStrategy, CustomDecoder,
+    # query properties
+    QueryProperties, PropertiesFromEndpoint, PropertyChunking, GroupByKeyMergeStrategy, JsonSchemaPropertySelector,
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -107,7 +116,7 @@ UNSUPPORTED: dict[str, str] = {
         "CsvDecoder", "JsonlDecoder", "GzipDecoder", "IterableDecoder", "ZipfileDecoder", "JsonItemsDecoder",
         "DynamicSchemaLoader", "KeysToLower", "KeysToSnakeCase", "FlattenFields", "DpathFlattenFields",
         "KeysReplace", "ComponentMappingDefinition", "LegacyToPerPartitionStateMigration",
-        "HTTPAPIBudget", "PropertiesFromEndpoint", "QueryProperties", "RecordExpander",
+        "HTTPAPIBudget", "RecordExpander",
         "ParametrizedComponentsResolver", "PaginationReset", "RequestBodyJsonObject", "RequestBodyGraphQL",
         "RequestBodyPlainText", "RequestBodyUrlEncodedForm", "FileUploader",
         # the spec's `config_normalization_rules` (where CustomConfigTransformation and

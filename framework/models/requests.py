@@ -94,9 +94,10 @@ class HttpRequester(Component):
         None,
         default_type="DefaultErrorHandler",
     )
-    request_parameters: RequestValues = spec(
+    request_parameters: Mapping[str, RequestParameter] | str = spec(
         "Query parameters added to every request. Keys and values are templates; "
-        "a single template string must render an object.",
+        "a single template string must render an object. One value may be a QueryProperties: "
+        "that parameter carries the properties of each request, comma-separated.",
         {"sort": "updated_at", "since": "{{ stream_interval.start_time }}"},
         default_factory=dict,
         template=REQUEST,
@@ -126,6 +127,18 @@ class HttpRequester(Component):
         template=REQUEST,
         result="any",
     )
+    query_properties: QueryProperties | None = spec(
+        "The properties to ask for, read by templates as `stream_slice.extra_fields['query_properties']` "
+        "(a list; one request per chunk of it).",
+        {"type": "QueryProperties", "property_list": ["name", "email"]},
+        None,
+    )
+    fetch_properties_from_endpoint: PropertiesFromEndpoint | None = spec(
+        "Deprecated: use `query_properties` with this as its `property_list`.",
+        {"type": "PropertiesFromEndpoint", "property_field_path": ["name"],
+         "retriever": {"$ref": "#/definitions/properties_retriever"}},
+        None,
+    )
     use_cache: bool = spec(
         "Cache responses within a sync (useful for parent streams read by several children).", False, False
     )
@@ -135,3 +148,7 @@ class HttpRequester(Component):
         if self.request_body_json and self.request_body_data:
             raise ValueError("give at most one of `request_body_json` and `request_body_data`")
         return self
+
+
+# Last: query properties hold a retriever (whose requester is defined above).
+from framework.models.query_properties import PropertiesFromEndpoint, QueryProperties, RequestParameter  # noqa: E402

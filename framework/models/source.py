@@ -164,3 +164,9 @@ class DeclarativeSource(Component):
         default_factory=dict,
     )
     description: str | None = spec("What the connector reads.", "Orders and accounts of the Example API.", None)
+
+
+# A PropertiesFromEndpoint (imported before this module, through the requester) holds a SimpleRetriever.
+from framework.models import query_properties as _query_properties  # noqa: E402
+
+_query_properties.SimpleRetriever = SimpleRetriever  # type: ignore[misc]

@@ -177,7 +177,8 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     if units:
         groups = contiguous_groups(units, run.cores * options.tasks_per_core)
         job = TaskJob(
-            source=run.source, stream=stream.name, destination=run.destination,
+            source=run.source.with_query_properties(connector, stream.name), stream=stream.name,
+            destination=run.destination,
             sync_id=run.connection.sync_id, generation_id=generation,
             part_start=next_part_number(run.storage, run.settings, stream.name, options.namespace),
             tasks=len(groups), namespace=options.namespace, started_at=time.time(),

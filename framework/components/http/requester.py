@@ -20,6 +20,7 @@ from framework.components.http.client import Authenticator, HttpClient
 from framework.components.http.error_handler import ErrorHandler, default_error_handler
 from framework.components.http.request import HttpRequest, RequestParts
 from framework.components.http.transport import HttpResponse
+from framework.components.query_properties import plain_parameters
 from framework.components.registry import BuildContext, builds
 from framework.components.templates import TemplateValue
 from framework.errors import InterpolationError, ReadError
@@ -116,7 +117,7 @@ def build_requester(model: HttpRequester, ctx: BuildContext, path: tuple) -> Req
         method=model.http_method,
         url_base=value(model.url_base),
         path=value(model.path),
-        params=value(model.request_parameters, "object"),
+        params=value(plain_parameters(model.request_parameters), "object"),
         headers=value(model.request_headers, "object"),
         body_json=value(model.request_body_json, "object", "any") if model.request_body_json else None,
         body_data=value(model.request_body_data, "any") if model.request_body_data else None,
