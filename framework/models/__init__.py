@@ -63,6 +63,13 @@ from framework.models.records import (
     RecordSelector,
     RemoveFields,
 )
+from framework.models.request_bodies import (
+    RequestBodyGraphQL,
+    RequestBodyGraphQlQuery,
+    RequestBodyJsonObject,
+    RequestBodyPlainText,
+    RequestBodyUrlEncodedForm,
+)
 from framework.models.requests import HttpRequester, JsonDecoder, RequestOption, RequestPath
 from framework.models.source import (
     CheckStream,
@@ -90,6 +97,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     CustomPartitionRouter, CustomRecordExtractor, CustomRecordFilter, CustomRequester, CustomRetriever,
     CustomSchemaLoader, CustomSchemaNormalization, CustomStateMigration, CustomTransformation,
     CustomConfigTransformation, CustomValidationStrategy, CustomDecoder,
+    RequestBodyJsonObject, RequestBodyUrlEncodedForm, RequestBodyPlainText, RequestBodyGraphQL,  # request bodies
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -108,8 +116,7 @@ UNSUPPORTED: dict[str, str] = {
         "DynamicSchemaLoader", "KeysToLower", "KeysToSnakeCase", "FlattenFields", "DpathFlattenFields",
         "KeysReplace", "ComponentMappingDefinition", "LegacyToPerPartitionStateMigration",
         "HTTPAPIBudget", "PropertiesFromEndpoint", "QueryProperties", "RecordExpander",
-        "ParametrizedComponentsResolver", "PaginationReset", "RequestBodyJsonObject", "RequestBodyGraphQL",
-        "RequestBodyPlainText", "RequestBodyUrlEncodedForm", "FileUploader",
+        "ParametrizedComponentsResolver", "PaginationReset", "FileUploader",
         # the spec's `config_normalization_rules` (where CustomConfigTransformation and
         # CustomValidationStrategy are used): the config would reach the streams unchanged
         "ConfigNormalizationRules", "ConfigMigration", "ConfigRemapField", "ConfigAddFields", "ConfigRemoveFields",
@@ -118,4 +125,5 @@ UNSUPPORTED: dict[str, str] = {
 }
 
 __all__ = ["COMPONENTS", "CUSTOM_KINDS", "REGISTRY", "UNSUPPORTED", "Component", "CustomComponent", "Model",
-           "TemplateSpec", "default_type_of", "format_of", "template_of"] + [model.__name__ for model in COMPONENTS]
+           "RequestBodyGraphQlQuery", "TemplateSpec", "default_type_of", "format_of", "template_of"] \
+    + [model.__name__ for model in COMPONENTS]

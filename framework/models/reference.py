@@ -36,6 +36,8 @@ GROUPS: tuple[tuple[str, str, str], ...] = (
     ("framework.models.source", "Source and streams",
      "The file's root, its streams and how each is read, the spec and the connection check."),
     ("framework.models.requests", "Requests", "Where requests go and what they carry."),
+    ("framework.models.request_bodies", "Request bodies",
+     "What a POST request carries: JSON, a form, text or a GraphQL query."),
     ("framework.models.auth", "Authentication", "How a request proves who is asking."),
     ("framework.models.pagination", "Pagination", "How the next page is asked for and when to stop."),
     ("framework.models.records", "Records and schemas",

@@ -584,8 +584,9 @@ def _build_session_token(model: models.SessionTokenAuthenticator, ctx: BuildCont
     login = model.login_requester
     params = login.parameters
     url = join_url(_text(ctx.render(login.url_base, params)), _text(ctx.render(login.path, params)))
-    json_body = _render_body_json(ctx, login.request_body_json, params)
-    data_body = _render_body_data(ctx, login.request_body_data, params)
+    login_json, login_data = login.bodies()  # with `request_body` folded in
+    json_body = _render_body_json(ctx, login_json, params)
+    data_body = _render_body_data(ctx, login_data, params)
     request = HttpRequest(
         login.http_method,
         url,

@@ -54,12 +54,16 @@ class Requester:
             )
             if self.body_json is not None:
                 body = self.body_json.render(variables)
-                # a constant body is shared by every request: options are put into a copy of it
+                # a constant body is shared by every request (its nulls were left out when built):
+                # options are put into a copy of it
                 constant = self.body_json.constant  # type: ignore[attr-defined]
+                if body and not constant:
+                    body = without_nulls(body)
                 parts.json = (copy.deepcopy(dict(body)) if constant else dict(body)) if body else None
             if self.body_data is not None:
                 data = self.body_data.render(variables)
-                parts.data = (dict(data) if isinstance(data, Mapping) else str(data)) if data else None
+                # a form field that renders to nothing is left out, as Airbyte does
+                parts.data = (_drop_empty(data) if isinstance(data, Mapping) else str(data)) if data else None
         except InterpolationError as exc:
             raise ReadError(f"the request could not be built: {exc}", place=self.place) from None
         return parts
@@ -85,6 +89,16 @@ class Requester:
             raise
 
 
+def without_nulls(value: Any) -> Any:
+    """``value`` with the keys whose value is null left out of every mapping in it, as Airbyte sends a
+    JSON body (a template that renders to nothing is no key at all); items of lists stay."""
+    if isinstance(value, Mapping):
+        return {key: without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [without_nulls(item) for item in value]
+    return value
+
+
 def _drop_empty(values: Any) -> dict:
     # An option that renders to nothing (an optional config value left out) is not sent.
     if not values:
@@ -108,6 +122,7 @@ def build_requester(model: HttpRequester, ctx: BuildContext, path: tuple) -> Req
         handler = default_error_handler(ctx)
     client = HttpClient(ctx.transport, handler, authenticator, sleep=ctx.sleep, mask=ctx.mask)
     mask = ctx.mask if authenticator is None else masking_credentials(authenticator, ctx.mask)
+    body_json, body_data = model.bodies()  # `request_body` folded into the older fields, as Airbyte does
 
     def value(raw: Any, result: str = "string", inner: str = "string") -> TemplateValue:
         return TemplateValue(raw, engine, result, inner)
@@ -118,8 +133,9 @@ def build_requester(model: HttpRequester, ctx: BuildContext, path: tuple) -> Req
         path=value(model.path),
         params=value(model.request_parameters, "object"),
         headers=value(model.request_headers, "object"),
-        body_json=value(model.request_body_json, "object", "any") if model.request_body_json else None,
-        body_data=value(model.request_body_data, "any") if model.request_body_data else None,
+        body_json=value(without_nulls(body_json) if isinstance(body_json, Mapping) else body_json, "object", "any")
+        if body_json else None,
+        body_data=value(body_data, "any") if body_data else None,
         client=client,
         parameters=model.parameters,
         mask=mask,
@@ -127,4 +143,4 @@ def build_requester(model: HttpRequester, ctx: BuildContext, path: tuple) -> Req
     )
 
 
-__all__ = ["Requester", "build_requester"]
+__all__ = ["Requester", "build_requester", "without_nulls"]
