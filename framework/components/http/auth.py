@@ -39,6 +39,7 @@ from framework.components.http.request import (
     RequestParts,
     injection_of,
     join_url,
+    without_nulls,
 )
 from framework.components.http.transport import HttpResponse
 from framework.components.registry import BuildContext, builds
@@ -632,7 +633,7 @@ def _build_session_token(model: models.SessionTokenAuthenticator, ctx: BuildCont
 def _render_body_json(ctx: BuildContext, body: Any, parameters: Mapping[str, Any]) -> Any:
     if isinstance(body, str):
         return ctx.render(body, parameters, "object")
-    return _render_deep(ctx, body, parameters)
+    return without_nulls(_render_deep(ctx, body, parameters))
 
 
 def _render_body_data(ctx: BuildContext, body: Any, parameters: Mapping[str, Any]) -> Any:

@@ -18,7 +18,7 @@ from typing import Any
 
 from framework.components.http.client import Authenticator, HttpClient
 from framework.components.http.error_handler import ErrorHandler, default_error_handler
-from framework.components.http.request import HttpRequest, RequestParts
+from framework.components.http.request import HttpRequest, RequestParts, without_nulls
 from framework.components.http.transport import HttpResponse
 from framework.components.registry import BuildContext, builds
 from framework.components.templates import TemplateValue
@@ -89,16 +89,6 @@ class Requester:
             raise
 
 
-def without_nulls(value: Any) -> Any:
-    """``value`` with the keys whose value is null left out of every mapping in it, as Airbyte sends a
-    JSON body (a template that renders to nothing is no key at all); items of lists stay."""
-    if isinstance(value, Mapping):
-        return {key: without_nulls(item) for key, item in value.items() if item is not None}
-    if isinstance(value, list):
-        return [without_nulls(item) for item in value]
-    return value
-
-
 def _drop_empty(values: Any) -> dict:
     # An option that renders to nothing (an optional config value left out) is not sent.
     if not values:
@@ -143,4 +133,4 @@ def build_requester(model: HttpRequester, ctx: BuildContext, path: tuple) -> Req
     )
 
 
-__all__ = ["Requester", "build_requester", "without_nulls"]
+__all__ = ["Requester", "build_requester"]
