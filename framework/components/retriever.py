@@ -4,15 +4,26 @@ The loop fits on one screen on purpose: build the request, let the slice
 (cursor window, partition) and the pager add their values, send, select the
 records, ask the pager for the next page. Records come out one page at a time
 (a list per page), so callers move them in batches.
+
+Pagination restarts (Airbyte's ``pagination_reset``) when the error handler
+answers RESET_PAGINATION, or when ``limits.number_of_records`` records were read
+since the last start: the pager starts again from its first page. With RESET
+(or no ``pagination_reset``) the slice stays the same, and a second restart of
+the same slice fails the read; with SPLIT_USING_CURSOR and a datetime cursor the
+window then starts at the latest cursor value read so far, and a restart that
+makes no progress fails. Records already handed out stay handed out (the
+restarted pages may send some again), as in Airbyte.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
+from framework.components.http.client import PaginationResetRequired
 from framework.components.http.request import RequestParts
 from framework.components.http.requester import Requester
 from framework.components.http.transport import HttpResponse
@@ -21,9 +32,85 @@ from framework.components.records import RecordSelector
 from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
 from framework.errors import InterpolationError, ReadError
-from framework.models import CustomDecoder, NoPagination, SimpleRetriever
+from framework.models import CustomDecoder, NoPagination, PaginationReset, SimpleRetriever
 
 SliceOptions = Callable[[RequestParts, StreamSlice], None]
+
+
+class Cursor(Protocol):
+    """What a pagination reset needs of a datetime cursor (see :mod:`framework.components.incremental`)."""
+
+    @property
+    def partition_field_start(self) -> str: ...
+
+    def record_value(self, record: Mapping[str, Any]) -> datetime | None: ...
+
+    def format(self, dt: datetime) -> Any: ...
+
+
+@dataclass(frozen=True)
+class PaginationResets:
+    """The runtime form of ``pagination_reset``: ``split`` for SPLIT_USING_CURSOR, ``limit`` in records."""
+
+    split: bool = False
+    limit: int | None = None
+    place: str | None = None
+
+
+_RESET_BY_DEFAULT = PaginationResets()
+
+
+class _Restarts:
+    """One slice's pagination restarts: records since the last start, the latest cursor value, how
+    many restarts kept the same slice."""
+
+    __slots__ = ("count", "cursor", "latest", "limit", "same", "split")
+
+    def __init__(self, resets: PaginationResets, cursor: Cursor | None, stream_slice: StreamSlice):
+        self.limit = resets.limit
+        self.cursor = cursor if resets.split and stream_slice.cursor_slice else None
+        self.split = self.cursor is not None
+        self.count = 0
+        self.latest: datetime | None = None
+        self.same = 0
+
+    def observe(self, records: list[dict]) -> bool:
+        """Count a page's records; True when the limit says to restart."""
+        if self.cursor is not None:
+            value = self.cursor.record_value
+            for record in records:
+                found = value(record)
+                if found is not None and (self.latest is None or found > self.latest):
+                    self.latest = found
+        if self.limit is None:
+            return False
+        self.count += len(records)
+        return self.count >= self.limit
+
+    def restart(self, original: StreamSlice, current: StreamSlice, why: str, place: str | None) -> StreamSlice:
+        """The slice to read from the first page again; fails when restarting would not move on."""
+        following = current
+        if self.cursor is not None and self.latest is not None:
+            start_key = self.cursor.partition_field_start
+            window = dict(original.cursor_slice)
+            window[start_key] = self.cursor.format(self.latest)
+            following = StreamSlice(original.partition, window, original.extra_fields)
+        elif self.cursor is not None:
+            following = original
+        if following == current:
+            self.same += 1
+            allowed = 1 if self.split else 2
+            if self.same >= allowed:
+                raise ReadError(
+                    f"pagination was restarted ({why}) {self.same} time{'s' * (self.same != 1)} for the same "
+                    + ("window without reading further in it" if self.split else "slice")
+                    + "; the API keeps asking for it: check the filter that says RESET_PAGINATION, the "
+                    "`pagination_reset` limits, and that records come in ascending cursor order",
+                    place=place, failure_type="system_error")
+        else:
+            self.same = 0
+        self.count = 0
+        return following
 
 
 def _no_options(parts: RequestParts, stream_slice: StreamSlice) -> None:
@@ -38,13 +125,18 @@ class Retriever:
     parameters: Mapping[str, Any]
     slice_options_on_every_page: bool = True
     decode: Callable[[HttpResponse], HttpResponse] | None = None  # a custom decoder (CustomDecoder)
+    resets: PaginationResets = _RESET_BY_DEFAULT
 
     def read(self, stream_slice: StreamSlice, config: Mapping[str, Any], *,
              slice_options: SliceOptions = _no_options,
-             stream_state: Mapping[str, Any] | None = None) -> Iterator[list[dict]]:
-        """The records of one slice, one list per page."""
-        variables = {"config": config, "parameters": self.parameters,
-                     "stream_state": stream_state or {}, **stream_slice.template_variables()}
+             stream_state: Mapping[str, Any] | None = None,
+             cursor: Cursor | None = None) -> Iterator[list[dict]]:
+        """The records of one slice, one list per page. ``cursor``: the stream's datetime cursor, for a
+        SPLIT_USING_CURSOR pagination reset."""
+        original = stream_slice
+        base = {"config": config, "parameters": self.parameters, "stream_state": stream_state or {}}
+        variables = {**base, **stream_slice.template_variables()}
+        restarts = _Restarts(self.resets, cursor, stream_slice)
         pager = self.paginator.start()
         first = True
         while True:
@@ -54,7 +146,13 @@ class Retriever:
                 slice_options(parts, stream_slice)
             pager.apply(parts)
             _drop_params_in_url(parts)
-            response = self.requester.send(parts)
+            try:
+                response = self.requester.send(parts)
+            except PaginationResetRequired:  # the error handler said RESET_PAGINATION
+                stream_slice = restarts.restart(original, stream_slice, "RESET_PAGINATION", self.resets.place)
+                variables = {**base, **stream_slice.template_variables()}
+                pager, first = self.paginator.start(), True
+                continue
             if response is None:  # the error handler said to ignore this response
                 return
             if self.decode is not None:
@@ -70,6 +168,12 @@ class Retriever:
                                 request=self.requester.describe(response.request)) from None
             if records:
                 yield records
+            if (restarts.limit is not None or restarts.split) and restarts.observe(records):
+                stream_slice = restarts.restart(original, stream_slice, f"{restarts.limit} records read",
+                                                self.resets.place)
+                variables = {**base, **stream_slice.template_variables()}
+                pager, first = self.paginator.start(), True
+                continue
             if not more:
                 return
             first = False
@@ -103,7 +207,15 @@ def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> R
         slice_options_on_every_page=not model.ignore_stream_slicer_parameters_on_paginated_requests,
         decode=ctx.build(model.decoder, path + ("decoder",)).decoded if isinstance(model.decoder, CustomDecoder)
         else None,
+        resets=_resets(model.pagination_reset, ctx.place(path + ("pagination_reset",))),
     )
 
 
-__all__ = ["Retriever", "build_retriever"]
+def _resets(model: PaginationReset | None, place: str | None) -> PaginationResets:
+    if model is None:
+        return _RESET_BY_DEFAULT
+    limit = model.limits.number_of_records if model.limits is not None else None
+    return PaginationResets(split=model.action == "SPLIT_USING_CURSOR", limit=limit, place=place)
+
+
+__all__ = ["Cursor", "PaginationResets", "Retriever", "build_retriever"]

@@ -51,7 +51,15 @@ from framework.models.error_handling import (
     WaitUntilTimeFromHeader,
 )
 from framework.models.incremental import DatetimeBasedCursor, MinMaxDatetime
-from framework.models.pagination import CursorPagination, DefaultPaginator, NoPagination, OffsetIncrement, PageIncrement
+from framework.models.pagination import (
+    CursorPagination,
+    DefaultPaginator,
+    NoPagination,
+    OffsetIncrement,
+    PageIncrement,
+    PaginationReset,
+    PaginationResetLimits,
+)
 from framework.models.partitions import ListPartitionRouter, ParentStreamConfig, SubstreamPartitionRouter
 from framework.models.records import (
     AddedFieldDefinition,
@@ -98,6 +106,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     CustomSchemaLoader, CustomSchemaNormalization, CustomStateMigration, CustomTransformation,
     CustomConfigTransformation, CustomValidationStrategy, CustomDecoder,
     RequestBodyJsonObject, RequestBodyUrlEncodedForm, RequestBodyPlainText, RequestBodyGraphQL,  # request bodies
+    PaginationReset, PaginationResetLimits,  # pagination reset (HttpResponseFilter's RESET_PAGINATION)
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -116,7 +125,7 @@ UNSUPPORTED: dict[str, str] = {
         "DynamicSchemaLoader", "KeysToLower", "KeysToSnakeCase", "FlattenFields", "DpathFlattenFields",
         "KeysReplace", "ComponentMappingDefinition", "LegacyToPerPartitionStateMigration",
         "HTTPAPIBudget", "PropertiesFromEndpoint", "QueryProperties", "RecordExpander",
-        "ParametrizedComponentsResolver", "PaginationReset", "FileUploader",
+        "ParametrizedComponentsResolver", "FileUploader",
         # the spec's `config_normalization_rules` (where CustomConfigTransformation and
         # CustomValidationStrategy are used): the config would reach the streams unchanged
         "ConfigNormalizationRules", "ConfigMigration", "ConfigRemapField", "ConfigAddFields", "ConfigRemoveFields",

@@ -87,9 +87,13 @@ class HttpResponseFilter(Component):
     """Matches responses (by status, body text or a predicate) and says what to do with them."""
 
     type: Literal["HttpResponseFilter"] = spec("Component type.", "HttpResponseFilter", "HttpResponseFilter")
-    action: Literal["SUCCESS", "FAIL", "RETRY", "IGNORE", "RATE_LIMITED"] | None = spec(
+    action: Literal["SUCCESS", "FAIL", "RETRY", "IGNORE", "RATE_LIMITED", "RESET_PAGINATION",
+                    "REFRESH_TOKEN_THEN_RETRY", "REDUCE_PAGE_SIZE", "SPLIT_REQUEST_WINDOW"] | None = spec(
         "What a matching response means: SUCCESS reads it, FAIL stops the stream, RETRY retries, "
-        "IGNORE skips it, RATE_LIMITED waits and retries without counting towards `max_retries`.",
+        "IGNORE skips it, RATE_LIMITED waits and retries without counting towards `max_retries`, "
+        "RESET_PAGINATION restarts the slice's pagination (see the retriever's `pagination_reset`), "
+        "REFRESH_TOKEN_THEN_RETRY renews the authenticator's token once and retries. REDUCE_PAGE_SIZE and "
+        "SPLIT_REQUEST_WINDOW are accepted but not run yet: a matching response fails the stream.",
         "IGNORE",
         None,
     )

@@ -99,3 +99,38 @@ class NoPagination(Component):
 
 
 Paginator = Annotated[DefaultPaginator | NoPagination, Field(discriminator="type")]
+
+
+class PaginationResetLimits(Component):
+    """When to restart pagination on the reader's own initiative: after so many records of one slice."""
+
+    takes_parameters = False
+
+    type: Literal["PaginationResetLimits"] = spec(
+        "Component type.", "PaginationResetLimits", "PaginationResetLimits"
+    )
+    number_of_records: int | None = spec(
+        "Restart pagination once this many records of the slice were read since it last started "
+        "(for APIs that stop paginating after a fixed number of records).",
+        10000,
+        None,
+    )
+
+
+class PaginationReset(Component):
+    """What restarting pagination means, when an error filter says RESET_PAGINATION or a limit is reached."""
+
+    takes_parameters = False
+
+    type: Literal["PaginationReset"] = spec("Component type.", "PaginationReset", "PaginationReset")
+    action: Literal["SPLIT_USING_CURSOR", "RESET"] = spec(
+        "RESET restarts from the first page of the same slice (once; a second reset fails the stream). "
+        "SPLIT_USING_CURSOR restarts from the first page with the window starting at the latest cursor "
+        "value read so far (records must come in ascending cursor order); without progress it fails.",
+        "SPLIT_USING_CURSOR",
+    )
+    limits: PaginationResetLimits | None = spec(
+        "When to restart without being asked; only when the API asks (RESET_PAGINATION) when left out.",
+        {"type": "PaginationResetLimits", "number_of_records": 10000},
+        None,
+    )

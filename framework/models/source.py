@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from framework.models.base import BASE, Component, spec
 from framework.models.custom import (
@@ -16,7 +16,7 @@ from framework.models.custom import (
     CustomStateMigration,
 )
 from framework.models.incremental import DatetimeBasedCursor
-from framework.models.pagination import Paginator
+from framework.models.pagination import PaginationReset, Paginator
 from framework.models.partitions import PartitionRouter
 from framework.models.records import RecordSelector, SchemaLoader, Transformation
 from framework.models.requests import HttpRequester, JsonDecoder
@@ -54,6 +54,20 @@ class SimpleRetriever(Component):
         True,
         False,
     )
+    pagination_reset: PaginationReset | None = spec(
+        "How pagination restarts when an error filter's action is RESET_PAGINATION or a limit is reached; "
+        "without it a RESET_PAGINATION restarts the slice from its first page once.",
+        {"type": "PaginationReset", "action": "RESET"},
+        None,
+    )
+
+    @model_validator(mode="after")
+    def _limits_without_filter(self) -> SimpleRetriever:
+        if self.pagination_reset is not None and self.pagination_reset.limits is not None \
+                and self.record_selector.record_filter is not None:
+            raise ValueError("`pagination_reset` with `limits` cannot be used with a `record_filter` "
+                             "(records left out would not count), as in Airbyte; remove one of them")
+        return self
 
 
 class DeclarativeStream(Component):

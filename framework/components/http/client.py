@@ -8,7 +8,15 @@ the error handler what the response means:
 * SUCCESS returns the response, IGNORE returns ``None``;
 * FAIL raises :class:`~framework.errors.HttpStatusError`;
 * RETRY and RATE_LIMITED sleep for the handler's backoff and try again, up to
-  the handler's ``max_retries``; then the last failure is raised.
+  the handler's ``max_retries``; then the last failure is raised;
+* REFRESH_TOKEN_THEN_RETRY asks the authenticator to renew its token (once per
+  :meth:`HttpClient.send`), then retries like RETRY; the same answer after a
+  renewal fails as a config error. An authenticator that cannot renew (a fixed
+  key) gets a plain retry;
+* RESET_PAGINATION raises :class:`PaginationResetRequired`, which the
+  retriever's page loop turns into a restart of the slice's pagination;
+* REDUCE_PAGE_SIZE and SPLIT_REQUEST_WINDOW fail: this framework does not
+  shrink pages or windows yet.
 
 A ``give_up`` function, when given, makes the errors of FAIL and of retries
 run out instead (the token requests of :mod:`framework.components.http.auth`
@@ -39,7 +47,17 @@ from framework.components.http.transport import DEFAULT_TIMEOUT, HttpResponse, T
 from framework.errors import HttpStatusError, ReadError, TransportError
 from framework.masking import Mask, masking_credentials
 
-_RETRYING = frozenset({"RETRY", "RATE_LIMITED"})
+_RETRYING = frozenset({"RETRY", "RATE_LIMITED", "REFRESH_TOKEN_THEN_RETRY"})
+_NOT_RUN = {"REDUCE_PAGE_SIZE": "a smaller page size (`page_size_reduction`)",
+            "SPLIT_REQUEST_WINDOW": "a smaller window (`request_window_splitting`)"}
+
+
+class PaginationResetRequired(ReadError):
+    """The error handler said RESET_PAGINATION: the retriever restarts the slice's pagination.
+
+    Raised to the page loop (:mod:`framework.components.retriever`), which catches it; one that
+    reaches anything else (there is no pagination to restart) fails with this message.
+    """
 
 
 class Authenticator(Protocol):
@@ -96,6 +114,7 @@ class HttpClient:
         sent = retries = limited = 0
         waited = 0.0
         may_refresh = self.authenticator is not None
+        refreshed = False  # the token was renewed during this send
         while True:
             request = self._prepare(parts)
             response, error = self._exchange(request)
@@ -103,16 +122,35 @@ class HttpClient:
             if may_refresh and response is not None and response.status == 401:
                 may_refresh = False
                 if self.authenticator is not None and self.authenticator.refresh():
+                    refreshed = True
                     continue
             try:
                 resolution = handler.interpret(response, error)
-                if resolution.action == "SUCCESS":
+                action = resolution.action
+                if action == "SUCCESS":
                     return response
-                if resolution.action == "IGNORE":
+                if action == "IGNORE":
                     return None
-                if resolution.action not in _RETRYING:
+                if action == "RESET_PAGINATION":
+                    said = status_text(response.status) if response is not None else "no response"
+                    raise PaginationResetRequired(
+                        f"the error handler asked to restart pagination (RESET_PAGINATION, {said}), "
+                        "but this request is not part of a paginated read; change the filter's action")
+                if action in _NOT_RUN:
+                    said = status_text(response.status) if response is not None else "no response"
+                    raise ReadError(
+                        f"the error handler asked for {_NOT_RUN[action]} ({action}, {said}), which this "
+                        "framework does not do yet; narrow the read in the config (a later start date, "
+                        "fewer fields) or make the filter's action RETRY or FAIL",
+                        failure_type=resolution.failure_type or "config_error")
+                if action not in _RETRYING:
                     raise self._failure(resolution, response, error)
-                if resolution.action == "RATE_LIMITED":
+                if action == "REFRESH_TOKEN_THEN_RETRY":
+                    if refreshed:
+                        raise self._rejected_after_refresh(resolution, response, error)
+                    if self._refresh():
+                        refreshed, may_refresh = True, False
+                if action == "RATE_LIMITED":
                     # Rate limits do not count towards max_retries; the wait budget bounds them.
                     limited += 1
                     if limited > MAX_RATE_LIMITED_ATTEMPTS:
@@ -131,6 +169,30 @@ class HttpClient:
                 raise
             waited += wait
             self.sleep(wait)
+
+    def _refresh(self) -> bool:
+        """Renew the authenticator's token for REFRESH_TOKEN_THEN_RETRY; False when it has none to renew.
+
+        A renewal that fails for a passing reason leaves the retry to the old token (as Airbyte
+        does); any other failure (the token endpoint refused the credentials) is raised."""
+        if self.authenticator is None:
+            return False
+        try:
+            return self.authenticator.refresh()
+        except ReadError as exc:
+            if exc.failure_type == "transient_error":
+                return False
+            raise
+
+    def _rejected_after_refresh(self, resolution: Resolution, response: HttpResponse | None,
+                                error: TransportError | None) -> ReadError:
+        said = status_text(response.status) if response is not None else (error.reason if error else "no response")
+        detail = f" ({resolution.message})" if resolution.message else ""
+        message = (f"the API rejected the request again after the access token was renewed ({said}){detail}; "
+                   "check the credentials in the config and the scopes they grant")
+        if response is None:
+            return TransportError(message, failure_type="config_error")
+        return HttpStatusError(message, status=response.status, failure_type="config_error")
 
     # -- one attempt ----------------------------------------------------------------
 
@@ -199,4 +261,4 @@ class HttpClient:
         return masking_credentials(self.authenticator, self.mask)
 
 
-__all__ = ["Authenticator", "GiveUp", "HttpClient", "MAX_RATE_LIMITED_ATTEMPTS"]
+__all__ = ["Authenticator", "GiveUp", "HttpClient", "MAX_RATE_LIMITED_ATTEMPTS", "PaginationResetRequired"]
