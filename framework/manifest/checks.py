@@ -25,6 +25,7 @@ from framework.models import (
     InlineSchemaLoader,
     JsonFileSchemaLoader,
     ParentStreamConfig,
+    RequestBodyGraphQL,
     Spec,
     format_of,
     template_of,
@@ -39,6 +40,8 @@ def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str
         found.extend(_field_checks(site, place))
         if site.model is HttpResponseFilter:
             found.extend(_action_checks(site, place))
+        elif site.model is RequestBodyGraphQL:
+            found.extend(_graphql_checks(site, place))
     found.extend(_stream_checks(sites, data, place, manifest_dir))
     if manifest_dir is not None:  # custom components are read from files beside the manifest
         found.extend(custom_checks(sites, place, manifest_dir))
@@ -288,3 +291,22 @@ def _action_checks(site: Site, place: Placement) -> Iterator[Diagnostic]:
             site.path + ("action",), "action-not-run",
             f"`{action}` (Airbyte {what}) is not run by this framework yet: a matching response fails the stream",
             f"keep it for Airbyte, or use {instead} here", severity="warning")
+
+
+def _graphql_checks(site: Site, place: Placement) -> Iterator[Diagnostic]:
+    """A GraphQL query without templates must parse (graphql-core, imported only here). A warning: Airbyte
+    sends the query unchecked, and the API would refuse it on the first request."""
+    value = site.data.get("value")
+    query = value.get("query") if isinstance(value, dict) else None
+    if not isinstance(query, str) or "{{" in query or "{%" in query or "{#" in query:
+        return
+    from graphql import GraphQLSyntaxError, parse
+
+    try:
+        parse(query, no_location=True)
+    except GraphQLSyntaxError as exc:
+        where = exc.locations[0] if exc.locations else None
+        at = f" (line {where.line}, column {where.column} of the query)" if where is not None else ""
+        yield place.diagnostic(site.path + ("value", "query"), "graphql-syntax",
+                               f"the GraphQL query does not parse: {exc.message}{at}",
+                               "fix the query; the API would refuse it", severity="warning")

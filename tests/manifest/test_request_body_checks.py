@@ -58,3 +58,20 @@ def test_an_unknown_body_kind_is_located_with_a_suggestion():
     (problem,) = checked.diagnostics
     assert problem.code == "unknown-type" and (problem.line, problem.column) == (9, 30)
     assert problem.fix == "did you mean `RequestBodyPlainText`?"
+
+
+def test_a_graphql_query_that_does_not_parse_is_a_located_warning():
+    checked = check("        request_body:\n"
+                    "          type: RequestBodyGraphQL\n"
+                    "          value: {query: 'query { items(first: 10) { id }'}")
+    assert checked.ok
+    (warning,) = checked.diagnostics
+    assert (warning.severity, warning.code, warning.line) == ("warning", "graphql-syntax", 11)
+    assert "line 1, column 32 of the query" in warning.message
+
+
+def test_a_graphql_query_with_templates_is_left_to_the_api():
+    checked = check("        request_body:\n"
+                    "          type: RequestBodyGraphQL\n"
+                    "          value: {query: 'query { items(first: {{ config.n }}) { id }'}")
+    assert checked.ok and not checked.diagnostics
