@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from framework.components.http.client import PaginationResetRequired
+from framework.components.http.client import PageSizeReductionRequired, PaginationResetRequired
 from framework.components.http.request import RequestParts
 from framework.components.http.requester import Requester
 from framework.components.http.transport import HttpResponse
@@ -32,7 +32,7 @@ from framework.components.records import RecordSelector
 from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
 from framework.errors import InterpolationError, ReadError
-from framework.models import CustomDecoder, NoPagination, PaginationReset, SimpleRetriever
+from framework.models import CustomDecoder, NoPagination, PageSizeReduction, PaginationReset, SimpleRetriever
 
 SliceOptions = Callable[[RequestParts, StreamSlice], None]
 
@@ -58,6 +58,77 @@ class PaginationResets:
 
 
 _RESET_BY_DEFAULT = PaginationResets()
+
+
+@dataclass(frozen=True)
+class PageSizes:
+    """The runtime form of ``page_size_reduction`` (see PageSizeReduction in the reference)."""
+
+    factor: float
+    minimum: int
+    max_attempts: int
+    backoff: float
+    retries_at_minimum: int
+    failure_message: str | None
+    restore: bool  # reset_policy AFTER_SUCCESSFUL_PAGE
+    sleep: Callable[[float], None]
+    place: str | None = None
+
+
+class _Reducer:
+    """One slice's page size reductions: the size in effect, the attempts in a row."""
+
+    __slots__ = ("at_minimum", "attempts", "configured", "current", "sizes")
+
+    def __init__(self, sizes: PageSizes, configured: int | None):
+        self.sizes = sizes
+        self.configured = configured
+        self.current: int | None = None  # None: the configured size
+        self.attempts = 0
+        self.at_minimum = 0
+
+    def reduce(self, detail: str | None) -> int | None:
+        """The page size to ask for the same page with (after the wait); raises when there is none."""
+        sizes = self.sizes
+        size = self.current if self.current is not None else self.configured
+        if not isinstance(size, int) or isinstance(size, bool):
+            raise ReadError("the API asked for a smaller page (REDUCE_PAGE_SIZE) but the paginator sends no "
+                            "page size to reduce; set the strategy's `page_size` and the `page_size_option`",
+                            place=sizes.place, failure_type="config_error")
+        rejection = f"; the API's answer: {detail}" if detail else ""
+        smaller = max(sizes.minimum, int(size // sizes.factor))
+        if smaller >= size:
+            if self.at_minimum < sizes.retries_at_minimum:
+                self.at_minimum += 1
+                sizes.sleep(sizes.backoff * self.at_minimum)
+                return self.current
+            if self.current is None and sizes.minimum > 1:
+                raise ReadError(
+                    f"the page size ({size}) is already at or below `minimum_page_size` ({sizes.minimum}), so it "
+                    f"cannot be reduced{rejection}; raise the page size or lower `minimum_page_size`",
+                    place=sizes.place, failure_type="config_error")
+            raise ReadError(self._ended(f"the API kept refusing pages down to the smallest page size allowed "
+                                        f"({size} records){rejection}"), place=sizes.place,
+                            failure_type="transient_error")
+        self.attempts += 1
+        if self.attempts > sizes.max_attempts:
+            raise ReadError(self._ended(f"the API refused pages at every page size asked for, down to {size} "
+                                        f"records ({sizes.max_attempts} reductions in a row){rejection}"),
+                            place=sizes.place, failure_type="transient_error")
+        self.current = smaller
+        sizes.sleep(sizes.backoff * self.attempts)
+        return smaller
+
+    def _ended(self, message: str) -> str:
+        extra = (self.sizes.failure_message or "").strip()
+        return f"{message}. {extra}" if extra else message
+
+    def page_went_through(self) -> int | None:
+        """A page was read: the attempts start again; the page size to use next."""
+        self.attempts = self.at_minimum = 0
+        if self.sizes.restore:
+            self.current = None
+        return self.current
 
 
 class _Restarts:
@@ -126,6 +197,7 @@ class Retriever:
     slice_options_on_every_page: bool = True
     decode: Callable[[HttpResponse], HttpResponse] | None = None  # a custom decoder (CustomDecoder)
     resets: PaginationResets = _RESET_BY_DEFAULT
+    page_sizes: PageSizes | None = None
 
     def read(self, stream_slice: StreamSlice, config: Mapping[str, Any], *,
              slice_options: SliceOptions = _no_options,
@@ -138,6 +210,7 @@ class Retriever:
         variables = {**base, **stream_slice.template_variables()}
         restarts = _Restarts(self.resets, cursor, stream_slice)
         pager = self.paginator.start()
+        reducer = _Reducer(self.page_sizes, pager.page_size()) if self.page_sizes is not None else None
         first = True
         while True:
             page_variables = {**variables, **pager.token_variables()}
@@ -152,6 +225,13 @@ class Retriever:
                 stream_slice = restarts.restart(original, stream_slice, "RESET_PAGINATION", self.resets.place)
                 variables = {**base, **stream_slice.template_variables()}
                 pager, first = self.paginator.start(), True
+                if reducer is not None:  # the reduced size carries over, as the attempts do
+                    pager.size_override = reducer.current
+                continue
+            except PageSizeReductionRequired as signal:  # REDUCE_PAGE_SIZE: the same page, fewer records
+                if reducer is None:
+                    raise
+                pager.size_override = reducer.reduce(signal.detail)
                 continue
             if response is None:  # the error handler said to ignore this response
                 return
@@ -166,6 +246,8 @@ class Retriever:
             except InterpolationError as exc:  # a template that fails on this response
                 raise ReadError(self.requester.mask(str(exc)),
                                 request=self.requester.describe(response.request)) from None
+            if reducer is not None:  # after `advance`, which judged the page by the size it was asked with
+                pager.size_override = reducer.page_went_through()
             if records:
                 yield records
             if (restarts.limit is not None or restarts.split) and restarts.observe(records):
@@ -208,7 +290,17 @@ def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> R
         decode=ctx.build(model.decoder, path + ("decoder",)).decoded if isinstance(model.decoder, CustomDecoder)
         else None,
         resets=_resets(model.pagination_reset, ctx.place(path + ("pagination_reset",))),
+        page_sizes=_page_sizes(model.page_size_reduction, ctx, path + ("page_size_reduction",)),
     )
+
+
+def _page_sizes(model: PageSizeReduction | None, ctx: BuildContext, path: tuple) -> PageSizes | None:
+    if model is None:
+        return None
+    return PageSizes(factor=model.reduction_factor, minimum=model.minimum_page_size, max_attempts=model.max_attempts,
+                     backoff=model.backoff_seconds, retries_at_minimum=model.retries_at_minimum_page_size,
+                     failure_message=model.failure_message, restore=model.reset_policy == "AFTER_SUCCESSFUL_PAGE",
+                     sleep=ctx.sleep, place=ctx.place(path))
 
 
 def _resets(model: PaginationReset | None, place: str | None) -> PaginationResets:
@@ -218,4 +310,4 @@ def _resets(model: PaginationReset | None, place: str | None) -> PaginationReset
     return PaginationResets(split=model.action == "SPLIT_USING_CURSOR", limit=limit, place=place)
 
 
-__all__ = ["Cursor", "PaginationResets", "Retriever", "build_retriever"]
+__all__ = ["Cursor", "PageSizes", "PaginationResets", "Retriever", "build_retriever"]

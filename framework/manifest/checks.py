@@ -278,7 +278,6 @@ def _render_static(text: str, parameters: Any) -> str | None:
 
 # Actions of airbyte-cdk 7.39.1 accepted in manifests but not run: what a matching response does here.
 _ACTIONS_NOT_RUN = {
-    "REDUCE_PAGE_SIZE": ("re-reads the page with a smaller page size", "RETRY or FAIL"),
     "SPLIT_REQUEST_WINDOW": ("splits the datetime window in two", "RETRY or FAIL"),
 }
 

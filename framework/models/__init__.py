@@ -57,6 +57,7 @@ from framework.models.pagination import (
     NoPagination,
     OffsetIncrement,
     PageIncrement,
+    PageSizeReduction,
     PaginationReset,
     PaginationResetLimits,
 )
@@ -106,7 +107,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     CustomSchemaLoader, CustomSchemaNormalization, CustomStateMigration, CustomTransformation,
     CustomConfigTransformation, CustomValidationStrategy, CustomDecoder,
     RequestBodyJsonObject, RequestBodyUrlEncodedForm, RequestBodyPlainText, RequestBodyGraphQL,  # request bodies
-    PaginationReset, PaginationResetLimits,  # pagination reset (HttpResponseFilter's RESET_PAGINATION)
+    PaginationReset, PaginationResetLimits, PageSizeReduction,  # pagination reset, page size reduction
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}

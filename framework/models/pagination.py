@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from framework.models.base import BASE, RESPONSE, Component, spec
 from framework.models.custom import CustomPaginationStrategy
@@ -134,3 +134,57 @@ class PaginationReset(Component):
         {"type": "PaginationResetLimits", "number_of_records": 10000},
         None,
     )
+
+
+class PageSizeReduction(Component):
+    """How the page size shrinks when an error filter says REDUCE_PAGE_SIZE: the same page is asked for
+    again with `floor(page size / reduction_factor)` records, after a short wait."""
+
+    takes_parameters = False
+
+    type: Literal["PageSizeReduction"] = spec("Component type.", "PageSizeReduction", "PageSizeReduction")
+    reduction_factor: float = spec("Divisor of the page size at each reduction; more than 1.", 2, 2)
+    minimum_page_size: int = spec(
+        "Smallest page size asked for; below it the read fails (after `retries_at_minimum_page_size`).", 10, 1
+    )
+    max_attempts: int = spec(
+        "Reductions in a row without a page getting through before the read fails; every page that gets "
+        "through starts the count again.",
+        5,
+        5,
+    )
+    backoff_seconds: float = spec(
+        "Seconds to wait before asking again, times the number of attempts in a row (the error handler's "
+        "backoff is not used here).",
+        0.5,
+        0.5,
+    )
+    retries_at_minimum_page_size: int = spec(
+        "Times the same page is asked for again, unchanged, once the page size cannot shrink further.", 3, 0
+    )
+    failure_message: str | None = spec(
+        "Sentence added to the error when the page size cannot shrink further: what the user can do.",
+        "Select fewer fields on this stream.",
+        None,
+    )
+    reset_policy: Literal["NEVER", "AFTER_SUCCESSFUL_PAGE"] = spec(
+        "When the configured page size comes back: never (the rest of the slice keeps the reduced size), or "
+        "after every page that gets through.",
+        "NEVER",
+        "NEVER",
+    )
+
+    @model_validator(mode="after")
+    def _in_range(self) -> PageSizeReduction:
+        if self.reduction_factor <= 1:
+            raise ValueError(f"`reduction_factor` must be more than 1, not {self.reduction_factor:g}")
+        if self.minimum_page_size < 1:
+            raise ValueError(f"`minimum_page_size` must be 1 or more, not {self.minimum_page_size}")
+        if self.max_attempts < 1:
+            raise ValueError(f"`max_attempts` must be 1 or more, not {self.max_attempts}")
+        if self.backoff_seconds < 0:
+            raise ValueError(f"`backoff_seconds` cannot be negative, not {self.backoff_seconds:g}")
+        if self.retries_at_minimum_page_size < 0:
+            raise ValueError(f"`retries_at_minimum_page_size` cannot be negative, not "
+                             f"{self.retries_at_minimum_page_size}")
+        return self

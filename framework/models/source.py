@@ -15,11 +15,19 @@ from framework.models.custom import (
     CustomRetriever,
     CustomStateMigration,
 )
+from framework.models.error_handling import uses_action
 from framework.models.incremental import DatetimeBasedCursor
-from framework.models.pagination import PaginationReset, Paginator
+from framework.models.pagination import (
+    CursorPagination,
+    DefaultPaginator,
+    OffsetIncrement,
+    PageSizeReduction,
+    PaginationReset,
+    Paginator,
+)
 from framework.models.partitions import PartitionRouter
 from framework.models.records import RecordSelector, SchemaLoader, Transformation
-from framework.models.requests import HttpRequester, JsonDecoder
+from framework.models.requests import HttpRequester, JsonDecoder, RequestPath
 
 PrimaryKey = str | tuple[str, ...] | tuple[tuple[str, ...], ...]
 
@@ -61,12 +69,47 @@ class SimpleRetriever(Component):
         None,
     )
 
+    page_size_reduction: PageSizeReduction | None = spec(
+        "How the page size shrinks when an error filter's action is REDUCE_PAGE_SIZE (needed then). Needs a "
+        "DefaultPaginator with `page_size_option` and a CursorPagination or OffsetIncrement with `page_size`.",
+        {"type": "PageSizeReduction", "reduction_factor": 2, "minimum_page_size": 10},
+        None,
+    )
+
     @model_validator(mode="after")
     def _limits_without_filter(self) -> SimpleRetriever:
         if self.pagination_reset is not None and self.pagination_reset.limits is not None \
                 and self.record_selector.record_filter is not None:
             raise ValueError("`pagination_reset` with `limits` cannot be used with a `record_filter` "
                              "(records left out would not count), as in Airbyte; remove one of them")
+        return self
+
+    @model_validator(mode="after")
+    def _reducible_page_size(self) -> SimpleRetriever:
+        reduction = self.page_size_reduction
+        if reduction is None:
+            if uses_action(getattr(self.requester, "error_handler", None), "REDUCE_PAGE_SIZE"):
+                raise ValueError("an error filter says REDUCE_PAGE_SIZE but the retriever has no "
+                                 "`page_size_reduction`; add one (`page_size_reduction: {type: PageSizeReduction}`)")
+            return self
+        paginator = self.paginator
+        if not isinstance(paginator, DefaultPaginator) or paginator.page_size_option is None:
+            raise ValueError("`page_size_reduction` needs a DefaultPaginator with a `page_size_option`, "
+                             "to send the smaller page size")
+        if isinstance(paginator.page_token_option, RequestPath):
+            raise ValueError("`page_size_reduction` cannot follow next-page URLs (`page_token_option: RequestPath`): "
+                             "they carry the old page size; send the token with a RequestOption instead")
+        strategy = paginator.pagination_strategy
+        if not isinstance(strategy, (CursorPagination, OffsetIncrement)):
+            raise ValueError(f"`page_size_reduction` works with CursorPagination and OffsetIncrement, not "
+                             f"{strategy.type}: a smaller page would move later pages' boundaries")
+        if strategy.page_size is None:
+            raise ValueError("`page_size_reduction` needs the pagination strategy's `page_size`: "
+                             "there is nothing to reduce without it")
+        size = strategy.page_size
+        if isinstance(size, int) and size <= reduction.minimum_page_size:
+            raise ValueError(f"`page_size_reduction` can never reduce a `page_size` of {size} with a "
+                             f"`minimum_page_size` of {reduction.minimum_page_size}; lower `minimum_page_size`")
         return self
 
 

@@ -141,13 +141,61 @@ def test_refresh_token_then_retry_with_a_fixed_key_is_a_plain_retry(run, fake_ap
     assert result.records() == ITEMS[:1]
 
 
-def test_reduce_page_size_is_accepted_and_a_matching_response_fails_clearly(run, fake_api):
-    def answer(request):
-        raise ApiError(502, "response too large")
+def reducing(size_limit: int, **reduction: Any) -> dict:
+    """A stream whose API answers 502 to pages of more than ``size_limit`` records."""
+    manifest = source(stream(
+        requester_=resetting([{"type": "HttpResponseFilter", "http_codes": [502], "action": "REDUCE_PAGE_SIZE",
+                               "error_message": "page too heavy"}]),
+        paginator=paginator({"type": "OffsetIncrement", "page_size": 8},
+                            page_token_option=option("request_parameter", "offset"),
+                            page_size_option=option("request_parameter", "limit"))))
+    manifest["streams"][0]["retriever"]["page_size_reduction"] = {"type": "PageSizeReduction", **reduction}
+    return manifest
 
-    fake_api.route("GET", "/items", answer)
-    result = run(source(offset_stream([{"type": "HttpResponseFilter", "http_codes": [502],
-                                        "action": "REDUCE_PAGE_SIZE"}])))
+
+def heavy_pages(size_limit: int):
+    def answer(request):
+        limit, offset = int(request.param("limit")), int(request.param("offset") or 0)
+        if limit > size_limit:
+            raise ApiError(502, "too heavy")
+        return {"data": ITEMS[offset: offset + limit]}
+
+    return answer
+
+
+def test_reduce_page_size_asks_for_the_same_page_with_fewer_records_and_keeps_the_size(run, fake_api):
+    fake_api.route("GET", "/items", heavy_pages(3))
+    result = run(reducing(3, backoff_seconds=1))
+    assert [r["id"] for r in result.records()] == [i["id"] for i in ITEMS]
+    sent = [(r.param("offset"), r.param("limit")) for r in fake_api.requests]
+    assert sent[:3] == [(None, "8"), (None, "4"), (None, "2")]  # 8 // 2, then 4 // 2: 2 records a page
+    assert all(limit == "2" for _, limit in sent[3:])  # NEVER: the reduced size stays
+    assert result.sleeps[:2] == [1, 2]  # backoff_seconds times the attempts in a row
+
+
+def test_after_successful_page_comes_back_to_the_configured_size(run, fake_api):
+    fake_api.route("GET", "/items", heavy_pages(4))
+    result = run(reducing(4, backoff_seconds=0, reset_policy="AFTER_SUCCESSFUL_PAGE"))
+    assert [r["id"] for r in result.records()] == [i["id"] for i in ITEMS]
+    limits = [r.param("limit") for r in fake_api.requests]
+    assert limits[:4] == ["8", "4", "8", "4"]
+
+
+def test_reduce_page_size_gives_up_at_the_minimum_with_the_failure_message(run, fake_api):
+    fake_api.route("GET", "/items", heavy_pages(0))
+    result = run(reducing(0, backoff_seconds=0, minimum_page_size=2, retries_at_minimum_page_size=1,
+                          failure_message="Select fewer fields."))
     (error,) = result.errors()
-    assert "REDUCE_PAGE_SIZE" in error["message"] and "does not do yet" in error["message"]
+    assert error["failure_type"] == "transient_error"
+    assert "smallest page size allowed (2 records)" in error["message"] and "Select fewer fields." in error["message"]
+    assert "page too heavy" in error["message"]
+    assert [r.param("limit") for r in fake_api.requests] == ["8", "4", "2", "2"]
+
+
+def test_split_request_window_is_accepted_and_a_matching_response_fails_clearly(run, fake_api):
+    fake_api.route("GET", "/items", lambda r: Reply(502, {"error": "too large"}))
+    result = run(source(offset_stream([{"type": "HttpResponseFilter", "http_codes": [502],
+                                        "action": "SPLIT_REQUEST_WINDOW"}])))
+    (error,) = result.errors()
+    assert "SPLIT_REQUEST_WINDOW" in error["message"] and "does not do yet" in error["message"]
     assert len(fake_api.requests) == 1

@@ -35,9 +35,8 @@ def test_every_action_airbyte_runs_is_accepted_without_a_word(action):
     assert checked.ok and not checked.diagnostics, [d.format() for d in checked.diagnostics]
 
 
-@pytest.mark.parametrize("action", ["REDUCE_PAGE_SIZE", "SPLIT_REQUEST_WINDOW"])
-def test_actions_accepted_but_not_run_are_a_located_warning(action):
-    checked = check(action)
+def test_split_request_window_is_accepted_with_a_located_warning():
+    checked = check("SPLIT_REQUEST_WINDOW")
     assert checked.ok
     (warning,) = checked.diagnostics
     assert (warning.severity, warning.code, warning.line, warning.column) == ("warning", "action-not-run", 11, 23)
@@ -69,3 +68,37 @@ def test_pagination_reset_limits_with_a_record_filter_are_an_error_as_in_airbyte
 def test_a_bad_pagination_reset_action_is_located():
     (problem,) = check("RETRY", "      pagination_reset: {type: PaginationReset, action: SPLIT}\n").diagnostics
     assert problem.line == 14 and "SPLIT_USING_CURSOR" in (problem.fix or "") + problem.message
+
+
+REDUCIBLE = """      paginator:
+        type: DefaultPaginator
+        pagination_strategy: {type: OFFSET_OR_NOT, page_size: 100}
+        page_size_option: {type: RequestOption, inject_into: request_parameter, field_name: limit}
+      page_size_reduction: {type: PageSizeReduction, minimum_page_size: 10, backoff_seconds: 0}
+"""
+
+
+def test_reduce_page_size_with_page_size_reduction_is_accepted():
+    checked = check("REDUCE_PAGE_SIZE", REDUCIBLE.replace("OFFSET_OR_NOT", "OffsetIncrement"))
+    assert checked.ok and not checked.diagnostics, [d.format() for d in checked.diagnostics]
+
+
+def test_reduce_page_size_without_page_size_reduction_is_an_error_as_in_airbyte():
+    (problem,) = check("REDUCE_PAGE_SIZE").diagnostics
+    assert problem.severity == "error" and "add one (`page_size_reduction" in problem.message
+    assert problem.path == "streams[0].retriever"
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    (("OFFSET_OR_NOT", "PageIncrement"), "works with CursorPagination and OffsetIncrement, not PageIncrement"),
+    (("        page_size_option: {type: RequestOption, inject_into: request_parameter, field_name: limit}\n", ""),
+     "needs a DefaultPaginator with a `page_size_option`"),
+    (("page_size: 100", "page_size: 10"), "can never reduce a `page_size` of 10"),
+    (("minimum_page_size: 10,", "reduction_factor: 1,"), "`reduction_factor` must be more than 1"),
+])
+def test_page_size_reduction_that_cannot_work_is_an_error(change, says):
+    more = REDUCIBLE.replace("OFFSET_OR_NOT", "OffsetIncrement").replace(*change)
+    if change[0] == "OFFSET_OR_NOT":
+        more = REDUCIBLE.replace(*change)
+    problems = check("REDUCE_PAGE_SIZE", more).diagnostics
+    assert any(says in p.message for p in problems), [p.format() for p in problems]

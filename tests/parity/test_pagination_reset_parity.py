@@ -1,9 +1,11 @@
 """Parity with airbyte-cdk 7.39.1 for pagination restarts (HttpResponseFilter's RESET_PAGINATION and
-the retriever's `pagination_reset`), over two syncs.
+the retriever's `pagination_reset`), over two syncs, and for page size reductions (REDUCE_PAGE_SIZE and
+`page_size_reduction`).
 
 manifests/pagination_reset.yaml: `events` restarts once when the API answers 409 (no
 `pagination_reset`); `orders` restarts after every 6 records with SPLIT_USING_CURSOR, its window then
-starting at the latest cursor value read. Both runners read it against the same fake API (whose
+starting at the latest cursor value read; `heavy` (offsets) and `heavy_graphql` (a cursor, the page size
+in a JSON body) get a 502/504 for pages of more than 3 records, answered by REDUCE_PAGE_SIZE. Both runners read it against the same fake API (whose
 one-time 409 is re-armed for each runner); the records (duplicates included: a restart sends again
 what the restarted pages hold), the requests in order per path, and the state must be the same.
 Skipped without AIRBYTE_CDK_PYTHON (see README.md).
@@ -48,6 +50,22 @@ class Api:
             return Reply(409, {"error": "snapshot expired, start again"})
         return {"data": EVENTS[offset: offset + int(request.param("limit") or 3)]}
 
+    @staticmethod
+    def heavy(request: RecordedRequest) -> dict | Reply:
+        limit, offset = int(request.param("limit") or 8), int(request.param("offset") or 0)
+        if limit > 3:
+            return Reply(502, {"error": "page too heavy"})
+        return {"data": EVENTS[offset: offset + limit]}
+
+    @staticmethod
+    def heavy_graphql(request: RecordedRequest) -> dict | Reply:
+        variables = request.json()["variables"]
+        if variables["first"] > 3:
+            return Reply(504, {"error": "query too expensive"})
+        start = int(variables.get("after") or 0)
+        end = start + variables["first"]
+        return {"data": EVENTS[start:end], "next": str(end) if end < len(EVENTS) else None}
+
     def orders_page(self, request: RecordedRequest) -> dict:
         kept = sorted(dated(self.orders, request, "updated_at", "since", "until"), key=lambda o: o["updated_at"])
         offset = int(request.param("offset") or 0)
@@ -55,9 +73,12 @@ class Api:
 
 
 def requests_by_path(api: FakeApi) -> dict[str, list[tuple]]:
+    """Per path, the requests in order: query parameters, and the JSON body's variables."""
     out: dict[str, list[tuple]] = {}
     for r in api.received():
-        out.setdefault(r.path, []).append(tuple(sorted((k, v) for k, vs in r.query.items() for v in vs)))
+        query = tuple(sorted((k, v) for k, vs in r.query.items() for v in vs))
+        body = tuple(sorted(r.json()["variables"].items())) if r.body else ()
+        out.setdefault(r.path, []).append(query + body)
     return out
 
 
@@ -81,8 +102,11 @@ def test_pagination_reset_over_two_syncs(api: FakeApi, tmp_path: Path) -> None:
     endpoints = Api(ORDERS)
     api.route("GET", "/events", endpoints.events)
     api.route("GET", "/orders", endpoints.orders_page)
+    api.route("GET", "/heavy", endpoints.heavy)
+    api.route("POST", "/graphql", endpoints.heavy_graphql)
     config = {"base_url": api.url, "start_date": "2024-01-01T00:00:00Z", "end_date": "2024-01-06T00:00:00Z"}
-    catalog = catalog_for({"events": "full_refresh", "orders": "incremental"})
+    catalog = catalog_for({"events": "full_refresh", "orders": "incremental", "heavy": "full_refresh",
+                           "heavy_graphql": "full_refresh"})
 
     first, ours, cdk = run_both(api, endpoints, tmp_path, config, catalog)
     assert ours == cdk, "the requests differ"
@@ -92,6 +116,10 @@ def test_pagination_reset_over_two_syncs(api: FakeApi, tmp_path: Path) -> None:
     assert_same_records(first, "orders")
     assert len(first.cdk.records["orders"]) > len(ORDERS)  # the record at each restart's start comes twice
     assert first.ours.stream_state("orders") == first.cdk.stream_state("orders")
+    for stream in ("heavy", "heavy_graphql"):
+        assert_same_records(first, stream)
+        assert [r["id"] for r in first.cdk.records[stream]] == [e["id"] for e in EVENTS]
+    assert [q for q in cdk["/heavy"]][:3] == [(("limit", "8"),), (("limit", "4"),), (("limit", "2"),)]
 
     endpoints.orders = ORDERS + [{"id": 13, "updated_at": "2024-01-05T12:00:00Z"}]
     second, ours, cdk = run_both(api, endpoints, tmp_path, config, catalog,

@@ -15,8 +15,9 @@ the error handler what the response means:
   key) gets a plain retry;
 * RESET_PAGINATION raises :class:`PaginationResetRequired`, which the
   retriever's page loop turns into a restart of the slice's pagination;
-* REDUCE_PAGE_SIZE and SPLIT_REQUEST_WINDOW fail: this framework does not
-  shrink pages or windows yet.
+* REDUCE_PAGE_SIZE raises :class:`PageSizeReductionRequired`: the page loop
+  asks for the same page again with a smaller page size (``page_size_reduction``);
+* SPLIT_REQUEST_WINDOW fails: this framework does not split windows yet.
 
 A ``give_up`` function, when given, makes the errors of FAIL and of retries
 run out instead (the token requests of :mod:`framework.components.http.auth`
@@ -39,7 +40,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from framework.components.http.error_handler import ErrorHandler, Resolution, excerpt, status_text
 from framework.components.http.request import HttpRequest, RequestParts
@@ -48,8 +49,7 @@ from framework.errors import HttpStatusError, ReadError, TransportError
 from framework.masking import Mask, masking_credentials
 
 _RETRYING = frozenset({"RETRY", "RATE_LIMITED", "REFRESH_TOKEN_THEN_RETRY"})
-_NOT_RUN = {"REDUCE_PAGE_SIZE": "a smaller page size (`page_size_reduction`)",
-            "SPLIT_REQUEST_WINDOW": "a smaller window (`request_window_splitting`)"}
+_NOT_RUN = {"SPLIT_REQUEST_WINDOW": "a smaller window (`request_window_splitting`)"}
 
 
 class PaginationResetRequired(ReadError):
@@ -58,6 +58,18 @@ class PaginationResetRequired(ReadError):
     Raised to the page loop (:mod:`framework.components.retriever`), which catches it; one that
     reaches anything else (there is no pagination to restart) fails with this message.
     """
+
+
+class PageSizeReductionRequired(ReadError):
+    """The error handler said REDUCE_PAGE_SIZE: the page loop asks for the same page with fewer records.
+
+    ``detail`` is the error handler's message about the response. Like :class:`PaginationResetRequired`,
+    one that reaches anything but a page loop with ``page_size_reduction`` fails with its message.
+    """
+
+    def __init__(self, message: str, detail: str | None = None, **context: Any):
+        super().__init__(message, **context)
+        self.detail = detail
 
 
 class Authenticator(Protocol):
@@ -136,6 +148,12 @@ class HttpClient:
                     raise PaginationResetRequired(
                         f"the error handler asked to restart pagination (RESET_PAGINATION, {said}), "
                         "but this request is not part of a paginated read; change the filter's action")
+                if action == "REDUCE_PAGE_SIZE":
+                    said = status_text(response.status) if response is not None else "no response"
+                    raise PageSizeReductionRequired(
+                        f"the error handler asked for a smaller page (REDUCE_PAGE_SIZE, {said}), but this "
+                        "request has no `page_size_reduction` to shrink it; add one to the retriever or change "
+                        "the filter's action", resolution.message, failure_type="config_error")
                 if action in _NOT_RUN:
                     said = status_text(response.status) if response is not None else "no response"
                     raise ReadError(
@@ -261,4 +279,5 @@ class HttpClient:
         return masking_credentials(self.authenticator, self.mask)
 
 
-__all__ = ["Authenticator", "GiveUp", "HttpClient", "MAX_RATE_LIMITED_ATTEMPTS", "PaginationResetRequired"]
+__all__ = ["Authenticator", "GiveUp", "HttpClient", "MAX_RATE_LIMITED_ATTEMPTS", "PageSizeReductionRequired",
+           "PaginationResetRequired"]

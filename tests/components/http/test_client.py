@@ -6,7 +6,12 @@ from datetime import datetime, timezone
 
 import pytest
 
-from framework.components.http.client import MAX_RATE_LIMITED_ATTEMPTS, HttpClient, PaginationResetRequired
+from framework.components.http.client import (
+    MAX_RATE_LIMITED_ATTEMPTS,
+    HttpClient,
+    PageSizeReductionRequired,
+    PaginationResetRequired,
+)
 from framework.components.http.error_handler import build_error_handler, default_error_handler
 from framework.components.http.request import RequestParts
 from framework.components.http.transport import FunctionTransport
@@ -361,9 +366,17 @@ def test_a_failed_renewal_that_is_passing_keeps_the_old_token_and_retries():
     assert http.send(parts()).status == 200 and auth.refreshes == 1
 
 
-@pytest.mark.parametrize("action", ["REDUCE_PAGE_SIZE", "SPLIT_REQUEST_WINDOW"])
-def test_actions_not_run_fail_with_a_clear_message(action):
-    http, sleeps = client(FunctionTransport(lambda r: (500, {}, b"{}")), _filters(500, action))
-    with pytest.raises(ReadError, match=f"{action}, HTTP 500.*does not do yet"):
+def test_split_request_window_is_not_run_and_fails_with_a_clear_message():
+    http, sleeps = client(FunctionTransport(lambda r: (500, {}, b"{}")), _filters(500, "SPLIT_REQUEST_WINDOW"))
+    with pytest.raises(ReadError, match="SPLIT_REQUEST_WINDOW, HTTP 500.*does not do yet"):
         http.send(parts())
     assert sleeps == []
+
+
+def test_reduce_page_size_is_raised_to_the_page_loop_with_the_filters_message():
+    spec = handler({"response_filters": [{"type": "HttpResponseFilter", "http_codes": [502],
+                                          "action": "REDUCE_PAGE_SIZE", "error_message": "too heavy"}]})
+    http, sleeps = client(FunctionTransport(lambda r: (502, {}, b"{}")), spec)
+    with pytest.raises(PageSizeReductionRequired) as caught:
+        http.send(parts())
+    assert caught.value.detail == "too heavy" and sleeps == []
