@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from framework.components.retriever import PaginationResets, _Restarts
+from framework.components.retriever import PageSizes, PaginationResets, _Reducer, _Restarts
 from framework.components.slices import StreamSlice
 from framework.errors import ReadError
 
@@ -72,3 +72,68 @@ def test_the_limit_counts_records_since_the_last_restart(pages, limit):
         if since >= limit:
             restarts.count = 0  # what restart() does, without its same-slice bookkeeping
             since = 0
+
+
+# -- page size reductions -------------------------------------------------------------------
+
+
+def sizes(**more):
+    waits = []
+    settings = dict(factor=2.0, minimum=1, max_attempts=5, backoff=0.5, retries_at_minimum=0, failure_message=None,
+                    restore=False, sleep=waits.append, place="m.yaml:9:7")
+    settings.update(more)
+    return PageSizes(**settings), waits
+
+
+@given(st.integers(min_value=2, max_value=5000), st.floats(min_value=1.1, max_value=8),
+       st.integers(min_value=1, max_value=50), st.integers(min_value=1, max_value=8))
+def test_reductions_shrink_strictly_never_below_the_minimum_and_stop(configured, factor, minimum, attempts):
+    settings, waits = sizes(factor=factor, minimum=minimum, max_attempts=attempts, backoff=1.0)
+    reducer = _Reducer(settings, configured)
+    seen = [configured]
+    with pytest.raises(ReadError) as caught:
+        while True:
+            seen.append(reducer.reduce("too heavy"))
+            assert len(seen) <= attempts + 1
+    assert all(later < earlier for earlier, later in zip(seen, seen[1:]))
+    assert all(size >= minimum for size in seen[1:])
+    assert waits == [float(n) for n in range(1, len(seen))]  # backoff times the attempts in a row
+    assert caught.value.failure_type in ("transient_error", "config_error")
+    assert caught.value.place == "m.yaml:9:7"
+
+
+def test_a_page_that_gets_through_restarts_the_attempts_and_restores_only_when_asked():
+    keeping, _ = sizes(max_attempts=1)
+    reducer = _Reducer(keeping, 100)
+    assert reducer.reduce(None) == 50
+    assert reducer.page_went_through() == 50  # NEVER: the smaller size stays
+    assert reducer.reduce(None) == 25  # the attempts started again
+    restoring, _ = sizes(restore=True)
+    reducer = _Reducer(restoring, 100)
+    reducer.reduce(None)
+    assert reducer.page_went_through() is None  # AFTER_SUCCESSFUL_PAGE: the configured size again
+
+
+def test_retries_at_the_minimum_wait_and_keep_the_size_then_fail_with_the_failure_message():
+    settings, waits = sizes(minimum=25, retries_at_minimum=2, failure_message="Select fewer fields.")
+    reducer = _Reducer(settings, 50)
+    assert reducer.reduce(None) == 25
+    assert reducer.reduce(None) == 25 and reducer.reduce(None) == 25
+    with pytest.raises(ReadError, match=r"smallest page size allowed \(25 records\); the API's answer: slow\. "
+                                        r"Select fewer fields\.") as caught:
+        reducer.reduce("slow")
+    assert caught.value.failure_type == "transient_error" and waits == [0.5, 0.5, 1.0]
+
+
+def test_a_configured_size_at_the_minimum_is_a_config_error():
+    settings, _ = sizes(minimum=10)
+    with pytest.raises(ReadError, match="already at or below `minimum_page_size`") as caught:
+        _Reducer(settings, 10).reduce(None)
+    assert caught.value.failure_type == "config_error"
+
+
+def test_no_page_size_to_reduce_is_a_config_error():
+    settings, _ = sizes()
+    with pytest.raises(ReadError, match="sends no page size") as caught:
+        _Reducer(settings, None).reduce(None)
+    assert caught.value.failure_type == "config_error"
