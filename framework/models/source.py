@@ -92,6 +92,10 @@ class SimpleRetriever(Component):
                 raise ValueError("an error filter says REDUCE_PAGE_SIZE but the retriever has no "
                                  "`page_size_reduction`; add one (`page_size_reduction: {type: PageSizeReduction}`)")
             return self
+        if getattr(self.requester, "query_properties", None) or \
+                getattr(self.requester, "fetch_properties_from_endpoint", None):
+            raise ValueError("`page_size_reduction` cannot be used with query properties: the records of the "
+                             "earlier property chunks are out already when a chunk asks for a smaller page")
         paginator = self.paginator
         if not isinstance(paginator, DefaultPaginator) or paginator.page_size_option is None:
             raise ValueError("`page_size_reduction` needs a DefaultPaginator with a `page_size_option`, "
