@@ -19,11 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from framework.components.http.client import PageSizeReductionRequired, PaginationResetRequired
+import isodate
+
+from framework.components.http.client import (
+    PageSizeReductionRequired,
+    PaginationResetRequired,
+    RequestWindowSplitRequired,
+)
 from framework.components.http.request import RequestParts
 from framework.components.http.requester import Requester
 from framework.components.http.transport import HttpResponse
@@ -32,7 +38,15 @@ from framework.components.records import RecordSelector
 from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
 from framework.errors import InterpolationError, ReadError
-from framework.models import CustomDecoder, NoPagination, PageSizeReduction, PaginationReset, SimpleRetriever
+from framework.models import (
+    CustomDecoder,
+    NoPagination,
+    PageSizeReduction,
+    PaginationReset,
+    RequestWindowSplitting,
+    SimpleRetriever,
+)
+from framework.temporal.durations import parse_duration
 
 SliceOptions = Callable[[RequestParts, StreamSlice], None]
 
@@ -43,9 +57,17 @@ class Cursor(Protocol):
     @property
     def partition_field_start(self) -> str: ...
 
+    @property
+    def partition_field_end(self) -> str: ...
+
+    @property
+    def granularity(self) -> timedelta | isodate.Duration | None: ...
+
     def record_value(self, record: Mapping[str, Any]) -> datetime | None: ...
 
     def format(self, dt: datetime) -> Any: ...
+
+    def window_bounds(self, cursor_slice: Mapping[str, Any]) -> tuple[datetime, datetime]: ...
 
 
 @dataclass(frozen=True)
@@ -73,6 +95,71 @@ class PageSizes:
     restore: bool  # reset_policy AFTER_SUCCESSFUL_PAGE
     sleep: Callable[[float], None]
     place: str | None = None
+
+
+# However the halves are cut, at most this many splits deep (a guard of its own, as in Airbyte).
+MAX_SPLIT_DEPTH = 10
+
+
+@dataclass(frozen=True)
+class WindowSplits:
+    """The runtime form of ``request_window_splitting``: a refused window is read again as two halves."""
+
+    min_split: timedelta | isodate.Duration | None = None
+    failure_message: str | None = None
+    place: str | None = None
+
+    def halves(self, window: StreamSlice, cursor: Cursor | None, depth: int,
+               detail: str | None) -> tuple[StreamSlice, StreamSlice]:
+        """The two halves of ``window``, in order, meeting one ``cursor_granularity`` apart; raises when
+        ``window`` cannot be split further (or the splits went ``MAX_SPLIT_DEPTH`` deep)."""
+        rejection = f"; the API's answer: {detail}" if detail else ""
+        if cursor is None or not window.cursor_slice:
+            raise ReadError("the API asked for a smaller window (SPLIT_REQUEST_WINDOW) but the stream reads no "
+                            "datetime windows; give it a DatetimeBasedCursor or change the filter's action",
+                            place=self.place, failure_type="config_error")
+        if depth >= MAX_SPLIT_DEPTH:
+            raise ReadError(self._ended(f"the API still refused the window after {MAX_SPLIT_DEPTH} splits"
+                                        f"{rejection}"), place=self.place, failure_type="transient_error")
+        found = self._split(window, cursor)
+        if found is None:
+            floor = " or `min_split_window`" if self.min_split is not None else ""
+            raise ReadError(self._ended(f"the API refused the window {dict(window.cursor_slice)} even at the "
+                                        f"smallest size the cursor's granularity{floor} allows{rejection}"),
+                            place=self.place, failure_type="transient_error")
+        return found
+
+    def _split(self, window: StreamSlice, cursor: Cursor) -> tuple[StreamSlice, StreamSlice] | None:
+        step = cursor.granularity
+        if not isinstance(step, timedelta) or step <= timedelta(0):
+            return None  # no granularity, or one in months: no unit to count the window in
+        low, high = cursor.window_bounds(window.cursor_slice)
+        if low >= high:
+            return None
+        span = high - low
+        floor = self.min_split
+        if isinstance(floor, isodate.Duration):
+            floor = floor.totimedelta(start=low)
+        if floor is not None and span <= floor:
+            return None
+        units = span // step + 1  # the window's bounds are both in it
+        if units <= 1:
+            return None
+        first_end = low + (units // 2) * step - step
+        second_start = first_end + step
+        if not low <= first_end < second_start <= high:
+            return None
+        start_key, end_key = cursor.partition_field_start, cursor.partition_field_end
+
+        def part(start: datetime, end: datetime) -> StreamSlice:
+            bounds = {**window.cursor_slice, start_key: cursor.format(start), end_key: cursor.format(end)}
+            return StreamSlice(window.partition, bounds, window.extra_fields)
+
+        return part(low, first_end), part(second_start, high)
+
+    def _ended(self, message: str) -> str:
+        extra = (self.failure_message or "").strip()
+        return f"{message}. {extra}" if extra else message
 
 
 class _Reducer:
@@ -198,13 +285,31 @@ class Retriever:
     decode: Callable[[HttpResponse], HttpResponse] | None = None  # a custom decoder (CustomDecoder)
     resets: PaginationResets = _RESET_BY_DEFAULT
     page_sizes: PageSizes | None = None
+    windows: WindowSplits | None = None
 
     def read(self, stream_slice: StreamSlice, config: Mapping[str, Any], *,
              slice_options: SliceOptions = _no_options,
              stream_state: Mapping[str, Any] | None = None,
              cursor: Cursor | None = None) -> Iterator[list[dict]]:
         """The records of one slice, one list per page. ``cursor``: the stream's datetime cursor, for a
-        SPLIT_USING_CURSOR pagination reset."""
+        SPLIT_USING_CURSOR pagination reset and for splitting windows."""
+        if self.windows is None:
+            return self._pages(stream_slice, config, slice_options, stream_state, cursor)
+        return self._split_windows(self.windows, stream_slice, config, slice_options, stream_state, cursor, 0)
+
+    def _split_windows(self, windows: WindowSplits, window: StreamSlice, config: Mapping[str, Any],
+                       slice_options: SliceOptions, stream_state: Mapping[str, Any] | None, cursor: Cursor | None,
+                       depth: int) -> Iterator[list[dict]]:
+        """The window's pages; when the API refuses it (SPLIT_REQUEST_WINDOW), its two halves' pages, each
+        read from its first page (pages of the window read before the refusal stay read, as in Airbyte)."""
+        try:
+            yield from self._pages(window, config, slice_options, stream_state, cursor)
+        except RequestWindowSplitRequired as signal:
+            for half in windows.halves(window, cursor, depth, signal.detail):
+                yield from self._split_windows(windows, half, config, slice_options, stream_state, cursor, depth + 1)
+
+    def _pages(self, stream_slice: StreamSlice, config: Mapping[str, Any], slice_options: SliceOptions,
+               stream_state: Mapping[str, Any] | None, cursor: Cursor | None) -> Iterator[list[dict]]:
         original = stream_slice
         base = {"config": config, "parameters": self.parameters, "stream_state": stream_state or {}}
         variables = {**base, **stream_slice.template_variables()}
@@ -291,7 +396,15 @@ def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> R
         else None,
         resets=_resets(model.pagination_reset, ctx.place(path + ("pagination_reset",))),
         page_sizes=_page_sizes(model.page_size_reduction, ctx, path + ("page_size_reduction",)),
+        windows=_windows(model.request_window_splitting, ctx.place(path + ("request_window_splitting",))),
     )
+
+
+def _windows(model: RequestWindowSplitting | None, place: str | None) -> WindowSplits | None:
+    if model is None:
+        return None
+    floor = parse_duration(model.min_split_window) if model.min_split_window else None
+    return WindowSplits(floor, model.failure_message, place)
 
 
 def _page_sizes(model: PageSizeReduction | None, ctx: BuildContext, path: tuple) -> PageSizes | None:
@@ -310,4 +423,5 @@ def _resets(model: PaginationReset | None, place: str | None) -> PaginationReset
     return PaginationResets(split=model.action == "SPLIT_USING_CURSOR", limit=limit, place=place)
 
 
-__all__ = ["Cursor", "PageSizes", "PaginationResets", "Retriever", "build_retriever"]
+__all__ = ["MAX_SPLIT_DEPTH", "Cursor", "PageSizes", "PaginationResets", "Retriever", "WindowSplits",
+           "build_retriever"]

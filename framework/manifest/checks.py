@@ -21,7 +21,6 @@ from framework.manifest.custom_checks import custom_checks
 from framework.models import (
     REGISTRY,
     DeclarativeStream,
-    HttpResponseFilter,
     InlineSchemaLoader,
     JsonFileSchemaLoader,
     ParentStreamConfig,
@@ -38,9 +37,7 @@ def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str
     found: list[Diagnostic] = []
     for site in sites:
         found.extend(_field_checks(site, place))
-        if site.model is HttpResponseFilter:
-            found.extend(_action_checks(site, place))
-        elif site.model is RequestBodyGraphQL:
+        if site.model is RequestBodyGraphQL:
             found.extend(_graphql_checks(site, place))
     found.extend(_stream_checks(sites, data, place, manifest_dir))
     if manifest_dir is not None:  # custom components are read from files beside the manifest
@@ -274,22 +271,6 @@ def _render_static(text: str, parameters: Any) -> str | None:
         return TemplateEngine().render(text, {"parameters": parameters if isinstance(parameters, dict) else {}})
     except Exception:  # noqa: BLE001 - a template failing here is reported elsewhere
         return None
-
-
-# Actions of airbyte-cdk 7.39.1 accepted in manifests but not run: what a matching response does here.
-_ACTIONS_NOT_RUN = {
-    "SPLIT_REQUEST_WINDOW": ("splits the datetime window in two", "RETRY or FAIL"),
-}
-
-
-def _action_checks(site: Site, place: Placement) -> Iterator[Diagnostic]:
-    action = site.data.get("action")
-    if isinstance(action, str) and action in _ACTIONS_NOT_RUN:
-        what, instead = _ACTIONS_NOT_RUN[action]
-        yield place.diagnostic(
-            site.path + ("action",), "action-not-run",
-            f"`{action}` (Airbyte {what}) is not run by this framework yet: a matching response fails the stream",
-            f"keep it for Airbyte, or use {instead} here", severity="warning")
 
 
 def _graphql_checks(site: Site, place: Placement) -> Iterator[Diagnostic]:

@@ -60,6 +60,7 @@ from framework.models.pagination import (
     PageSizeReduction,
     PaginationReset,
     PaginationResetLimits,
+    RequestWindowSplitting,
 )
 from framework.models.partitions import ListPartitionRouter, ParentStreamConfig, SubstreamPartitionRouter
 from framework.models.records import (
@@ -107,7 +108,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     CustomSchemaLoader, CustomSchemaNormalization, CustomStateMigration, CustomTransformation,
     CustomConfigTransformation, CustomValidationStrategy, CustomDecoder,
     RequestBodyJsonObject, RequestBodyUrlEncodedForm, RequestBodyPlainText, RequestBodyGraphQL,  # request bodies
-    PaginationReset, PaginationResetLimits, PageSizeReduction,  # pagination reset, page size reduction
+    PaginationReset, PaginationResetLimits, PageSizeReduction, RequestWindowSplitting,  # newer filter actions
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}

@@ -93,8 +93,8 @@ class HttpResponseFilter(Component):
         "IGNORE skips it, RATE_LIMITED waits and retries without counting towards `max_retries`, "
         "RESET_PAGINATION restarts the slice's pagination (see the retriever's `pagination_reset`), "
         "REFRESH_TOKEN_THEN_RETRY renews the authenticator's token once and retries, REDUCE_PAGE_SIZE asks "
-        "for the same page with fewer records (see the retriever's `page_size_reduction`). SPLIT_REQUEST_WINDOW "
-        "is accepted but not run yet: a matching response fails the stream.",
+        "for the same page with fewer records (the retriever's `page_size_reduction`), SPLIT_REQUEST_WINDOW "
+        "reads the datetime window again as two halves (the retriever's `request_window_splitting`).",
         "IGNORE",
         None,
     )

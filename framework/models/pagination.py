@@ -188,3 +188,26 @@ class PageSizeReduction(Component):
             raise ValueError(f"`retries_at_minimum_page_size` cannot be negative, not "
                              f"{self.retries_at_minimum_page_size}")
         return self
+
+
+class RequestWindowSplitting(Component):
+    """How a datetime window is split when an error filter says SPLIT_REQUEST_WINDOW: the window is read
+    again as two halves, one after the other (each split further if need be)."""
+
+    takes_parameters = False
+
+    type: Literal["RequestWindowSplitting"] = spec(
+        "Component type.", "RequestWindowSplitting", "RequestWindowSplitting"
+    )
+    min_split_window: str | None = spec(
+        "ISO 8601 duration: a window this short or shorter is not split further (the cursor's "
+        "`cursor_granularity` is the floor anyway).",
+        "P1D",
+        None,
+        format="duration",
+    )
+    failure_message: str | None = spec(
+        "Sentence added to the error when the window cannot be split further: what the user can do.",
+        "Lower `time_window` so that each request covers less data.",
+        None,
+    )

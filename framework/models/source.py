@@ -24,6 +24,7 @@ from framework.models.pagination import (
     PageSizeReduction,
     PaginationReset,
     Paginator,
+    RequestWindowSplitting,
 )
 from framework.models.partitions import PartitionRouter
 from framework.models.records import RecordSelector, SchemaLoader, Transformation
@@ -75,6 +76,26 @@ class SimpleRetriever(Component):
         {"type": "PageSizeReduction", "reduction_factor": 2, "minimum_page_size": 10},
         None,
     )
+
+    request_window_splitting: RequestWindowSplitting | None = spec(
+        "How the datetime window is split when an error filter's action is SPLIT_REQUEST_WINDOW (needed then); "
+        "needs a DatetimeBasedCursor with `cursor_granularity`.",
+        {"type": "RequestWindowSplitting", "min_split_window": "PT1H"},
+        None,
+    )
+
+    @model_validator(mode="after")
+    def _splittable_window(self) -> SimpleRetriever:
+        if self.request_window_splitting is None:
+            if uses_action(getattr(self.requester, "error_handler", None), "SPLIT_REQUEST_WINDOW"):
+                raise ValueError("an error filter says SPLIT_REQUEST_WINDOW but the retriever has no "
+                                 "`request_window_splitting`; add one (`request_window_splitting: "
+                                 "{type: RequestWindowSplitting}`)")
+        elif getattr(self.requester, "query_properties", None) or \
+                getattr(self.requester, "fetch_properties_from_endpoint", None):
+            raise ValueError("`request_window_splitting` cannot be used with query properties: the records of the "
+                             "earlier property chunks are out already when a chunk asks for a smaller window")
+        return self
 
     @model_validator(mode="after")
     def _limits_without_filter(self) -> SimpleRetriever:
@@ -152,6 +173,19 @@ class DeclarativeStream(Component):
         [{"type": "CustomStateMigration", "class_name": "components.LegacyStateMigration"}],
         (),
     )
+
+    @model_validator(mode="after")
+    def _window_to_split(self) -> DeclarativeStream:
+        if getattr(self.retriever, "request_window_splitting", None) is None:
+            return self
+        cursor = self.incremental_sync
+        if not isinstance(cursor, DatetimeBasedCursor) or not cursor.cursor_granularity:
+            raise ValueError("`request_window_splitting` needs a DatetimeBasedCursor with `cursor_granularity` in "
+                             "`incremental_sync`: the smallest window, and where two halves meet")
+        if cursor.is_client_side_incremental:
+            raise ValueError("`request_window_splitting` cannot be used with `is_client_side_incremental`: the "
+                             "window is not sent to the API, so splitting it changes nothing")
+        return self
 
 
 class Spec(Component):

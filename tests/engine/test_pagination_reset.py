@@ -192,10 +192,54 @@ def test_reduce_page_size_gives_up_at_the_minimum_with_the_failure_message(run, 
     assert [r.param("limit") for r in fake_api.requests] == ["8", "4", "2", "2"]
 
 
-def test_split_request_window_is_accepted_and_a_matching_response_fails_clearly(run, fake_api):
-    fake_api.route("GET", "/items", lambda r: Reply(502, {"error": "too large"}))
-    result = run(source(offset_stream([{"type": "HttpResponseFilter", "http_codes": [502],
-                                        "action": "SPLIT_REQUEST_WINDOW"}])))
+def splitting(**more: Any) -> dict:
+    manifest = source(stream(
+        requester_=resetting([{"type": "HttpResponseFilter", "http_codes": [413], "action": "SPLIT_REQUEST_WINDOW",
+                               "error_message": "window too large"}]),
+        incremental_sync={"type": "DatetimeBasedCursor", "cursor_field": "updated_at",
+                          "datetime_format": "%Y-%m-%dT%H:%M:%SZ", "start_datetime": "2024-01-01T00:00:00Z",
+                          "end_datetime": "2024-01-04T23:59:59Z", "step": "P30D", "cursor_granularity": "PT1S",
+                          "start_time_option": option("request_parameter", "since"),
+                          "end_time_option": option("request_parameter", "until")}))
+    manifest["streams"][0]["retriever"]["request_window_splitting"] = {"type": "RequestWindowSplitting", **more}
+    return manifest
+
+
+def windowed(longest_hours: float):
+    """Orders in ``[since, until]``; a window longer than ``longest_hours`` is answered 413."""
+    from datetime import datetime
+
+    def answer(request):
+        since, until = request.param("since"), request.param("until")
+        hours = (datetime.fromisoformat(until.replace("Z", "+00:00"))
+                 - datetime.fromisoformat(since.replace("Z", "+00:00"))).total_seconds() / 3600
+        if hours > longest_hours:
+            return Reply(413, {"error": "too much"})
+        return {"data": [o for o in ORDERS if since <= o["updated_at"] <= until]}
+
+    return answer
+
+
+def test_split_request_window_reads_the_refused_window_as_halves_in_order(run, fake_api):
+    fake_api.route("GET", "/items", windowed(48))
+    result = run(splitting())
+    assert [r["id"] for r in result.records()] == [o["id"] for o in ORDERS]
+    windows = [(r.param("since"), r.param("until")) for r in fake_api.requests]
+    assert windows == [
+        ("2024-01-01T00:00:00Z", "2024-01-04T23:59:59Z"),  # refused: 4 days
+        ("2024-01-01T00:00:00Z", "2024-01-02T23:59:59Z"),  # the halves meet one second apart
+        ("2024-01-03T00:00:00Z", "2024-01-04T23:59:59Z"),
+    ]
+    assert not result.failed
+
+
+def test_a_window_that_cannot_be_split_further_fails_with_the_failure_message(run, fake_api):
+    fake_api.route("GET", "/items", windowed(1))
+    result = run(splitting(min_split_window="P1D", failure_message="Lower the window."))
     (error,) = result.errors()
-    assert "SPLIT_REQUEST_WINDOW" in error["message"] and "does not do yet" in error["message"]
-    assert len(fake_api.requests) == 1
+    assert error["failure_type"] == "transient_error"
+    assert "min_split_window" in error["message"] and "Lower the window." in error["message"]
+    assert "window too large" in error["message"]
+    # depth first: 4 days, its first 2 days, their first day: refused and not longer than P1D, the end
+    assert [r.param("until") for r in fake_api.requests] == [
+        "2024-01-04T23:59:59Z", "2024-01-02T23:59:59Z", "2024-01-01T23:59:59Z"]

@@ -30,17 +30,35 @@ def check(action: str, more: str = ""):
 
 @pytest.mark.parametrize("action", ["SUCCESS", "FAIL", "RETRY", "IGNORE", "RATE_LIMITED", "RESET_PAGINATION",
                                     "REFRESH_TOKEN_THEN_RETRY"])
-def test_every_action_airbyte_runs_is_accepted_without_a_word(action):
+def test_every_action_that_needs_nothing_more_is_accepted_without_a_word(action):
     checked = check(action)
     assert checked.ok and not checked.diagnostics, [d.format() for d in checked.diagnostics]
 
 
-def test_split_request_window_is_accepted_with_a_located_warning():
-    checked = check("SPLIT_REQUEST_WINDOW")
-    assert checked.ok
-    (warning,) = checked.diagnostics
-    assert (warning.severity, warning.code, warning.line, warning.column) == ("warning", "action-not-run", 11, 23)
-    assert "RETRY or FAIL" in warning.fix
+SPLITTABLE = """      request_window_splitting: {type: RequestWindowSplitting, min_split_window: PT1H}
+    incremental_sync:
+      type: DatetimeBasedCursor
+      cursor_field: updated_at
+      datetime_format: "%Y-%m-%dT%H:%M:%SZ"
+      start_datetime: "2024-01-01T00:00:00Z"
+      GRANULARITY
+"""
+
+
+def test_split_request_window_with_request_window_splitting_and_a_granular_cursor_is_accepted():
+    checked = check("SPLIT_REQUEST_WINDOW", SPLITTABLE.replace("GRANULARITY", "step: P1D\n      cursor_granularity: PT1S"))
+    assert checked.ok and not checked.diagnostics, [d.format() for d in checked.diagnostics]
+
+
+def test_split_request_window_without_request_window_splitting_is_an_error_as_in_airbyte():
+    (problem,) = check("SPLIT_REQUEST_WINDOW").diagnostics
+    assert "add one (`request_window_splitting" in problem.message
+
+
+def test_request_window_splitting_needs_a_cursor_granularity():
+    (problem,) = check("SPLIT_REQUEST_WINDOW", SPLITTABLE.replace("GRANULARITY", "")).diagnostics
+    assert "needs a DatetimeBasedCursor with `cursor_granularity`" in problem.message
+    assert problem.path == "streams[0].incremental_sync"
 
 
 def test_an_unknown_action_is_an_error_with_a_suggestion():

@@ -1,11 +1,12 @@
 """Parity with airbyte-cdk 7.39.1 for pagination restarts (HttpResponseFilter's RESET_PAGINATION and
 the retriever's `pagination_reset`), over two syncs, and for page size reductions (REDUCE_PAGE_SIZE and
-`page_size_reduction`).
+`page_size_reduction`) and window splits (SPLIT_REQUEST_WINDOW and `request_window_splitting`).
 
 manifests/pagination_reset.yaml: `events` restarts once when the API answers 409 (no
 `pagination_reset`); `orders` restarts after every 6 records with SPLIT_USING_CURSOR, its window then
 starting at the latest cursor value read; `heavy` (offsets) and `heavy_graphql` (a cursor, the page size
-in a JSON body) get a 502/504 for pages of more than 3 records, answered by REDUCE_PAGE_SIZE. Both runners read it against the same fake API (whose
+in a JSON body) get a 502/504 for pages of more than 3 records, answered by REDUCE_PAGE_SIZE;
+`split_orders` gets a 413 for windows longer than two days, answered by SPLIT_REQUEST_WINDOW. Both runners read it against the same fake API (whose
 one-time 409 is re-armed for each runner); the records (duplicates included: a restart sends again
 what the restarted pages hold), the requests in order per path, and the state must be the same.
 Skipped without AIRBYTE_CDK_PYTHON (see README.md).
@@ -14,6 +15,7 @@ Skipped without AIRBYTE_CDK_PYTHON (see README.md).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -66,6 +68,14 @@ class Api:
         end = start + variables["first"]
         return {"data": EVENTS[start:end], "next": str(end) if end < len(EVENTS) else None}
 
+    def split_orders(self, request: RecordedRequest) -> dict | Reply:
+        since = datetime.strptime(request.param("since") or "", "%Y-%m-%dT%H:%M:%SZ")
+        until = datetime.strptime(request.param("until") or "", "%Y-%m-%dT%H:%M:%SZ")
+        if until - since > timedelta(days=2):
+            return Reply(413, {"error": "window too large"})
+        return {"data": sorted(dated(self.orders, request, "updated_at", "since", "until"),
+                               key=lambda o: o["updated_at"])}
+
     def orders_page(self, request: RecordedRequest) -> dict:
         kept = sorted(dated(self.orders, request, "updated_at", "since", "until"), key=lambda o: o["updated_at"])
         offset = int(request.param("offset") or 0)
@@ -104,9 +114,10 @@ def test_pagination_reset_over_two_syncs(api: FakeApi, tmp_path: Path) -> None:
     api.route("GET", "/orders", endpoints.orders_page)
     api.route("GET", "/heavy", endpoints.heavy)
     api.route("POST", "/graphql", endpoints.heavy_graphql)
+    api.route("GET", "/split_orders", endpoints.split_orders)
     config = {"base_url": api.url, "start_date": "2024-01-01T00:00:00Z", "end_date": "2024-01-06T00:00:00Z"}
     catalog = catalog_for({"events": "full_refresh", "orders": "incremental", "heavy": "full_refresh",
-                           "heavy_graphql": "full_refresh"})
+                           "heavy_graphql": "full_refresh", "split_orders": "incremental"})
 
     first, ours, cdk = run_both(api, endpoints, tmp_path, config, catalog)
     assert ours == cdk, "the requests differ"
@@ -120,6 +131,9 @@ def test_pagination_reset_over_two_syncs(api: FakeApi, tmp_path: Path) -> None:
         assert_same_records(first, stream)
         assert [r["id"] for r in first.cdk.records[stream]] == [e["id"] for e in EVENTS]
     assert [q for q in cdk["/heavy"]][:3] == [(("limit", "8"),), (("limit", "4"),), (("limit", "2"),)]
+    assert_same_records(first, "split_orders")
+    assert len(first.cdk.records["split_orders"]) == len(ORDERS) and len(cdk["/split_orders"]) > 3
+    assert first.ours.stream_state("split_orders") == first.cdk.stream_state("split_orders")
 
     endpoints.orders = ORDERS + [{"id": 13, "updated_at": "2024-01-05T12:00:00Z"}]
     second, ours, cdk = run_both(api, endpoints, tmp_path, config, catalog,
@@ -128,3 +142,5 @@ def test_pagination_reset_over_two_syncs(api: FakeApi, tmp_path: Path) -> None:
     assert_same_records(second, "orders")
     assert 13 in {r["id"] for r in second.cdk.records["orders"]}
     assert second.ours.stream_state("orders") == second.cdk.stream_state("orders")
+    assert_same_records(second, "split_orders")
+    assert second.ours.stream_state("split_orders") == second.cdk.stream_state("split_orders")

@@ -17,7 +17,8 @@ the error handler what the response means:
   retriever's page loop turns into a restart of the slice's pagination;
 * REDUCE_PAGE_SIZE raises :class:`PageSizeReductionRequired`: the page loop
   asks for the same page again with a smaller page size (``page_size_reduction``);
-* SPLIT_REQUEST_WINDOW fails: this framework does not split windows yet.
+* SPLIT_REQUEST_WINDOW raises :class:`RequestWindowSplitRequired`: the page
+  loop reads the datetime window again as two halves (``request_window_splitting``).
 
 A ``give_up`` function, when given, makes the errors of FAIL and of retries
 run out instead (the token requests of :mod:`framework.components.http.auth`
@@ -49,7 +50,6 @@ from framework.errors import HttpStatusError, ReadError, TransportError
 from framework.masking import Mask, masking_credentials
 
 _RETRYING = frozenset({"RETRY", "RATE_LIMITED", "REFRESH_TOKEN_THEN_RETRY"})
-_NOT_RUN = {"SPLIT_REQUEST_WINDOW": "a smaller window (`request_window_splitting`)"}
 
 
 class PaginationResetRequired(ReadError):
@@ -65,6 +65,18 @@ class PageSizeReductionRequired(ReadError):
 
     ``detail`` is the error handler's message about the response. Like :class:`PaginationResetRequired`,
     one that reaches anything but a page loop with ``page_size_reduction`` fails with its message.
+    """
+
+    def __init__(self, message: str, detail: str | None = None, **context: Any):
+        super().__init__(message, **context)
+        self.detail = detail
+
+
+class RequestWindowSplitRequired(ReadError):
+    """The error handler said SPLIT_REQUEST_WINDOW: the window is read again as two halves.
+
+    ``detail`` is the error handler's message; one that reaches anything but a page loop with
+    ``request_window_splitting`` fails with its message.
     """
 
     def __init__(self, message: str, detail: str | None = None, **context: Any):
@@ -154,13 +166,12 @@ class HttpClient:
                         f"the error handler asked for a smaller page (REDUCE_PAGE_SIZE, {said}), but this "
                         "request has no `page_size_reduction` to shrink it; add one to the retriever or change "
                         "the filter's action", resolution.message, failure_type="config_error")
-                if action in _NOT_RUN:
+                if action == "SPLIT_REQUEST_WINDOW":
                     said = status_text(response.status) if response is not None else "no response"
-                    raise ReadError(
-                        f"the error handler asked for {_NOT_RUN[action]} ({action}, {said}), which this "
-                        "framework does not do yet; narrow the read in the config (a later start date, "
-                        "fewer fields) or make the filter's action RETRY or FAIL",
-                        failure_type=resolution.failure_type or "config_error")
+                    raise RequestWindowSplitRequired(
+                        f"the error handler asked for a smaller window (SPLIT_REQUEST_WINDOW, {said}), but this "
+                        "request has no `request_window_splitting` to split it; add one to the retriever or "
+                        "change the filter's action", resolution.message, failure_type="config_error")
                 if action not in _RETRYING:
                     raise self._failure(resolution, response, error)
                 if action == "REFRESH_TOKEN_THEN_RETRY":
@@ -280,4 +291,4 @@ class HttpClient:
 
 
 __all__ = ["Authenticator", "GiveUp", "HttpClient", "MAX_RATE_LIMITED_ATTEMPTS", "PageSizeReductionRequired",
-           "PaginationResetRequired"]
+           "PaginationResetRequired", "RequestWindowSplitRequired"]

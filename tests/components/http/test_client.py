@@ -11,6 +11,7 @@ from framework.components.http.client import (
     HttpClient,
     PageSizeReductionRequired,
     PaginationResetRequired,
+    RequestWindowSplitRequired,
 )
 from framework.components.http.error_handler import build_error_handler, default_error_handler
 from framework.components.http.request import RequestParts
@@ -366,9 +367,9 @@ def test_a_failed_renewal_that_is_passing_keeps_the_old_token_and_retries():
     assert http.send(parts()).status == 200 and auth.refreshes == 1
 
 
-def test_split_request_window_is_not_run_and_fails_with_a_clear_message():
+def test_split_request_window_is_raised_to_the_page_loop():
     http, sleeps = client(FunctionTransport(lambda r: (500, {}, b"{}")), _filters(500, "SPLIT_REQUEST_WINDOW"))
-    with pytest.raises(ReadError, match="SPLIT_REQUEST_WINDOW, HTTP 500.*does not do yet"):
+    with pytest.raises(RequestWindowSplitRequired, match="SPLIT_REQUEST_WINDOW, HTTP 500"):
         http.send(parts())
     assert sleeps == []
 
