@@ -3,13 +3,20 @@ restart, and when restarting is refused."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from framework.components.retriever import PageSizes, PaginationResets, _Reducer, _Restarts
+from framework.components.retriever import (
+    MAX_SPLIT_DEPTH,
+    PageSizes,
+    PaginationResets,
+    WindowSplits,
+    _Reducer,
+    _Restarts,
+)
 from framework.components.slices import StreamSlice
 from framework.errors import ReadError
 
@@ -136,4 +143,62 @@ def test_no_page_size_to_reduce_is_a_config_error():
     settings, _ = sizes()
     with pytest.raises(ReadError, match="sends no page size") as caught:
         _Reducer(settings, None).reduce(None)
+    assert caught.value.failure_type == "config_error"
+
+
+# -- window splits ------------------------------------------------------------------------------
+
+
+class SecondCursor:
+    partition_field_start, partition_field_end = "start_time", "end_time"
+
+    def __init__(self, granularity=timedelta(seconds=1)):
+        self.granularity = granularity
+
+    def window_bounds(self, cursor_slice):
+        return tuple(datetime.strptime(cursor_slice[k], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+                     for k in ("start_time", "end_time"))
+
+    def format(self, dt):
+        return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def record_value(self, record):  # pragma: no cover - not used by splits
+        return None
+
+
+def window(start: datetime, end: datetime) -> StreamSlice:
+    cursor = SecondCursor()
+    return StreamSlice({"account": 1}, {"start_time": cursor.format(start), "end_time": cursor.format(end)}, {"x": 1})
+
+
+@given(st.integers(min_value=0, max_value=10**6), st.integers(min_value=1, max_value=10**7))
+def test_halves_cover_the_window_in_order_meeting_one_granularity_apart(offset, seconds):
+    start = datetime(2024, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=offset)
+    whole = window(start, start + timedelta(seconds=seconds))
+    cursor = SecondCursor()
+    first, second = WindowSplits().halves(whole, cursor, 0, None)
+    (low, first_end), (second_start, high) = cursor.window_bounds(first.cursor_slice), \
+        cursor.window_bounds(second.cursor_slice)
+    assert cursor.window_bounds(whole.cursor_slice) == (low, high)
+    assert low <= first_end < second_start <= high and second_start - first_end == timedelta(seconds=1)
+    assert abs((first_end - low) - (high - second_start)) <= timedelta(seconds=1)
+    assert first.partition == second.partition == whole.partition and first.extra_fields == whole.extra_fields
+
+
+def test_a_window_of_one_granularity_or_within_min_split_window_is_not_split():
+    start = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    with pytest.raises(ReadError, match="smallest size the cursor's granularity allows; the API's answer: big"):
+        WindowSplits().halves(window(start, start), SecondCursor(), 0, "big")
+    with pytest.raises(ReadError, match=r"or `min_split_window` allows\. Narrow it\.") as caught:
+        WindowSplits(timedelta(days=1), "Narrow it.").halves(window(start, start + timedelta(hours=23)),
+                                                              SecondCursor(), 0, None)
+    assert caught.value.failure_type == "transient_error"
+
+
+def test_splits_stop_at_the_depth_limit_and_need_a_window():
+    start = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    with pytest.raises(ReadError, match=f"after {MAX_SPLIT_DEPTH} splits"):
+        WindowSplits().halves(window(start, start + timedelta(days=9)), SecondCursor(), MAX_SPLIT_DEPTH, None)
+    with pytest.raises(ReadError, match="reads no datetime windows") as caught:
+        WindowSplits().halves(StreamSlice({"account": 1}), None, 0, None)
     assert caught.value.failure_type == "config_error"
