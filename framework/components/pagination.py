@@ -77,8 +77,11 @@ class Pager(Protocol):
     """The pagination state of one stream slice."""
 
     token: Any
+    size_override: int | None  # a reduced page size to send instead (REDUCE_PAGE_SIZE)
 
     def token_variables(self) -> dict: ...
+
+    def page_size(self) -> int | None: ...
 
     def apply(self, parts: RequestParts) -> None: ...
 
@@ -290,7 +293,7 @@ class StrategyPaginator:
 class StrategyPager:
     """The pages of one stream slice under a :class:`StrategyPaginator`."""
 
-    __slots__ = ("_done", "_seen", "_state", "_variables", "pages", "paginator", "token")
+    __slots__ = ("_done", "_seen", "_state", "_variables", "pages", "paginator", "size_override", "token")
 
     def __init__(self, paginator: StrategyPaginator):
         self.paginator = paginator
@@ -299,6 +302,12 @@ class StrategyPager:
         self._seen: set = set()
         self._variables: dict | None = None
         self._done = False
+        # a smaller page size asked for after REDUCE_PAGE_SIZE (framework.components.retriever)
+        self.size_override: int | None = None
+
+    def page_size(self) -> int | None:
+        """The page size the strategy sends with the next request (without a reduction)."""
+        return self.paginator.strategy.request_page_size(self._state)
 
     def token_variables(self) -> dict:
         """``{"next_page_token": {"next_page_token": token}}`` (or ``{}`` inside before a token).
@@ -314,7 +323,10 @@ class StrategyPager:
         """Put the page size and the current token (when there is one) into the request."""
         paginator = self.paginator
         if paginator.size_into is not None:
-            paginator.size_into.apply(parts, paginator.strategy.request_page_size(self._state))
+            size = self.size_override
+            if size is None:
+                size = paginator.strategy.request_page_size(self._state)
+            paginator.size_into.apply(parts, size)
         token = self.token
         if token is None:
             return
@@ -334,7 +346,10 @@ class StrategyPager:
         self.pages += 1
         paginator = self.paginator
         strategy = paginator.strategy
-        step = strategy.following(self._state, response, records, variables, self.token)
+        if self.size_override is not None and isinstance(strategy, OffsetStrategy):
+            step = self._following_reduced(strategy, response, records, variables)
+        else:
+            step = strategy.following(self._state, response, records, variables, self.token)
         if step is None:
             self._done = True
             return False
@@ -345,6 +360,17 @@ class StrategyPager:
         self.token = token
         self._variables = None
         return True
+
+    def _following_reduced(self, strategy: OffsetStrategy, response: HttpResponse, records: list,
+                           variables: Mapping[str, Any]) -> tuple[Any, Any] | None:
+        """The next offset after a page asked for with the reduced size: a page shorter than that size is the
+        last; the configured size stays in the state for when the reduction ends."""
+        offset, size = self._state
+        step = strategy.following((offset, self.size_override), response, records, variables, self.token)
+        if step is None or strategy.size_template is not None:
+            return step
+        (following, _), token = step
+        return (following, size), token
 
     def _check_loop(self, token: Any, response: HttpResponse) -> None:
         seen = self._seen
@@ -369,9 +395,13 @@ class _OnePage:
 
     __slots__ = ()
     token = None
+    size_override: int | None = None  # never set: page_size_reduction needs a DefaultPaginator
 
     def token_variables(self) -> dict:
         return {"next_page_token": {}}
+
+    def page_size(self) -> int | None:
+        return None
 
     def apply(self, parts: RequestParts) -> None:
         return None

@@ -75,7 +75,7 @@ class Stream:
                               f"slice here{place_suffix(self.place)}")
         try:
             yield from self.retriever.read(stream_slice, config, slice_options=self.slice_options,
-                                           stream_state=stream_state)
+                                           stream_state=stream_state, cursor=self.cursor)
         except ReadError as exc:
             exc.with_context(stream=self.name, place=self.place)
             raise

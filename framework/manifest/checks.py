@@ -25,6 +25,7 @@ from framework.models import (
     InlineSchemaLoader,
     JsonFileSchemaLoader,
     ParentStreamConfig,
+    RequestBodyGraphQL,
     Spec,
     format_of,
     template_of,
@@ -37,6 +38,8 @@ def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str
     found: list[Diagnostic] = []
     for site in sites:
         found.extend(_field_checks(site, place))
+        if site.model is RequestBodyGraphQL:
+            found.extend(_graphql_checks(site, place))
     found.extend(_stream_checks(sites, data, place, manifest_dir))
     found.extend(query_properties_checks(sites, place))
     if manifest_dir is not None:  # custom components are read from files beside the manifest
@@ -270,3 +273,22 @@ def _render_static(text: str, parameters: Any) -> str | None:
         return TemplateEngine().render(text, {"parameters": parameters if isinstance(parameters, dict) else {}})
     except Exception:  # noqa: BLE001 - a template failing here is reported elsewhere
         return None
+
+
+def _graphql_checks(site: Site, place: Placement) -> Iterator[Diagnostic]:
+    """A GraphQL query without templates must parse (graphql-core, imported only here). A warning: Airbyte
+    sends the query unchecked, and the API would refuse it on the first request."""
+    value = site.data.get("value")
+    query = value.get("query") if isinstance(value, dict) else None
+    if not isinstance(query, str) or "{{" in query or "{%" in query or "{#" in query:
+        return
+    from graphql import GraphQLSyntaxError, parse
+
+    try:
+        parse(query, no_location=True)
+    except GraphQLSyntaxError as exc:
+        where = exc.locations[0] if exc.locations else None
+        at = f" (line {where.line}, column {where.column} of the query)" if where is not None else ""
+        yield place.diagnostic(site.path + ("value", "query"), "graphql-syntax",
+                               f"the GraphQL query does not parse: {exc.message}{at}",
+                               "fix the query; the API would refuse it", severity="warning")

@@ -51,7 +51,17 @@ from framework.models.error_handling import (
     WaitUntilTimeFromHeader,
 )
 from framework.models.incremental import DatetimeBasedCursor, MinMaxDatetime
-from framework.models.pagination import CursorPagination, DefaultPaginator, NoPagination, OffsetIncrement, PageIncrement
+from framework.models.pagination import (
+    CursorPagination,
+    DefaultPaginator,
+    NoPagination,
+    OffsetIncrement,
+    PageIncrement,
+    PageSizeReduction,
+    PaginationReset,
+    PaginationResetLimits,
+    RequestWindowSplitting,
+)
 from framework.models.partitions import ListPartitionRouter, ParentStreamConfig, SubstreamPartitionRouter
 from framework.models.query_properties import (
     GroupByKeyMergeStrategy,
@@ -69,6 +79,13 @@ from framework.models.records import (
     RecordFilter,
     RecordSelector,
     RemoveFields,
+)
+from framework.models.request_bodies import (
+    RequestBodyGraphQL,
+    RequestBodyGraphQlQuery,
+    RequestBodyJsonObject,
+    RequestBodyPlainText,
+    RequestBodyUrlEncodedForm,
 )
 from framework.models.requests import HttpRequester, JsonDecoder, RequestOption, RequestPath
 from framework.models.source import (
@@ -99,6 +116,8 @@ COMPONENTS: tuple[type[Component], ...] = (
     CustomConfigTransformation, CustomValidationStrategy, CustomDecoder,
     # query properties
     QueryProperties, PropertiesFromEndpoint, PropertyChunking, GroupByKeyMergeStrategy, JsonSchemaPropertySelector,
+    RequestBodyJsonObject, RequestBodyUrlEncodedForm, RequestBodyPlainText, RequestBodyGraphQL,  # request bodies
+    PaginationReset, PaginationResetLimits, PageSizeReduction, RequestWindowSplitting,  # newer filter actions
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -117,8 +136,7 @@ UNSUPPORTED: dict[str, str] = {
         "DynamicSchemaLoader", "KeysToLower", "KeysToSnakeCase", "FlattenFields", "DpathFlattenFields",
         "KeysReplace", "ComponentMappingDefinition", "LegacyToPerPartitionStateMigration",
         "HTTPAPIBudget", "RecordExpander",
-        "ParametrizedComponentsResolver", "PaginationReset", "RequestBodyJsonObject", "RequestBodyGraphQL",
-        "RequestBodyPlainText", "RequestBodyUrlEncodedForm", "FileUploader",
+        "ParametrizedComponentsResolver", "FileUploader",
         # the spec's `config_normalization_rules` (where CustomConfigTransformation and
         # CustomValidationStrategy are used): the config would reach the streams unchanged
         "ConfigNormalizationRules", "ConfigMigration", "ConfigRemapField", "ConfigAddFields", "ConfigRemoveFields",
@@ -127,4 +145,5 @@ UNSUPPORTED: dict[str, str] = {
 }
 
 __all__ = ["COMPONENTS", "CUSTOM_KINDS", "REGISTRY", "UNSUPPORTED", "Component", "CustomComponent", "Model",
-           "TemplateSpec", "default_type_of", "format_of", "template_of"] + [model.__name__ for model in COMPONENTS]
+           "RequestBodyGraphQlQuery", "TemplateSpec", "default_type_of", "format_of", "template_of"] \
+    + [model.__name__ for model in COMPONENTS]

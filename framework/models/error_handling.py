@@ -87,9 +87,14 @@ class HttpResponseFilter(Component):
     """Matches responses (by status, body text or a predicate) and says what to do with them."""
 
     type: Literal["HttpResponseFilter"] = spec("Component type.", "HttpResponseFilter", "HttpResponseFilter")
-    action: Literal["SUCCESS", "FAIL", "RETRY", "IGNORE", "RATE_LIMITED"] | None = spec(
+    action: Literal["SUCCESS", "FAIL", "RETRY", "IGNORE", "RATE_LIMITED", "RESET_PAGINATION",
+                    "REFRESH_TOKEN_THEN_RETRY", "REDUCE_PAGE_SIZE", "SPLIT_REQUEST_WINDOW"] | None = spec(
         "What a matching response means: SUCCESS reads it, FAIL stops the stream, RETRY retries, "
-        "IGNORE skips it, RATE_LIMITED waits and retries without counting towards `max_retries`.",
+        "IGNORE skips it, RATE_LIMITED waits and retries without counting towards `max_retries`, "
+        "RESET_PAGINATION restarts the slice's pagination (see the retriever's `pagination_reset`), "
+        "REFRESH_TOKEN_THEN_RETRY renews the authenticator's token once and retries, REDUCE_PAGE_SIZE asks "
+        "for the same page with fewer records (the retriever's `page_size_reduction`), SPLIT_REQUEST_WINDOW "
+        "reads the datetime window again as two halves (the retriever's `request_window_splitting`).",
         "IGNORE",
         None,
     )
@@ -161,3 +166,13 @@ class CompositeErrorHandler(Component):
 ErrorHandler = Annotated[
     DefaultErrorHandler | CompositeErrorHandler | CustomErrorHandler, Field(discriminator="type")
 ]
+
+
+def uses_action(handler: object, action: str) -> bool:
+    """Whether a response filter of ``handler`` (a DefaultErrorHandler, or any inside a
+    CompositeErrorHandler) has ``action``. A custom handler's actions cannot be known: False."""
+    if isinstance(handler, CompositeErrorHandler):
+        return any(uses_action(child, action) for child in handler.error_handlers)
+    if isinstance(handler, DefaultErrorHandler):
+        return any(response_filter.action == action for response_filter in handler.response_filters)
+    return False

@@ -38,6 +38,8 @@ GROUPS: tuple[tuple[str, str, str], ...] = (
     ("framework.models.requests", "Requests", "Where requests go and what they carry."),
     ("framework.models.query_properties", "Query properties",
      "Which properties requests ask for, split over several requests and merged back by key."),
+    ("framework.models.request_bodies", "Request bodies",
+     "What a POST request carries: JSON, a form, text or a GraphQL query."),
     ("framework.models.auth", "Authentication", "How a request proves who is asking."),
     ("framework.models.pagination", "Pagination", "How the next page is asked for and when to stop."),
     ("framework.models.records", "Records and schemas",

@@ -14,6 +14,7 @@ from pydantic import model_validator
 from framework.models.auth import Authenticator
 from framework.models.base import BASE, REQUEST, Component, spec
 from framework.models.error_handling import ErrorHandler
+from framework.models.request_bodies import RequestBody, effective_bodies
 
 
 class RequestOption(Component):
@@ -139,15 +140,30 @@ class HttpRequester(Component):
          "retriever": {"$ref": "#/definitions/properties_retriever"}},
         None,
     )
+    request_body: RequestBody | None = spec(
+        "Body of the request (POST): a JSON object, a URL-encoded form, plain text or a GraphQL query. "
+        "It takes the place of `request_body_json` (JSON, GraphQL) or `request_body_data` (form, text).",
+        {"type": "RequestBodyJsonObject", "value": {"since": "{{ stream_interval.start_time }}"}},
+        None,
+    )
     use_cache: bool = spec(
         "Cache responses within a sync (useful for parent streams read by several children).", False, False
     )
 
     @model_validator(mode="after")
     def _one_body(self) -> HttpRequester:
-        if self.request_body_json and self.request_body_data:
+        body_json, body_data = self.bodies()
+        if body_json and body_data:
+            if self.request_body is not None:
+                raise ValueError(f"`request_body` ({self.request_body.type}) and the older "
+                                 f"`{'request_body_data' if self.request_body_data else 'request_body_json'}` "
+                                 "would both give the body; keep only `request_body`")
             raise ValueError("give at most one of `request_body_json` and `request_body_data`")
         return self
+
+    def bodies(self) -> tuple[RequestValues, RequestValues]:
+        """``(JSON body, form or text body)`` with ``request_body`` folded into the older fields."""
+        return effective_bodies(self.request_body, self.request_body_json, self.request_body_data)
 
 
 # Last: query properties hold a retriever (whose requester is defined above).

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from framework.models.base import BASE, Component, spec
 from framework.models.custom import (
@@ -15,11 +15,20 @@ from framework.models.custom import (
     CustomRetriever,
     CustomStateMigration,
 )
+from framework.models.error_handling import uses_action
 from framework.models.incremental import DatetimeBasedCursor
-from framework.models.pagination import Paginator
+from framework.models.pagination import (
+    CursorPagination,
+    DefaultPaginator,
+    OffsetIncrement,
+    PageSizeReduction,
+    PaginationReset,
+    Paginator,
+    RequestWindowSplitting,
+)
 from framework.models.partitions import PartitionRouter
 from framework.models.records import RecordSelector, SchemaLoader, Transformation
-from framework.models.requests import HttpRequester, JsonDecoder
+from framework.models.requests import HttpRequester, JsonDecoder, RequestPath
 
 PrimaryKey = str | tuple[str, ...] | tuple[tuple[str, ...], ...]
 
@@ -54,6 +63,79 @@ class SimpleRetriever(Component):
         True,
         False,
     )
+    pagination_reset: PaginationReset | None = spec(
+        "How pagination restarts when an error filter's action is RESET_PAGINATION or a limit is reached; "
+        "without it a RESET_PAGINATION restarts the slice from its first page once.",
+        {"type": "PaginationReset", "action": "RESET"},
+        None,
+    )
+
+    page_size_reduction: PageSizeReduction | None = spec(
+        "How the page size shrinks when an error filter's action is REDUCE_PAGE_SIZE (needed then). Needs a "
+        "DefaultPaginator with `page_size_option` and a CursorPagination or OffsetIncrement with `page_size`.",
+        {"type": "PageSizeReduction", "reduction_factor": 2, "minimum_page_size": 10},
+        None,
+    )
+
+    request_window_splitting: RequestWindowSplitting | None = spec(
+        "How the datetime window is split when an error filter's action is SPLIT_REQUEST_WINDOW (needed then); "
+        "needs a DatetimeBasedCursor with `cursor_granularity`.",
+        {"type": "RequestWindowSplitting", "min_split_window": "PT1H"},
+        None,
+    )
+
+    @model_validator(mode="after")
+    def _splittable_window(self) -> SimpleRetriever:
+        if self.request_window_splitting is None:
+            if uses_action(getattr(self.requester, "error_handler", None), "SPLIT_REQUEST_WINDOW"):
+                raise ValueError("an error filter says SPLIT_REQUEST_WINDOW but the retriever has no "
+                                 "`request_window_splitting`; add one (`request_window_splitting: "
+                                 "{type: RequestWindowSplitting}`)")
+        elif getattr(self.requester, "query_properties", None) or \
+                getattr(self.requester, "fetch_properties_from_endpoint", None):
+            raise ValueError("`request_window_splitting` cannot be used with query properties: the records of the "
+                             "earlier property chunks are out already when a chunk asks for a smaller window")
+        return self
+
+    @model_validator(mode="after")
+    def _limits_without_filter(self) -> SimpleRetriever:
+        if self.pagination_reset is not None and self.pagination_reset.limits is not None \
+                and self.record_selector.record_filter is not None:
+            raise ValueError("`pagination_reset` with `limits` cannot be used with a `record_filter` "
+                             "(records left out would not count), as in Airbyte; remove one of them")
+        return self
+
+    @model_validator(mode="after")
+    def _reducible_page_size(self) -> SimpleRetriever:
+        reduction = self.page_size_reduction
+        if reduction is None:
+            if uses_action(getattr(self.requester, "error_handler", None), "REDUCE_PAGE_SIZE"):
+                raise ValueError("an error filter says REDUCE_PAGE_SIZE but the retriever has no "
+                                 "`page_size_reduction`; add one (`page_size_reduction: {type: PageSizeReduction}`)")
+            return self
+        if getattr(self.requester, "query_properties", None) or \
+                getattr(self.requester, "fetch_properties_from_endpoint", None):
+            raise ValueError("`page_size_reduction` cannot be used with query properties: the records of the "
+                             "earlier property chunks are out already when a chunk asks for a smaller page")
+        paginator = self.paginator
+        if not isinstance(paginator, DefaultPaginator) or paginator.page_size_option is None:
+            raise ValueError("`page_size_reduction` needs a DefaultPaginator with a `page_size_option`, "
+                             "to send the smaller page size")
+        if isinstance(paginator.page_token_option, RequestPath):
+            raise ValueError("`page_size_reduction` cannot follow next-page URLs (`page_token_option: RequestPath`): "
+                             "they carry the old page size; send the token with a RequestOption instead")
+        strategy = paginator.pagination_strategy
+        if not isinstance(strategy, (CursorPagination, OffsetIncrement)):
+            raise ValueError(f"`page_size_reduction` works with CursorPagination and OffsetIncrement, not "
+                             f"{strategy.type}: a smaller page would move later pages' boundaries")
+        if strategy.page_size is None:
+            raise ValueError("`page_size_reduction` needs the pagination strategy's `page_size`: "
+                             "there is nothing to reduce without it")
+        size = strategy.page_size
+        if isinstance(size, int) and size <= reduction.minimum_page_size:
+            raise ValueError(f"`page_size_reduction` can never reduce a `page_size` of {size} with a "
+                             f"`minimum_page_size` of {reduction.minimum_page_size}; lower `minimum_page_size`")
+        return self
 
 
 class DeclarativeStream(Component):
@@ -91,6 +173,19 @@ class DeclarativeStream(Component):
         [{"type": "CustomStateMigration", "class_name": "components.LegacyStateMigration"}],
         (),
     )
+
+    @model_validator(mode="after")
+    def _window_to_split(self) -> DeclarativeStream:
+        if getattr(self.retriever, "request_window_splitting", None) is None:
+            return self
+        cursor = self.incremental_sync
+        if not isinstance(cursor, DatetimeBasedCursor) or not cursor.cursor_granularity:
+            raise ValueError("`request_window_splitting` needs a DatetimeBasedCursor with `cursor_granularity` in "
+                             "`incremental_sync`: the smallest window, and where two halves meet")
+        if cursor.is_client_side_incremental:
+            raise ValueError("`request_window_splitting` cannot be used with `is_client_side_incremental`: the "
+                             "window is not sent to the API, so splitting it changes nothing")
+        return self
 
 
 class Spec(Component):

@@ -653,3 +653,35 @@ def test_cursor_pagination_fails_exactly_when_a_token_repeats(tokens):
         assert pager.advance(response({"next": token}), [1], VARIABLES)
         seen.add(token)
     assert pager.advance(response({"next": None}), [1], VARIABLES) is False
+
+
+# -- a reduced page size (REDUCE_PAGE_SIZE) -------------------------------------------
+
+
+def test_a_reduced_page_size_is_sent_and_judges_the_page_while_the_configured_size_stays():
+    paginator = build(paginator_spec({"type": "OffsetIncrement", "page_size": 8}, param("offset"), param("limit")))
+    pager = paginator.start()
+    assert pager.page_size() == 8
+    pager.size_override = 3
+    parts = RequestParts()
+    pager.apply(parts)
+    assert parts.params == {"limit": 3}
+    assert pager.advance(response({}), [1, 2, 3], VARIABLES)  # a full page at the reduced size is not the last
+    assert pager.token == 3 and pager.page_size() == 8
+    pager.size_override = None
+    parts = RequestParts()
+    pager.apply(parts)
+    assert parts.params == {"offset": 3, "limit": 8}
+    assert not pager.advance(response({}), [4, 5, 6], VARIABLES)  # 3 of 8: the last page
+
+
+def test_a_reduced_page_size_goes_where_the_cursor_paginator_sends_its_size():
+    paginator = build(paginator_spec({"type": "CursorPagination", "page_size": 50,
+                                      "cursor_value": "{{ response.next }}"}, param("cursor"),
+                                     {"type": "RequestOption", "inject_into": "body_json",
+                                      "field_path": ["variables", "first"]}))
+    pager = paginator.start()
+    pager.size_override = 12
+    parts = RequestParts(method="POST")
+    pager.apply(parts)
+    assert parts.json == {"variables": {"first": 12}}

@@ -39,6 +39,7 @@ from framework.components.http.request import (
     RequestParts,
     injection_of,
     join_url,
+    without_nulls,
 )
 from framework.components.http.transport import HttpResponse
 from framework.components.registry import BuildContext, builds
@@ -584,8 +585,9 @@ def _build_session_token(model: models.SessionTokenAuthenticator, ctx: BuildCont
     login = model.login_requester
     params = login.parameters
     url = join_url(_text(ctx.render(login.url_base, params)), _text(ctx.render(login.path, params)))
-    json_body = _render_body_json(ctx, login.request_body_json, params)
-    data_body = _render_body_data(ctx, login.request_body_data, params)
+    login_json, login_data = login.bodies()  # with `request_body` folded in
+    json_body = _render_body_json(ctx, login_json, params)
+    data_body = _render_body_data(ctx, login_data, params)
     request = HttpRequest(
         login.http_method,
         url,
@@ -631,7 +633,7 @@ def _build_session_token(model: models.SessionTokenAuthenticator, ctx: BuildCont
 def _render_body_json(ctx: BuildContext, body: Any, parameters: Mapping[str, Any]) -> Any:
     if isinstance(body, str):
         return ctx.render(body, parameters, "object")
-    return _render_deep(ctx, body, parameters)
+    return without_nulls(_render_deep(ctx, body, parameters))
 
 
 def _render_body_data(ctx: BuildContext, body: Any, parameters: Mapping[str, Any]) -> Any:

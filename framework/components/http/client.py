@@ -8,7 +8,17 @@ the error handler what the response means:
 * SUCCESS returns the response, IGNORE returns ``None``;
 * FAIL raises :class:`~framework.errors.HttpStatusError`;
 * RETRY and RATE_LIMITED sleep for the handler's backoff and try again, up to
-  the handler's ``max_retries``; then the last failure is raised.
+  the handler's ``max_retries``; then the last failure is raised;
+* REFRESH_TOKEN_THEN_RETRY asks the authenticator to renew its token (once per
+  :meth:`HttpClient.send`), then retries like RETRY; the same answer after a
+  renewal fails as a config error. An authenticator that cannot renew (a fixed
+  key) gets a plain retry;
+* RESET_PAGINATION raises :class:`PaginationResetRequired`, which the
+  retriever's page loop turns into a restart of the slice's pagination;
+* REDUCE_PAGE_SIZE raises :class:`PageSizeReductionRequired`: the page loop
+  asks for the same page again with a smaller page size (``page_size_reduction``);
+* SPLIT_REQUEST_WINDOW raises :class:`RequestWindowSplitRequired`: the page
+  loop reads the datetime window again as two halves (``request_window_splitting``).
 
 A ``give_up`` function, when given, makes the errors of FAIL and of retries
 run out instead (the token requests of :mod:`framework.components.http.auth`
@@ -31,7 +41,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from framework.components.http.error_handler import ErrorHandler, Resolution, excerpt, status_text
 from framework.components.http.request import HttpRequest, RequestParts
@@ -39,7 +49,39 @@ from framework.components.http.transport import DEFAULT_TIMEOUT, HttpResponse, T
 from framework.errors import HttpStatusError, ReadError, TransportError
 from framework.masking import Mask, masking_credentials
 
-_RETRYING = frozenset({"RETRY", "RATE_LIMITED"})
+_RETRYING = frozenset({"RETRY", "RATE_LIMITED", "REFRESH_TOKEN_THEN_RETRY"})
+
+
+class PaginationResetRequired(ReadError):
+    """The error handler said RESET_PAGINATION: the retriever restarts the slice's pagination.
+
+    Raised to the page loop (:mod:`framework.components.retriever`), which catches it; one that
+    reaches anything else (there is no pagination to restart) fails with this message.
+    """
+
+
+class PageSizeReductionRequired(ReadError):
+    """The error handler said REDUCE_PAGE_SIZE: the page loop asks for the same page with fewer records.
+
+    ``detail`` is the error handler's message about the response. Like :class:`PaginationResetRequired`,
+    one that reaches anything but a page loop with ``page_size_reduction`` fails with its message.
+    """
+
+    def __init__(self, message: str, detail: str | None = None, **context: Any):
+        super().__init__(message, **context)
+        self.detail = detail
+
+
+class RequestWindowSplitRequired(ReadError):
+    """The error handler said SPLIT_REQUEST_WINDOW: the window is read again as two halves.
+
+    ``detail`` is the error handler's message; one that reaches anything but a page loop with
+    ``request_window_splitting`` fails with its message.
+    """
+
+    def __init__(self, message: str, detail: str | None = None, **context: Any):
+        super().__init__(message, **context)
+        self.detail = detail
 
 
 class Authenticator(Protocol):
@@ -96,6 +138,7 @@ class HttpClient:
         sent = retries = limited = 0
         waited = 0.0
         may_refresh = self.authenticator is not None
+        refreshed = False  # the token was renewed during this send
         while True:
             request = self._prepare(parts)
             response, error = self._exchange(request)
@@ -103,16 +146,40 @@ class HttpClient:
             if may_refresh and response is not None and response.status == 401:
                 may_refresh = False
                 if self.authenticator is not None and self.authenticator.refresh():
+                    refreshed = True
                     continue
             try:
                 resolution = handler.interpret(response, error)
-                if resolution.action == "SUCCESS":
+                action = resolution.action
+                if action == "SUCCESS":
                     return response
-                if resolution.action == "IGNORE":
+                if action == "IGNORE":
                     return None
-                if resolution.action not in _RETRYING:
+                if action == "RESET_PAGINATION":
+                    said = status_text(response.status) if response is not None else "no response"
+                    raise PaginationResetRequired(
+                        f"the error handler asked to restart pagination (RESET_PAGINATION, {said}), "
+                        "but this request is not part of a paginated read; change the filter's action")
+                if action == "REDUCE_PAGE_SIZE":
+                    said = status_text(response.status) if response is not None else "no response"
+                    raise PageSizeReductionRequired(
+                        f"the error handler asked for a smaller page (REDUCE_PAGE_SIZE, {said}), but this "
+                        "request has no `page_size_reduction` to shrink it; add one to the retriever or change "
+                        "the filter's action", resolution.message, failure_type="config_error")
+                if action == "SPLIT_REQUEST_WINDOW":
+                    said = status_text(response.status) if response is not None else "no response"
+                    raise RequestWindowSplitRequired(
+                        f"the error handler asked for a smaller window (SPLIT_REQUEST_WINDOW, {said}), but this "
+                        "request has no `request_window_splitting` to split it; add one to the retriever or "
+                        "change the filter's action", resolution.message, failure_type="config_error")
+                if action not in _RETRYING:
                     raise self._failure(resolution, response, error)
-                if resolution.action == "RATE_LIMITED":
+                if action == "REFRESH_TOKEN_THEN_RETRY":
+                    if refreshed:
+                        raise self._rejected_after_refresh(resolution, response, error)
+                    if self._refresh():
+                        refreshed, may_refresh = True, False
+                if action == "RATE_LIMITED":
                     # Rate limits do not count towards max_retries; the wait budget bounds them.
                     limited += 1
                     if limited > MAX_RATE_LIMITED_ATTEMPTS:
@@ -131,6 +198,30 @@ class HttpClient:
                 raise
             waited += wait
             self.sleep(wait)
+
+    def _refresh(self) -> bool:
+        """Renew the authenticator's token for REFRESH_TOKEN_THEN_RETRY; False when it has none to renew.
+
+        A renewal that fails for a passing reason leaves the retry to the old token (as Airbyte
+        does); any other failure (the token endpoint refused the credentials) is raised."""
+        if self.authenticator is None:
+            return False
+        try:
+            return self.authenticator.refresh()
+        except ReadError as exc:
+            if exc.failure_type == "transient_error":
+                return False
+            raise
+
+    def _rejected_after_refresh(self, resolution: Resolution, response: HttpResponse | None,
+                                error: TransportError | None) -> ReadError:
+        said = status_text(response.status) if response is not None else (error.reason if error else "no response")
+        detail = f" ({resolution.message})" if resolution.message else ""
+        message = (f"the API rejected the request again after the access token was renewed ({said}){detail}; "
+                   "check the credentials in the config and the scopes they grant")
+        if response is None:
+            return TransportError(message, failure_type="config_error")
+        return HttpStatusError(message, status=response.status, failure_type="config_error")
 
     # -- one attempt ----------------------------------------------------------------
 
@@ -199,4 +290,5 @@ class HttpClient:
         return masking_credentials(self.authenticator, self.mask)
 
 
-__all__ = ["Authenticator", "GiveUp", "HttpClient", "MAX_RATE_LIMITED_ATTEMPTS"]
+__all__ = ["Authenticator", "GiveUp", "HttpClient", "MAX_RATE_LIMITED_ATTEMPTS", "PageSizeReductionRequired",
+           "PaginationResetRequired", "RequestWindowSplitRequired"]

@@ -89,6 +89,16 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def without_nulls(value: Any) -> Any:
+    """``value`` with the keys whose value is null left out of every mapping in it, as Airbyte sends a
+    JSON body (a template that renders to nothing is no key at all); items of lists stay."""
+    if isinstance(value, Mapping):
+        return {key: without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [without_nulls(item) for item in value]
+    return value
+
+
 def join_url(base: str, path: str) -> str:
     """``base`` and ``path`` joined with exactly one slash; a full URL in ``path`` wins."""
     if not path:
@@ -136,7 +146,7 @@ class Injection:
             raise ValueError(f"unknown inject_into {where!r}")
 
 
-__all__ = ["HttpRequest", "Injection", "Mask", "RequestParts", "injection_of", "join_url"]
+__all__ = ["HttpRequest", "Injection", "Mask", "RequestParts", "injection_of", "join_url", "without_nulls"]
 
 
 def injection_of(option: RequestOption, ctx: BuildContext) -> Injection:

@@ -18,7 +18,7 @@ from typing import Any
 
 from framework.components.http.client import Authenticator, HttpClient
 from framework.components.http.error_handler import ErrorHandler, default_error_handler
-from framework.components.http.request import HttpRequest, RequestParts
+from framework.components.http.request import HttpRequest, RequestParts, without_nulls
 from framework.components.http.transport import HttpResponse
 from framework.components.query_properties import plain_parameters
 from framework.components.registry import BuildContext, builds
@@ -55,12 +55,16 @@ class Requester:
             )
             if self.body_json is not None:
                 body = self.body_json.render(variables)
-                # a constant body is shared by every request: options are put into a copy of it
+                # a constant body is shared by every request (its nulls were left out when built):
+                # options are put into a copy of it
                 constant = self.body_json.constant  # type: ignore[attr-defined]
+                if body and not constant:
+                    body = without_nulls(body)
                 parts.json = (copy.deepcopy(dict(body)) if constant else dict(body)) if body else None
             if self.body_data is not None:
                 data = self.body_data.render(variables)
-                parts.data = (dict(data) if isinstance(data, Mapping) else str(data)) if data else None
+                # a form field that renders to nothing is left out, as Airbyte does
+                parts.data = (_drop_empty(data) if isinstance(data, Mapping) else str(data)) if data else None
         except InterpolationError as exc:
             raise ReadError(f"the request could not be built: {exc}", place=self.place) from None
         return parts
@@ -109,6 +113,7 @@ def build_requester(model: HttpRequester, ctx: BuildContext, path: tuple) -> Req
         handler = default_error_handler(ctx)
     client = HttpClient(ctx.transport, handler, authenticator, sleep=ctx.sleep, mask=ctx.mask)
     mask = ctx.mask if authenticator is None else masking_credentials(authenticator, ctx.mask)
+    body_json, body_data = model.bodies()  # `request_body` folded into the older fields, as Airbyte does
 
     def value(raw: Any, result: str = "string", inner: str = "string") -> TemplateValue:
         return TemplateValue(raw, engine, result, inner)
@@ -119,8 +124,9 @@ def build_requester(model: HttpRequester, ctx: BuildContext, path: tuple) -> Req
         path=value(model.path),
         params=value(plain_parameters(model.request_parameters), "object"),
         headers=value(model.request_headers, "object"),
-        body_json=value(model.request_body_json, "object", "any") if model.request_body_json else None,
-        body_data=value(model.request_body_data, "any") if model.request_body_data else None,
+        body_json=value(without_nulls(body_json) if isinstance(body_json, Mapping) else body_json, "object", "any")
+        if body_json else None,
+        body_data=value(body_data, "any") if body_data else None,
         client=client,
         parameters=model.parameters,
         mask=mask,

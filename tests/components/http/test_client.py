@@ -6,7 +6,13 @@ from datetime import datetime, timezone
 
 import pytest
 
-from framework.components.http.client import MAX_RATE_LIMITED_ATTEMPTS, HttpClient
+from framework.components.http.client import (
+    MAX_RATE_LIMITED_ATTEMPTS,
+    HttpClient,
+    PageSizeReductionRequired,
+    PaginationResetRequired,
+    RequestWindowSplitRequired,
+)
 from framework.components.http.error_handler import build_error_handler, default_error_handler
 from framework.components.http.request import RequestParts
 from framework.components.http.transport import FunctionTransport
@@ -295,3 +301,83 @@ def test_secrets_are_masked_when_retries_are_exhausted():
         http.send(parts())
     assert "tok-9" not in str(caught.value)
     assert "api_key=****" in str(caught.value)
+
+
+# -- the newer actions ------------------------------------------------------------------
+
+
+def _filters(status, action):
+    return handler({"response_filters": [{"type": "HttpResponseFilter", "http_codes": [status], "action": action}],
+                    "backoff_strategies": [{"type": "ConstantBackoffStrategy", "backoff_time_in_seconds": 1}]})
+
+
+def test_reset_pagination_is_raised_to_the_page_loop_without_retrying():
+    calls = []
+
+    def answer(request):
+        calls.append(request)
+        return 409, {}, b"{}"
+
+    http, sleeps = client(FunctionTransport(answer), _filters(409, "RESET_PAGINATION"))
+    with pytest.raises(PaginationResetRequired, match="RESET_PAGINATION, HTTP 409"):
+        http.send(parts())
+    assert len(calls) == 1 and sleeps == []
+
+
+def test_refresh_token_then_retry_renews_once_then_retries_with_the_backoff():
+    tokens = []
+
+    def answer(request):
+        tokens.append(dict(request.params)["api_key"])
+        return (403, {}, b"{}") if len(tokens) == 1 else (200, {}, b"{}")
+
+    auth = FakeAuth("old", "new")
+    http, sleeps = client(FunctionTransport(answer), _filters(403, "REFRESH_TOKEN_THEN_RETRY"), auth)
+    assert http.send(parts()).status == 200
+    assert tokens == ["old", "new"] and auth.refreshes == 1 and sleeps == [1]
+
+
+def test_refresh_token_then_retry_after_a_renewal_fails_as_a_config_error():
+    auth = FakeAuth("token-old", "token-new", "token-newer")
+    http, _ = client(FunctionTransport(lambda r: (403, {}, b"{}")), _filters(403, "REFRESH_TOKEN_THEN_RETRY"), auth)
+    with pytest.raises(HttpStatusError, match="again after the access token was renewed") as caught:
+        http.send(parts())
+    assert caught.value.failure_type == "config_error" and auth.refreshes == 1
+
+
+def test_refresh_token_then_retry_without_a_renewable_token_retries_up_to_max_retries():
+    auth = FakeAuth("only")
+    spec = _filters(403, "REFRESH_TOKEN_THEN_RETRY")
+    spec.max_retries = 2
+    http, sleeps = client(FunctionTransport(lambda r: (403, {}, b"{}")), spec, auth)
+    with pytest.raises(HttpStatusError, match="gave up after 3 attempts"):
+        http.send(parts())
+    assert sleeps == [1, 1]
+
+
+def test_a_failed_renewal_that_is_passing_keeps_the_old_token_and_retries():
+    class Flaky(FakeAuth):
+        def refresh(self):
+            self.refreshes += 1
+            raise ReadError("token endpoint down", failure_type="transient_error")
+
+    answers = iter([(403, {}, b"{}"), (200, {}, b"{}")])
+    auth = Flaky("old")
+    http, _ = client(FunctionTransport(lambda r: next(answers)), _filters(403, "REFRESH_TOKEN_THEN_RETRY"), auth)
+    assert http.send(parts()).status == 200 and auth.refreshes == 1
+
+
+def test_split_request_window_is_raised_to_the_page_loop():
+    http, sleeps = client(FunctionTransport(lambda r: (500, {}, b"{}")), _filters(500, "SPLIT_REQUEST_WINDOW"))
+    with pytest.raises(RequestWindowSplitRequired, match="SPLIT_REQUEST_WINDOW, HTTP 500"):
+        http.send(parts())
+    assert sleeps == []
+
+
+def test_reduce_page_size_is_raised_to_the_page_loop_with_the_filters_message():
+    spec = handler({"response_filters": [{"type": "HttpResponseFilter", "http_codes": [502],
+                                          "action": "REDUCE_PAGE_SIZE", "error_message": "too heavy"}]})
+    http, sleeps = client(FunctionTransport(lambda r: (502, {}, b"{}")), spec)
+    with pytest.raises(PageSizeReductionRequired) as caught:
+        http.send(parts())
+    assert caught.value.detail == "too heavy" and sleeps == []

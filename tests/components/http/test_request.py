@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from framework.components.http.request import HttpRequest, Injection, RequestParts, join_url
+from framework.components.http.request import HttpRequest, Injection, RequestParts, join_url, without_nulls
 
 
 def test_parts_become_a_request_with_text_values_in_order():
@@ -69,3 +69,32 @@ def test_a_url_without_a_scheme_fails_at_once_as_a_config_error():
     assert caught.value.failure_type == "config_error"
     assert "http://" in str(caught.value)
     assert time.perf_counter() - started < 1
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def _no_null_values(value):
+    if isinstance(value, dict):
+        return all(item is not None and _no_null_values(item) for item in value.values())
+    if isinstance(value, list):
+        return all(_no_null_values(item) for item in value)
+    return True
+
+
+@given(_json)
+def test_without_nulls_leaves_no_null_in_any_mapping_and_keeps_the_rest(value):
+    cleaned = without_nulls(value)
+    assert _no_null_values(cleaned)
+    assert without_nulls(cleaned) == cleaned
+    if isinstance(value, dict):
+        assert set(cleaned) == {key for key, item in value.items() if item is not None}
+
+
+def test_without_nulls_keeps_nulls_inside_lists_as_airbyte_does():
+    assert without_nulls({"a": None, "b": [None, {"c": None, "d": 1}], "e": {"f": None}}) == \
+        {"b": [None, {"d": 1}], "e": {}}
