@@ -72,6 +72,16 @@ from framework.models.source import (
     SimpleRetriever,
     Spec,
 )
+from framework.models.transformations import (
+    DpathFlattenFields,
+    FlattenFields,
+    KeysReplace,
+    KeysToLower,
+    KeysToSnakeCase,
+    KeyTransformation,
+    ParentFieldPath,
+    RecordExpander,
+)
 
 COMPONENTS: tuple[type[Component], ...] = (
     DeclarativeSource, DeclarativeStream, SimpleRetriever, HttpRequester, RequestOption, RequestPath, JsonDecoder,
@@ -90,6 +100,8 @@ COMPONENTS: tuple[type[Component], ...] = (
     CustomPartitionRouter, CustomRecordExtractor, CustomRecordFilter, CustomRequester, CustomRetriever,
     CustomSchemaLoader, CustomSchemaNormalization, CustomStateMigration, CustomTransformation,
     CustomConfigTransformation, CustomValidationStrategy, CustomDecoder,
+    KeysToLower, KeysToSnakeCase, KeysReplace, FlattenFields, DpathFlattenFields, KeyTransformation,  # transformations
+    RecordExpander, ParentFieldPath,  # transformations: the extractor's expander
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -105,9 +117,9 @@ UNSUPPORTED: dict[str, str] = {
         "SubstreamSlicer", "ListStreamSlicer", "SingleSlice", "JwtAuthenticator",
         "LegacySessionTokenAuthenticator", "RateLimitedMultipleTokenAuthenticator", "XmlDecoder",
         "CsvDecoder", "JsonlDecoder", "GzipDecoder", "IterableDecoder", "ZipfileDecoder", "JsonItemsDecoder",
-        "DynamicSchemaLoader", "KeysToLower", "KeysToSnakeCase", "FlattenFields", "DpathFlattenFields",
-        "KeysReplace", "ComponentMappingDefinition", "LegacyToPerPartitionStateMigration",
-        "HTTPAPIBudget", "PropertiesFromEndpoint", "QueryProperties", "RecordExpander",
+        "DynamicSchemaLoader",
+        "ComponentMappingDefinition", "LegacyToPerPartitionStateMigration",
+        "HTTPAPIBudget", "PropertiesFromEndpoint", "QueryProperties",
         "ParametrizedComponentsResolver", "PaginationReset", "RequestBodyJsonObject", "RequestBodyGraphQL",
         "RequestBodyPlainText", "RequestBodyUrlEncodedForm", "FileUploader",
         # the spec's `config_normalization_rules` (where CustomConfigTransformation and
