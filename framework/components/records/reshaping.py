@@ -46,6 +46,7 @@ from framework.components.records.extraction import WILDCARD
 from framework.components.registry import BuildContext, builds
 from framework.interpolation import TemplateEngine
 from framework.interpolation.checks import has_markup
+from framework.interpolation.conversions import literal
 from framework.models import transformations as models
 
 _KEY_CACHE = 65536  # distinct keys remembered per renaming rule
@@ -131,6 +132,13 @@ def _as_text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _rendered_text(engine: TemplateEngine, source: str, context: Mapping[str, Any]) -> str:
+    """A template's text as Airbyte reads it: a Python literal in it is read and written back (``"01"`` stays,
+    ``"1.50"`` becomes ``"1.5"``); blank text is kept as it is."""
+    text = engine.evaluate(source, dict(context), "string")
+    return str(literal(text)) if text.strip() else text
+
+
 @dataclass(frozen=True)
 class KeysReplace:
     """Replaces ``old`` by ``new`` in every key; constant texts are decided at build time."""
@@ -145,9 +153,7 @@ class KeysReplace:
         context = dict(variables)
         context["parameters"] = self.parameters
         context["record"] = record
-        old = _as_text(self.engine.evaluate(self.old, context, "any"))
-        new = _as_text(self.engine.evaluate(self.new, context, "any"))
-        return _replacer(old, new)
+        return _replacer(_rendered_text(self.engine, self.old, context), _rendered_text(self.engine, self.new, context))
 
     def apply(self, record: dict, variables: Mapping[str, Any]) -> dict:
         rename = self.constant or self._rename_for(record, variables)
@@ -306,8 +312,9 @@ def _build_keys_to_snake_case(model: models.KeysToSnakeCase, ctx: BuildContext, 
 def _build_keys_replace(model: models.KeysReplace, ctx: BuildContext, path: tuple) -> KeysReplace:
     constant = None
     if not has_markup(model.old) and not has_markup(model.new):
-        constant = _replacer(_as_text(ctx.render(model.old, model.parameters, "any")),
-                             _as_text(ctx.render(model.new, model.parameters, "any")))
+        variables = ctx.variables(model.parameters)
+        constant = _replacer(_rendered_text(ctx.engine, model.old, variables),
+                             _rendered_text(ctx.engine, model.new, variables))
     else:
         ctx.engine.compile(model.old)
         ctx.engine.compile(model.new)

@@ -123,3 +123,28 @@ def test_normalization_runs_after_transformations_and_filter():
     select = select.with_transformations([added]).with_schema(SCHEMA)
     found = select.select(response({"data": [{"id": 4}, {"id": "5"}]}), variables())
     assert found == [{"id": 4, "code": "40"}]
+
+
+class Upper:
+    """A transformation without ``apply_page``: applied record by record."""
+
+    def apply(self, record, variables):
+        record["status"] = record["status"].upper()
+        return record
+
+
+def test_transformations_without_apply_page_run_record_by_record():
+    select = selector(["data"]).with_transformations([Upper(), build({"type": "KeysToLower"})])
+    found = select.select(response({"data": [{"ID": 1, "status": "a"}, {"ID": 2, "status": "b"}]}), variables())
+    assert found == [{"id": 1, "status": "A"}, {"id": 2, "status": "B"}]
+
+
+@pytest.mark.parametrize("given, client_side, before", [
+    (None, False, False), (None, True, True), (False, True, False), (True, False, True)])
+def test_transform_before_filtering_defaults_as_airbyte(given, client_side, before):
+    """Left out: before the filter on a client-side incremental stream, after it otherwise."""
+    more = {} if given is None else {"transform_before_filtering": given}
+    select = selector(["data"], **more)
+    if client_side:
+        select = select.with_client_side_incremental()
+    assert bool(select.transform_before_filtering) is before
