@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from framework.models.base import BASE, RECORD, Component, spec
 from framework.models.custom import CustomTransformation
@@ -131,6 +131,17 @@ class ParentFieldPath(Component):
     type: Literal["ParentFieldPath"] = spec("Component type.", "ParentFieldPath", "ParentFieldPath")
     parent_path: tuple[str, ...] = spec("Keys of the value in the record being expanded.", ["id"], template=BASE)
     record_path: tuple[str, ...] = spec("Where the value goes in each item.", ["parent_id"], template=BASE)
+
+    @field_validator("parent_path", "record_path")
+    @classmethod
+    def _one_field(cls, path: tuple[str, ...]) -> tuple[str, ...]:
+        if not path:
+            raise ValueError("the path is empty; give the keys of one field, e.g. [\"id\"]")
+        for key in path:
+            if "{" not in key and any(char in key for char in "*?["):
+                raise ValueError(f"`{key}` holds a glob character (`*`, `?` or `[`), which Airbyte refuses here: "
+                                 "the path must name one field, so write its keys out")
+        return path
 
 
 class RecordExpander(Component):
