@@ -78,8 +78,15 @@ def test_path_templates_render_with_config():
                                    {"parent_path": ["id"], "record_path": ["a[0]"]},
                                    {"parent_path": [], "record_path": ["x"]}])
 def test_parent_field_paths_name_one_field(paths):
-    with pytest.raises(ConfigError, match="parent_path|record_path"):
+    with pytest.raises(ValueError, match="glob|empty"):
         expander(parent_fields=[paths])
+
+
+@pytest.mark.parametrize("glob", ["*", "a?", "[0]"])
+def test_parent_field_paths_rendered_to_a_glob_fail_at_build(glob):
+    with pytest.raises(ConfigError, match="record_path"):
+        build({"type": "RecordExpander", "expand_records_from_field": ["lines"],
+               "parent_fields": [{"parent_path": ["id"], "record_path": ["{{ config.key }}"]}]}, context({"key": glob}))
 
 
 def test_a_record_path_through_a_scalar_fails_naming_it():
