@@ -167,6 +167,9 @@ EXPANDERS: list[dict] = [
     {"type": "RecordExpander", "expand_records_from_field": ["lines"], "merge_parent": True,
      "remain_original_record": True,
      "parent_fields": [{"type": "ParentFieldPath", "parent_path": ["id"], "record_path": ["parent", "id"]}]},
+    {"type": "RecordExpander", "expand_records_from_field": ["lines"], "parent_fields": [
+        {"type": "ParentFieldPath", "parent_path": ["data", "id"], "record_path": ["zz", "1", "id"]},
+        {"type": "ParentFieldPath", "parent_path": ["lines", "-1"], "record_path": ["last"]}]},
 ]
 SCHEMA = {"type": "object", "properties": {
     "id": {"type": "integer"}, "Id": {"type": ["null", "number"]}, "userId": {"type": "string"},

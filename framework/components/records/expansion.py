@@ -111,20 +111,40 @@ class ParentField:
     def copy_onto(self, parent: dict, item: dict) -> None:
         value = _lookup(parent, self.parent_path)
         value = None if value is _MISSING else json_copy(value)
+        path = self.record_path
         target: Any = item
-        for depth, key in enumerate(self.record_path[:-1]):
-            inner = target.get(key) if type(target) is dict else None
-            if inner is None and type(target) is dict:
-                inner = target[key] = {}
-            if type(inner) is not dict:
+        for depth, key in enumerate(path):
+            last = depth == len(path) - 1
+            # as Airbyte (dpath) writes: a container made on the way is a list when the next key is a number
+            made: Any = None if last else ([] if _is_index(path[depth + 1]) else {})
+            if type(target) is dict:
+                if last:
+                    target[key] = value
+                    return
+                if target.get(key) is None:
+                    target[key] = made
+                target = target[key]
+            elif type(target) is list and _is_index(key):
+                index = int(key)
+                if index >= len(target):
+                    target.extend([None] * (index + 1 - len(target)))
+                if last:
+                    target[index] = value
+                    return
+                if target[index] is None:
+                    target[index] = made
+                target = target[index]
+            else:
                 raise DecodeError(
-                    f"cannot copy the record's `{'.'.join(self.parent_path)}` to `{'.'.join(self.record_path)}` "
-                    f"of an expanded item: its `{'.'.join(self.record_path[:depth + 1])}` is not an object; "
-                    "choose a record_path that does not pass through a value that is not an object",
+                    f"cannot copy the record's `{'.'.join(self.parent_path)}` to `{'.'.join(path)}` of an "
+                    f"expanded item: its `{'.'.join(path[:depth])}` is neither an object nor a list; "
+                    "choose a record_path that does not pass through such a value",
                     place=self.place,
                 )
-            target = inner
-        target[self.record_path[-1]] = value
+
+
+def _is_index(key: str) -> bool:
+    return key.isascii() and key.isdigit()
 
 
 @dataclass(frozen=True)
