@@ -92,10 +92,25 @@ class RecordSelector:
 
         Paginators judge the page (a short page is the last one; ``last_record``) by what
         the API returned, not by what a filter kept: a page thinned out by a filter is not
-        the last page.
+        the last page. A record the transformations changed is in the page as changed (a
+        ``last_record`` template reads the names the transformations give, as in Airbyte).
         """
         page = self.extractor.extract(response)
-        return page, self._select(page, variables)
+        if not page:
+            return page, page
+        if not self.transformations:
+            return page, self._select(page, variables)
+        if self.transform_before_filtering:
+            page = self._transform(page, variables)
+            return page, self._normalized(self._filter(page, variables))
+        kept = self._filter(page, variables)
+        changed = self._transform(kept, variables)
+        if len(changed) == len(page):  # nothing filtered out
+            page = changed
+        elif changed:
+            by_record = {id(before): after for before, after in zip(kept, changed, strict=True)}
+            page = [by_record.get(id(record), record) for record in page]
+        return page, self._normalized(changed)
 
     def _select(self, records: list[dict], variables: Mapping[str, Any]) -> list[dict]:
         if not records:
@@ -106,6 +121,9 @@ class RecordSelector:
         else:
             records = self._filter(records, variables)
             records = self._transform(records, variables)
+        return self._normalized(records)
+
+    def _normalized(self, records: list[dict]) -> list[dict]:
         normalizer = self.normalizer
         if normalizer is not None:
             for record in records:

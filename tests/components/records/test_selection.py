@@ -148,3 +148,15 @@ def test_transform_before_filtering_defaults_as_airbyte(given, client_side, befo
     if client_side:
         select = select.with_client_side_incremental()
     assert bool(select.transform_before_filtering) is before
+
+
+@pytest.mark.parametrize("before", [False, True])
+def test_the_page_paginators_see_holds_the_transformed_records(before):
+    """``last_record`` reads the names the transformations give (Airbyte's is the last record it emits)."""
+    select = selector(["data"], transform_before_filtering=before,
+                      record_filter={"type": "RecordFilter", "condition": "{{ record.get('id', record.get('ID')) != 2 }}"})
+    select = select.with_transformations([build({"type": "KeysToLower"})])
+    page, kept = select.select_page(response({"data": [{"ID": 1}, {"ID": 2}, {"ID": 3}]}), variables())
+    assert kept == [{"id": 1}, {"id": 3}]
+    assert len(page) == 3 and page[-1] == {"id": 3} and page[0] == {"id": 1}
+    assert page[1] == ({"id": 2} if before else {"ID": 2})  # filtered out before the transformations ran
