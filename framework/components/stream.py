@@ -125,6 +125,9 @@ def build_stream(model: DeclarativeStream, ctx: BuildContext, path: tuple) -> St
     if selector is not retriever.selector:
         retriever = dataclasses.replace(retriever, selector=selector)
     cursor = ctx.build(model.incremental_sync, path + ("incremental_sync",)) if model.incremental_sync else None
+    client_side = getattr(retriever.selector, "with_client_side_incremental", None)
+    if getattr(cursor, "is_client_side_incremental", False) and client_side is not None:
+        retriever = dataclasses.replace(retriever, selector=client_side())  # transformations before the filter
     router = None
     routing = getattr(model.retriever, "partition_router", None)  # a CustomRetriever has none of ours
     if routing is not None:

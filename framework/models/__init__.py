@@ -96,6 +96,16 @@ from framework.models.source import (
     SimpleRetriever,
     Spec,
 )
+from framework.models.transformations import (
+    DpathFlattenFields,
+    FlattenFields,
+    KeysReplace,
+    KeysToLower,
+    KeysToSnakeCase,
+    KeyTransformation,
+    ParentFieldPath,
+    RecordExpander,
+)
 
 COMPONENTS: tuple[type[Component], ...] = (
     DeclarativeSource, DeclarativeStream, SimpleRetriever, HttpRequester, RequestOption, RequestPath, JsonDecoder,
@@ -118,6 +128,8 @@ COMPONENTS: tuple[type[Component], ...] = (
     QueryProperties, PropertiesFromEndpoint, PropertyChunking, GroupByKeyMergeStrategy, JsonSchemaPropertySelector,
     RequestBodyJsonObject, RequestBodyUrlEncodedForm, RequestBodyPlainText, RequestBodyGraphQL,  # request bodies
     PaginationReset, PaginationResetLimits, PageSizeReduction, RequestWindowSplitting,  # newer filter actions
+    KeysToLower, KeysToSnakeCase, KeysReplace, FlattenFields, DpathFlattenFields, KeyTransformation,  # transformations
+    RecordExpander, ParentFieldPath,  # transformations: the extractor's expander
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -133,9 +145,9 @@ UNSUPPORTED: dict[str, str] = {
         "SubstreamSlicer", "ListStreamSlicer", "SingleSlice", "JwtAuthenticator",
         "LegacySessionTokenAuthenticator", "RateLimitedMultipleTokenAuthenticator", "XmlDecoder",
         "CsvDecoder", "JsonlDecoder", "GzipDecoder", "IterableDecoder", "ZipfileDecoder", "JsonItemsDecoder",
-        "DynamicSchemaLoader", "KeysToLower", "KeysToSnakeCase", "FlattenFields", "DpathFlattenFields",
-        "KeysReplace", "ComponentMappingDefinition", "LegacyToPerPartitionStateMigration",
-        "HTTPAPIBudget", "RecordExpander",
+        "DynamicSchemaLoader",
+        "ComponentMappingDefinition", "LegacyToPerPartitionStateMigration",
+        "HTTPAPIBudget",
         "ParametrizedComponentsResolver", "FileUploader",
         # the spec's `config_normalization_rules` (where CustomConfigTransformation and
         # CustomValidationStrategy are used): the config would reach the streams unchanged

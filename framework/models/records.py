@@ -7,15 +7,21 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from framework.models.base import BASE, PROPERTY, RECORD, Component, spec
+from framework.models.base import BASE, RECORD, Component, spec
 from framework.models.custom import (
     CustomRecordExtractor,
     CustomRecordFilter,
     CustomSchemaLoader,
     CustomSchemaNormalization,
-    CustomTransformation,
 )
 from framework.models.requests import JsonDecoder
+from framework.models.transformations import (  # noqa: F401  (importable from here as before)
+    AddedFieldDefinition,
+    AddFields,
+    RecordExpander,
+    RemoveFields,
+    Transformation,
+)
 
 
 class DpathExtractor(Component):
@@ -29,6 +35,9 @@ class DpathExtractor(Component):
         template=BASE,
     )
     decoder: JsonDecoder | None = spec("How responses are read.", {"type": "JsonDecoder"}, None)
+    record_expander: RecordExpander | None = spec(
+        "Expands each extracted record into the items of a list inside it.",
+        {"type": "RecordExpander", "expand_records_from_field": ["lines"]}, None, default_type="RecordExpander")
 
 
 class RecordFilter(Component):
@@ -55,62 +64,16 @@ class RecordSelector(Component):
         "Which records to keep.", {"type": "RecordFilter", "condition": "{{ record.active }}"}, None
     )
     schema_normalization: Literal["None", "Default"] | CustomSchemaNormalization = spec(
-        "`Default` casts record values to the types the stream's schema declares; `None` leaves them; "
+        "`Default` casts record values to the types the stream's schema declares, as Airbyte does "
+        "(`str()`, `int()`, `float()`; a value that does not convert stays); `None` leaves them; "
         "a `CustomSchemaNormalization` casts them with a Python class.",
         "Default",
         "None",
     )
-    transform_before_filtering: bool = spec(
-        "Apply the stream's transformations before the record filter rather than after it.", True, False
+    transform_before_filtering: bool | None = spec(
+        "Apply the stream's transformations before the record filter rather than after it; when left out, "
+        "before it on a stream whose cursor is `is_client_side_incremental`, after it otherwise.", True, None
     )
-
-
-class AddedFieldDefinition(Component):
-    """One field added to every record."""
-
-    type: Literal["AddedFieldDefinition"] = spec("Component type.", "AddedFieldDefinition", "AddedFieldDefinition")
-    path: tuple[str, ...] = spec("Where the field goes in the record.", ["account_id"])
-    value: str = spec(
-        "Template of the value.", "{{ stream_partition.account_id }}", template=RECORD, result="any"
-    )
-    value_type: Literal["string", "number", "integer", "boolean"] | None = spec(
-        "Type the rendered value is converted to; inferred from the text when left out.", "integer", None
-    )
-
-
-class AddFields(Component):
-    """Adds fields to every record."""
-
-    type: Literal["AddFields"] = spec("Component type.", "AddFields", "AddFields")
-    fields: tuple[AddedFieldDefinition, ...] = spec(
-        "The fields to add.", [{"path": ["source"], "value": "api"}], default_type="AddedFieldDefinition"
-    )
-    condition: str = spec(
-        "Template that renders true when a field is to be added; always when empty.",
-        "{{ property is not none }}",
-        "",
-        template=PROPERTY,
-        result="boolean",
-    )
-
-
-class RemoveFields(Component):
-    """Removes fields from every record."""
-
-    type: Literal["RemoveFields"] = spec("Component type.", "RemoveFields", "RemoveFields")
-    field_pointers: tuple[tuple[str, ...], ...] = spec(
-        "Paths of the fields to remove; `*` matches every key at its level.", [["_links"], ["meta", "raw"]]
-    )
-    condition: str = spec(
-        "Template that renders true for a field to remove; always when empty.",
-        "{{ property == '' }}",
-        "",
-        template=PROPERTY,
-        result="boolean",
-    )
-
-
-Transformation = Annotated[AddFields | RemoveFields | CustomTransformation, Field(discriminator="type")]
 
 
 class InlineSchemaLoader(Component):

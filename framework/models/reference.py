@@ -44,6 +44,9 @@ GROUPS: tuple[tuple[str, str, str], ...] = (
     ("framework.models.pagination", "Pagination", "How the next page is asked for and when to stop."),
     ("framework.models.records", "Records and schemas",
      "Where records are in a response, which are kept, how they are changed, and their schema."),
+    ("framework.models.transformations", "Record transformations",
+     "How a stream changes its records: fields added or removed, keys renamed, objects flattened, and the "
+     "extractor's expansion of a record into the items of a list."),
     ("framework.models.error_handling", "Error handling", "Which responses are errors, and how long to wait."),
     ("framework.models.incremental", "Incremental syncs",
      "Reading in datetime windows and remembering where to resume."),

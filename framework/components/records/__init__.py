@@ -6,12 +6,23 @@ Runtimes of the manifest's record components, with their builders:
 * :class:`RecordFilter` and :class:`RecordSelector` (:mod:`.selection`): extract,
   transform and filter, then cast to the stream schema;
 * :class:`AddFields` and :class:`RemoveFields` (:mod:`.transformations`), both
-  :class:`Transformation` implementations;
+  :class:`Transformation` implementations, and those that reshape records
+  (:mod:`.reshaping`): :class:`KeysToLower`, :class:`KeysToSnakeCase`,
+  :class:`KeysReplace`, :class:`FlattenFields`, :class:`DpathFlattenFields`;
+* :class:`RecordExpander` (:mod:`.expansion`): the extractor's records into the items of a list in each;
 * :func:`load_schema` (:mod:`.schemas`): a stream's JSON Schema, inline or from a file;
 * :func:`compile_normalizer` (:mod:`.schema_normalization`): ``schema_normalization: Default``.
 """
 
+from framework.components.records.expansion import RecordExpander
 from framework.components.records.extraction import DpathExtractor, decode_body, find_records
+from framework.components.records.reshaping import (
+    DpathFlattenFields,
+    FlattenFields,
+    KeysReplace,
+    KeysToLower,
+    KeysToSnakeCase,
+)
 from framework.components.records.schema_normalization import compile_cast, compile_normalizer
 from framework.components.records.schemas import PERMISSIVE_SCHEMA, default_schema_path, load_schema
 from framework.components.records.selection import RecordFilter, RecordSelector
@@ -20,7 +31,13 @@ from framework.components.records.transformations import AddFields, RemoveFields
 __all__ = [
     "AddFields",
     "DpathExtractor",
+    "DpathFlattenFields",
+    "FlattenFields",
+    "KeysReplace",
+    "KeysToLower",
+    "KeysToSnakeCase",
     "PERMISSIVE_SCHEMA",
+    "RecordExpander",
     "RecordFilter",
     "RecordSelector",
     "RemoveFields",

@@ -130,9 +130,12 @@ class DpathExtractor:
     field_path: tuple[str, ...] = ()
     place: str | None = None
     mask: Mask = _no_mask
+    expander: Any = None  # a RecordExpander (records/expansion.py): each record into the items of a list in it
 
     def extract(self, response: HttpResponse) -> list[dict]:
         records = find_records(decode_body(response, self.mask, self.place), self.field_path)
+        if self.expander is not None:
+            records = self.expander.expand_all(records)
         for index, record in enumerate(records):
             if type(record) is not dict:
                 raise DecodeError(

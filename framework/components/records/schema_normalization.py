@@ -1,100 +1,127 @@
-"""``schema_normalization: Default``: casting record values to the types of the stream's schema.
+"""``schema_normalization: Default``: casting record values to the types of the stream's schema, as Airbyte does.
 
-The schema is compiled once into a plan: for each property whose schema
-declares a ``type`` (or nested ``properties``/``items``), a function that
-returns the value unchanged when its JSON type is already allowed and
-otherwise tries a lossless conversion, in the order the schema lists types:
+Airbyte's ``Default`` (its ``TypeTransformer`` with default normalization)
+walks the schema's ``properties`` and ``items``, and casts every value present
+whose schema names one type (``null`` aside) with Python's own conversions:
 
 =========== ================================================================
-to          from
+to          what happens
 =========== ================================================================
-integer     text of an integer written canonically (``"12"``, not ``"012"``);
-            a float with no fractional part (``3.0``)
-number      text of a JSON number whose value a float (or int) holds exactly
-string      an integer, a float or a boolean (``true``/``false``)
-boolean     ``"true"``/``"false"`` (any case); the integers 0 and 1
+string      ``str(value)``: ``12`` -> ``"12"``, ``True`` -> ``"True"``, an
+            object -> its Python repr, ``null`` -> ``"None"`` (unless the
+            type also allows ``null``)
+number      ``float(value)``: ``3`` -> ``3.0``, ``"1e3"`` -> ``1000.0``
+integer     ``int(value)``: ``"12"`` -> ``12``, ``3.7`` -> ``3`` (truncated)
+boolean     text: ``y``/``yes``/``t``/``true``/``on``/``1`` (any case, spaces
+            around) -> true, ``n``/``no``/``f``/``false``/``off``/``0`` ->
+            false; anything else: Python truthiness (``0`` -> false, ``null``
+            -> false unless ``null`` is allowed)
+array       a scalar is wrapped in a list when the ``items`` type is absent or a
+            list of scalar types
 =========== ================================================================
 
-Anything else (``"12abc"`` for an integer, an object for a string) is left as
-it is, and so is ``null``. Objects and arrays are walked through
-``properties`` and ``items``. Not handled: ``anyOf``/``oneOf``/``allOf``,
-``additionalProperties``/``patternProperties``, tuple ``items``, and wrapping
-a scalar into an array. Records are changed in place.
+A conversion that fails (``"abc"`` to a number) leaves the value as it is;
+``null`` stays ``null`` where the type allows it. A schema listing several
+types (``["string", "integer"]``) converts nothing, and neither does one
+without ``type``. Objects and arrays are walked after their own conversion,
+through ``properties`` (only the keys the record has) and a single ``items``
+schema. Not walked: ``anyOf``/``oneOf``/``allOf``,
+``additionalProperties``/``patternProperties`` and tuple ``items``. Records are
+changed in place. The schema is compiled once into a plan, so a record costs
+one step per property the schema can change.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
-from decimal import Decimal
 from typing import Any
 
 Cast = Callable[[Any], Any]
 
-_PYTHON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "null": (type(None),),
-    "object": (dict,),
-    "array": (list,),
-}
-_INTEGER_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)")
-_NUMBER_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_FAILED: Any = object()
-
-
-def _to_integer(value: Any) -> Any:
-    if type(value) is str:
-        return int(value) if _INTEGER_TEXT.fullmatch(value) else _FAILED
-    if type(value) is float and value.is_integer():
-        return int(value)
-    return _FAILED
-
-
-def _to_number(value: Any) -> Any:
-    if type(value) is not str or not _NUMBER_TEXT.fullmatch(value):
-        return _FAILED
-    if _INTEGER_TEXT.fullmatch(value):
-        return int(value)
-    number = float(value)  # too large: inf, too small: 0.0; neither equals the text
-    return number if Decimal(value) == Decimal(repr(number)) else _FAILED
+_SIMPLE_TYPES = frozenset({"string", "number", "integer", "boolean", "null"})
+_SIMPLE_PYTHON = (str, float, int, bool, type(None))
+_TRUE_TEXTS = frozenset({"y", "yes", "t", "true", "on", "1"})
+_FALSE_TEXTS = frozenset({"n", "no", "f", "false", "off", "0"})
 
 
 def _to_string(value: Any) -> Any:
-    kind = type(value)
-    if kind is bool:
-        return "true" if value else "false"
-    if kind is int or kind is float:
-        return repr(value)
-    return _FAILED
+    return value if type(value) is str else str(value)
+
+
+def _to_number(value: Any) -> Any:
+    if type(value) is float:
+        return value
+    try:
+        return float(value)
+    except (ValueError, TypeError, OverflowError):
+        return value
+
+
+def _to_integer(value: Any) -> Any:
+    if type(value) is int:
+        return value
+    try:
+        return int(value)
+    except (ValueError, TypeError, OverflowError):
+        return value
 
 
 def _to_boolean(value: Any) -> Any:
     if type(value) is str:
-        lowered = value.lower()
-        return True if lowered == "true" else False if lowered == "false" else _FAILED
-    if type(value) is int and value in (0, 1):
+        text = value.lower().strip()
+        if text in _TRUE_TEXTS:
+            return True
+        if text in _FALSE_TEXTS:
+            return False
+        return value
+    try:
         return bool(value)
-    return _FAILED
+    except (ValueError, TypeError):
+        return value
 
 
 _CONVERTERS: dict[str, Cast] = {
-    "integer": _to_integer,
-    "number": _to_number,
     "string": _to_string,
+    "number": _to_number,
+    "integer": _to_integer,
     "boolean": _to_boolean,
 }
 
 
-def _types(schema: Mapping[str, Any]) -> tuple[str, ...]:
-    declared = schema.get("type")
-    if isinstance(declared, str):
-        return (declared,)
-    if isinstance(declared, (list, tuple)):
-        return tuple(t for t in declared if isinstance(t, str))
-    return ()
+def _wraps_scalars(schema: Mapping[str, Any]) -> bool:
+    """Whether an ``array`` schema wraps a scalar into a list: ``items`` absent or listing only scalar types."""
+    items = schema.get("items", {})
+    if not isinstance(items, Mapping):
+        return False
+    declared = items.get("type", ())
+    if isinstance(declared, str):  # Airbyte takes the set of its characters: never a subset of type names
+        return False
+    try:
+        return set(declared) <= _SIMPLE_TYPES
+    except TypeError:
+        return False
+
+
+def _conversion(schema: Mapping[str, Any]) -> tuple[Cast | None, bool]:
+    """The cast of a value by the schema's own ``type``, and whether ``null`` is kept as it is."""
+    declared = schema.get("type", [])
+    keeps_null = isinstance(declared, (str, list)) and "null" in declared
+    if isinstance(declared, list):
+        named = [kind for kind in declared if kind != "null"]
+        if len(named) != 1:
+            return None, keeps_null
+        declared = named[0]
+    if not isinstance(declared, str):
+        return None, keeps_null
+    if declared == "array":
+        if not _wraps_scalars(schema):
+            return None, keeps_null
+        return _wrap, keeps_null
+    return _CONVERTERS.get(declared), keeps_null
+
+
+def _wrap(value: Any) -> Any:
+    return [value] if type(value) in _SIMPLE_PYTHON else value
 
 
 def _object_plan(properties: Mapping[str, Any]) -> tuple[tuple[str, Cast], ...]:
@@ -108,53 +135,37 @@ def _object_plan(properties: Mapping[str, Any]) -> tuple[tuple[str, Cast], ...]:
 
 def _apply_plan(record: dict, plan: tuple[tuple[str, Cast], ...]) -> None:
     for key, cast in plan:
-        value = record.get(key)
-        if value is not None:
+        if key in record:
+            value = record[key]
             cast_value = cast(value)
             if cast_value is not value:
                 record[key] = cast_value
 
 
 def compile_cast(schema: Any) -> Cast | None:
-    """A function casting a value to ``schema``; None when the schema asks for nothing."""
+    """A function casting a value to ``schema`` (objects and lists changed in place); None when it changes nothing."""
     if not isinstance(schema, Mapping):
         return None
-    types = _types(schema)
+    convert, keeps_null = _conversion(schema)
     properties = schema.get("properties")
+    plan = _object_plan(properties) if isinstance(properties, Mapping) else ()
     items = schema.get("items")
-    plan = _object_plan(properties) if isinstance(properties, Mapping) and (
-        not types or "object" in types) else ()
-    item_cast = compile_cast(items) if isinstance(items, Mapping) and (not types or "array" in types) else None
-    allowed: set[type] = set()
-    for name in types:
-        allowed.update(_PYTHON_TYPES.get(name, ()))
-    converters = tuple(_CONVERTERS[name] for name in types if name in _CONVERTERS)
-    if not plan and item_cast is None and not converters:
+    item_cast = compile_cast(items) if isinstance(items, Mapping) else None
+    if convert is None and not plan and item_cast is None:
         return None
-    checks_type = bool(types)
 
     def cast(value: Any) -> Any:
+        if convert is not None and not (value is None and keeps_null):
+            value = convert(value)
         kind = type(value)
         if kind is dict:
             if plan:
                 _apply_plan(value, plan)
-            if not checks_type or dict in allowed:
-                return value
-        elif kind is list:
-            if item_cast is not None:
-                for index, item in enumerate(value):
-                    if item is not None:
-                        cast_item = item_cast(item)
-                        if cast_item is not item:
-                            value[index] = cast_item
-            if not checks_type or list in allowed:
-                return value
-        elif not checks_type or kind in allowed:
-            return value
-        for convert in converters:
-            converted = convert(value)
-            if converted is not _FAILED:
-                return converted
+        elif kind is list and item_cast is not None:
+            for index, item in enumerate(value):
+                cast_item = item_cast(item)
+                if cast_item is not item:
+                    value[index] = cast_item
         return value
 
     return cast
@@ -162,7 +173,9 @@ def compile_cast(schema: Any) -> Cast | None:
 
 def compile_normalizer(schema: Mapping[str, Any]) -> Callable[[dict], None] | None:
     """A function casting a record (in place) to a stream schema; None when nothing would change."""
-    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(schema, Mapping) or not schema:
+        return None
+    properties = schema.get("properties")
     if not isinstance(properties, Mapping):
         return None
     plan = _object_plan(properties)

@@ -1,9 +1,12 @@
 """From a response to the records a stream emits: the runtimes of ``RecordFilter`` and ``RecordSelector``.
 
 ``RecordSelector.select`` extracts the records, then transforms and filters
-them (in the order ``transform_before_filtering`` says), then casts them to the
-stream schema when ``schema_normalization`` is ``Default`` and a schema was
-given with :meth:`RecordSelector.with_schema`. Steps that have nothing to do
+them (in the order ``transform_before_filtering`` says: left out, it is true
+on a stream whose cursor is ``is_client_side_incremental``, as in Airbyte, and
+false otherwise), then casts them to the stream schema when
+``schema_normalization`` is ``Default`` and a schema was given with
+:meth:`RecordSelector.with_schema`. Transformations run one after the other
+over the whole page (``apply_page`` where they have it). Steps that have nothing to do
 cost nothing: with no filter, no transformation and no schema the extracted
 list is returned as it is.
 """
@@ -57,7 +60,7 @@ class RecordSelector:
     extractor: DpathExtractor
     record_filter: RecordFilter | None = None
     transformations: tuple[Transformation, ...] = ()
-    transform_before_filtering: bool = False
+    transform_before_filtering: bool | None = None  # None: as the stream's cursor decides (false without one)
     normalize: bool = False  # schema_normalization: Default
     normalizer: Callable[[dict], None] | None = None
     #: a custom schema normalization: the normalizer for a schema
@@ -66,6 +69,12 @@ class RecordSelector:
     def with_transformations(self, transformations: Sequence[Transformation]) -> RecordSelector:
         """A selector that also applies ``transformations`` (after those it has)."""
         return dataclasses.replace(self, transformations=self.transformations + tuple(transformations))
+
+    def with_client_side_incremental(self) -> RecordSelector:
+        """A selector for a stream whose cursor filters client-side: transformations first unless the manifest says."""
+        if self.transform_before_filtering is not None:
+            return self
+        return dataclasses.replace(self, transform_before_filtering=True)
 
     def with_schema(self, schema: Mapping[str, Any]) -> RecordSelector:
         """A selector that casts records to ``schema``; itself when normalization is off."""
@@ -83,10 +92,25 @@ class RecordSelector:
 
         Paginators judge the page (a short page is the last one; ``last_record``) by what
         the API returned, not by what a filter kept: a page thinned out by a filter is not
-        the last page.
+        the last page. A record the transformations changed is in the page as changed (a
+        ``last_record`` template reads the names the transformations give, as in Airbyte).
         """
         page = self.extractor.extract(response)
-        return page, self._select(page, variables)
+        if not page:
+            return page, page
+        if not self.transformations:
+            return page, self._select(page, variables)
+        if self.transform_before_filtering:
+            page = self._transform(page, variables)
+            return page, self._normalized(self._filter(page, variables))
+        kept = self._filter(page, variables)
+        changed = self._transform(kept, variables)
+        if len(changed) == len(page):  # nothing filtered out
+            page = changed
+        elif changed:
+            by_record = {id(before): after for before, after in zip(kept, changed, strict=True)}
+            page = [by_record.get(id(record), record) for record in page]
+        return page, self._normalized(changed)
 
     def _select(self, records: list[dict], variables: Mapping[str, Any]) -> list[dict]:
         if not records:
@@ -97,6 +121,9 @@ class RecordSelector:
         else:
             records = self._filter(records, variables)
             records = self._transform(records, variables)
+        return self._normalized(records)
+
+    def _normalized(self, records: list[dict]) -> list[dict]:
         normalizer = self.normalizer
         if normalizer is not None:
             for record in records:
@@ -109,21 +136,25 @@ class RecordSelector:
         return self.record_filter.keep(records, variables)
 
     def _transform(self, records: list[dict], variables: Mapping[str, Any]) -> list[dict]:
-        transformations = self.transformations
-        if not transformations or not records:
-            return records
-        changed = []
-        for record in records:
-            for transformation in transformations:
-                record = transformation.apply(record, variables)
-            changed.append(record)
-        return changed
+        for transformation in self.transformations:
+            if not records:
+                break
+            on_page = getattr(transformation, "apply_page", None)
+            if on_page is not None:
+                records = on_page(records, variables)
+            else:
+                apply = transformation.apply
+                records = [apply(record, variables) for record in records]
+        return records
 
 
 @builds("DpathExtractor")
 def _build_extractor(model: models.DpathExtractor, ctx: BuildContext, path: tuple) -> DpathExtractor:
     field_path = tuple(str(ctx.render(key, model.parameters)) for key in model.field_path)
-    return DpathExtractor(field_path, ctx.place(path), ctx.mask)
+    expander = None
+    if model.record_expander is not None:
+        expander = ctx.build(model.record_expander, path + ("record_expander",))
+    return DpathExtractor(field_path, ctx.place(path), ctx.mask, expander)
 
 
 @builds("RecordFilter")

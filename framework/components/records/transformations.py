@@ -5,7 +5,13 @@ does not depend on the record is done once, at build time: a value without
 template markup is evaluated then and reused, and a condition without markup
 is decided then. Templates see the read's variables plus ``record``;
 conditions see ``property`` (the value added, or the value to remove) and
-``record``.
+``record``; AddFields' condition also sees the added field's ``value`` and
+``path``, as Airbyte's does.
+
+Besides ``apply`` (one record), a transformation may offer ``apply_page``
+(every record of a page, in a list it may change and returns): the selector
+runs each transformation over the whole page in turn, so per-page work
+(rendering a template without ``record``, say) is done once.
 """
 
 from __future__ import annotations
@@ -54,6 +60,14 @@ class Condition:
         if self.never:
             return False
         context["property"] = value
+        return engine.evaluate(self.source, context, "boolean")
+
+    def holds_for_field(self, engine: TemplateEngine, context: dict, value: Any, path: tuple[str, ...]) -> bool:
+        """AddFields' condition: the field's ``value`` (also ``property``) and its ``path``."""
+        if self.never:
+            return False
+        context["property"] = context["value"] = value
+        context["path"] = list(path)
         return engine.evaluate(self.source, context, "boolean")
 
 
@@ -107,7 +121,7 @@ class AddFields:
             if self.condition is not None:
                 if context is None:
                     context = _context(variables, self.parameters, record)
-                if not self.condition.holds(self.engine, context, value):
+                if not self.condition.holds_for_field(self.engine, context, value, field.path):
                     continue
             _set(record, field.path, value, self.place)
         return record

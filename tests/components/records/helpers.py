@@ -9,19 +9,18 @@ from requests.structures import CaseInsensitiveDict
 
 from framework.components.http.request import HttpRequest
 from framework.components.http.transport import HttpResponse
-from framework.components.records import selection, transformations  # noqa: F401  (registers the builders)
+from framework.components.records import (  # noqa: F401  (registers the builders)
+    expansion,
+    reshaping,
+    selection,
+    transformations,
+)
 from framework.components.registry import _BUILDERS, BuildContext
 from framework.interpolation import TemplateEngine
-from framework.models import records as models
+from framework.models import REGISTRY
 from framework.temporal.clock import FixedClock
 
-_MODELS = {
-    "RecordSelector": models.RecordSelector,
-    "DpathExtractor": models.DpathExtractor,
-    "RecordFilter": models.RecordFilter,
-    "AddFields": models.AddFields,
-    "RemoveFields": models.RemoveFields,
-}
+_MODELS = REGISTRY
 
 
 def context(config: dict | None = None, **kwargs: Any) -> BuildContext:

@@ -123,3 +123,40 @@ def test_normalization_runs_after_transformations_and_filter():
     select = select.with_transformations([added]).with_schema(SCHEMA)
     found = select.select(response({"data": [{"id": 4}, {"id": "5"}]}), variables())
     assert found == [{"id": 4, "code": "40"}]
+
+
+class Upper:
+    """A transformation without ``apply_page``: applied record by record."""
+
+    def apply(self, record, variables):
+        record["status"] = record["status"].upper()
+        return record
+
+
+def test_transformations_without_apply_page_run_record_by_record():
+    select = selector(["data"]).with_transformations([Upper(), build({"type": "KeysToLower"})])
+    found = select.select(response({"data": [{"ID": 1, "status": "a"}, {"ID": 2, "status": "b"}]}), variables())
+    assert found == [{"id": 1, "status": "A"}, {"id": 2, "status": "B"}]
+
+
+@pytest.mark.parametrize("given, client_side, before", [
+    (None, False, False), (None, True, True), (False, True, False), (True, False, True)])
+def test_transform_before_filtering_defaults_as_airbyte(given, client_side, before):
+    """Left out: before the filter on a client-side incremental stream, after it otherwise."""
+    more = {} if given is None else {"transform_before_filtering": given}
+    select = selector(["data"], **more)
+    if client_side:
+        select = select.with_client_side_incremental()
+    assert bool(select.transform_before_filtering) is before
+
+
+@pytest.mark.parametrize("before", [False, True])
+def test_the_page_paginators_see_holds_the_transformed_records(before):
+    """``last_record`` reads the names the transformations give (Airbyte's is the last record it emits)."""
+    select = selector(["data"], transform_before_filtering=before,
+                      record_filter={"type": "RecordFilter", "condition": "{{ record.get('id', record.get('ID')) != 2 }}"})
+    select = select.with_transformations([build({"type": "KeysToLower"})])
+    page, kept = select.select_page(response({"data": [{"ID": 1}, {"ID": 2}, {"ID": 3}]}), variables())
+    assert kept == [{"id": 1}, {"id": 3}]
+    assert len(page) == 3 and page[-1] == {"id": 3} and page[0] == {"id": 1}
+    assert page[1] == ({"id": 2} if before else {"ID": 2})  # filtered out before the transformations ran

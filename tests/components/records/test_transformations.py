@@ -182,3 +182,14 @@ def test_added_field_can_be_read_back(record, path, value):
     for key in path:
         node = node[key]
     assert node == value
+
+
+def test_add_fields_condition_sees_the_value_and_the_path():
+    """Airbyte renders AddFields' condition with the field's `value` and `path` (source-github's manifest)."""
+    transformation = add(field(["reactions", "plus_one"], "{{ record.get('up') }}"),
+                         field(["other"], "{{ record.get('missing') }}"),
+                         condition="{{ value is not none and path[0] == 'reactions' }}")
+    assert transformation.apply({"up": 3}, VARS) == {"up": 3, "reactions": {"plus_one": 3}}
+    assert transformation.apply({}, VARS) == {}
+    legacy = add(field(["a"], "{{ 1 }}"), condition="{{ property == 1 }}")  # the name Airbyte's schema documents
+    assert legacy.apply({}, VARS) == {"a": 1}
