@@ -37,6 +37,7 @@ from typing import IO, Any
 import orjson
 
 from framework.cli.progress import JsonReporter
+from framework.cli.retry_log import showing_retries
 from framework.cli.sync_command import SyncOptions, run_sync
 from framework.engine.connector import airbyte_spec, open_connector
 from framework.errors import ConfigError, FrameworkError, ManifestError
@@ -100,7 +101,8 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
     # mode reports on stdout).
     json_errors = args.log_format == "json" and not (args.protocol or args.check or args.discover or args.spec)
     try:
-        return _run(args, out)
+        with showing_retries("run-manifest", as_json=json_errors):
+            return _run(args, out)
     except ManifestError as exc:
         problems = [p for p in exc.diagnostics if p.severity == "error"]
         if json_errors:

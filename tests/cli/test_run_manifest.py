@@ -537,3 +537,29 @@ def test_an_output_that_cannot_take_files_exits_2_before_spark_starts(cli, monke
     result = cli("--output", "/dev/null")
     assert result.code == 2 and "Traceback" not in result.stderr
     assert "the output /dev/null is not a folder; pass --output a folder you can write to" in result.stderr
+
+
+def test_each_retry_is_a_line_naming_the_stream_request_status_attempt_and_wait(cli, api):
+    answers = iter([Reply(503, {"error": "busy"})])
+    api.route("GET", "/broken", lambda request: next(answers, {"data": [{"id": 2}]}))
+    result = cli("--protocol")
+    assert result.code == 0 and result.records("broken") == [{"id": 2}]
+    (line,) = [line for line in result.stderr.splitlines() if "retrying" in line]
+    assert line.startswith("run-manifest: stream `broken`: retrying GET ")
+    assert "/broken?api_key=****" in line and "503" in line and "(attempt 1 of 1), waiting 0 s" in line
+    result.assert_no(SECRET)
+
+
+def test_retry_lines_as_json_for_scripts(capsys):
+    import logging
+
+    from framework.cli.retry_log import showing_retries
+    from framework.components.http.client import RETRY_LOG
+
+    with showing_retries("run-manifest", as_json=True):
+        RETRY_LOG.warning("stream `a`: retrying GET http://x after 503 (attempt 1 of 5), waiting 2 s")
+    RETRY_LOG.warning("not shown once the command is over")
+    (line,) = capsys.readouterr().err.splitlines()
+    event = json.loads(line)
+    assert event["event"] == "retry" and event["message"].startswith("stream `a`: retrying GET http://x")
+    assert RETRY_LOG.level == logging.NOTSET and RETRY_LOG.propagate

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -103,6 +104,9 @@ def _unmasked(text: str) -> str:
 GiveUp = Callable[[Resolution, "HttpResponse | None", bool], ReadError]
 
 
+#: Where retries are logged: one WARNING line each (stream, request, status or error, attempt, wait).
+RETRY_LOG = logging.getLogger("framework.http")
+
 # Rate-limited answers are retried until the wait budget is spent, or this many times at most
 # (an API answering 429 with `Retry-After: 0` forever must not spin for ever).
 MAX_RATE_LIMITED_ATTEMPTS = 100
@@ -122,6 +126,7 @@ class HttpClient:
         timeout: float = DEFAULT_TIMEOUT,
         max_rate_limit_wait: float = 3600.0,
         give_up: GiveUp | None = None,
+        stream: str | None = None,
     ):
         self.transport = transport
         self.error_handler = error_handler
@@ -131,6 +136,7 @@ class HttpClient:
         self.timeout = timeout
         self.max_rate_limit_wait = max_rate_limit_wait
         self.give_up = give_up
+        self.stream = stream
 
     def send(self, parts: RequestParts) -> HttpResponse | None:
         """The response of ``parts``; ``None`` when the error handler says IGNORE."""
@@ -196,8 +202,22 @@ class HttpClient:
             except ReadError as exc:
                 self._finish(exc, request)
                 raise
+            self._log_retry(request, response, error, action, attempt,
+                            MAX_RATE_LIMITED_ATTEMPTS if action == "RATE_LIMITED" else handler.max_retries, wait)
             waited += wait
             self.sleep(wait)
+
+    def _log_retry(self, request: HttpRequest, response: HttpResponse | None, error: TransportError | None,
+                   action: str, attempt: int, most: int, wait: float) -> None:
+        """One line per retry, on the ``framework.http`` logger (the CLI shows it as text, JSON or a LOG message)."""
+        if not RETRY_LOG.isEnabledFor(logging.WARNING):
+            return
+        what = status_text(response.status) if response is not None else (
+            error.reason if error is not None else "no response")
+        stream = f"stream `{self.stream}`: " if self.stream else ""
+        kind = "rate limited" if action == "RATE_LIMITED" else "retrying"
+        RETRY_LOG.warning(self._masker()(f"{stream}{kind} {request.describe()} after {what} (attempt {attempt} of "
+                                       f"{most}), waiting {wait:g} s"))
 
     def _refresh(self) -> bool:
         """Renew the authenticator's token for REFRESH_TOKEN_THEN_RETRY; False when it has none to renew.
@@ -290,5 +310,5 @@ class HttpClient:
         return masking_credentials(self.authenticator, self.mask)
 
 
-__all__ = ["Authenticator", "GiveUp", "HttpClient", "MAX_RATE_LIMITED_ATTEMPTS", "PageSizeReductionRequired",
-           "PaginationResetRequired", "RequestWindowSplitRequired"]
+__all__ = ["Authenticator", "GiveUp", "HttpClient", "MAX_RATE_LIMITED_ATTEMPTS", "RETRY_LOG",
+           "PageSizeReductionRequired", "PaginationResetRequired", "RequestWindowSplitRequired"]

@@ -10,8 +10,8 @@ same keys record after record. Behaviour follows Airbyte's:
 * ``KeysToLower``: top-level keys only. When two keys lower-case alike, a key
   that was not already lower case wins over the one that was;
 * ``KeysToSnakeCase``: every object's keys, recursively through objects (not
-  through lists). A key is transliterated to ASCII (``anyascii`` when
-  installed, else accents stripped), cut into words (runs of capitals with
+  through lists). A key is transliterated to ASCII (with ``anyascii``, as
+  Airbyte does), cut into words (runs of capitals with
   their lower-case tail, lower-case runs, digit runs; anything else separates
   words, and separators at either end are kept as an empty word), lower-cased
   and joined with ``_``; a key that starts with digits gets a leading ``_``
@@ -37,10 +37,11 @@ from __future__ import annotations
 
 import functools
 import re
-import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from anyascii import anyascii
 
 from framework.components.records.extraction import WILDCARD
 from framework.components.registry import BuildContext, builds
@@ -51,14 +52,6 @@ from framework.models import transformations as models
 
 _KEY_CACHE = 65536  # distinct keys remembered per renaming rule
 
-try:  # what Airbyte transliterates with; without it, accents are stripped and other letters separate words
-    from anyascii import anyascii as _to_ascii  # type: ignore[import-not-found,unused-ignore]
-except ImportError:  # pragma: no cover - depends on the environment
-    def _to_ascii(text: str) -> str:
-        if text.isascii():
-            return text
-        decomposed = unicodedata.normalize("NFKD", text)
-        return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 
 # ------------------------------------------------------------------ KeysToLower
@@ -93,7 +86,7 @@ _WORDS = re.compile(r"[A-Z]+[a-z]*|[a-z]+|\d+|(?P<gap>[^a-zA-Z\d]+)")
 @functools.lru_cache(maxsize=_KEY_CACHE)
 def snake_case(key: str) -> str:
     """``key`` in snake case, as Airbyte's KeysToSnakeCase writes it."""
-    words = ["" if match.group("gap") is not None else match.group(0) for match in _WORDS.finditer(_to_ascii(key))]
+    words = ["" if match.group("gap") is not None else match.group(0) for match in _WORDS.finditer(anyascii(key))]
     if len(words) >= 3:
         words = [words[0], *(word for word in words[1:-1] if word), words[-1]]
     if words and words[0].isdigit():
