@@ -64,6 +64,7 @@ from framework.models.records import (
     RemoveFields,
 )
 from framework.models.requests import HttpRequester, JsonDecoder, RequestOption, RequestPath
+from framework.models.schema_loaders import ComplexFieldType, DynamicSchemaLoader, SchemaTypeIdentifier, TypesMap
 from framework.models.source import (
     CheckStream,
     ConcurrencyLevel,
@@ -90,6 +91,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     CustomPartitionRouter, CustomRecordExtractor, CustomRecordFilter, CustomRequester, CustomRetriever,
     CustomSchemaLoader, CustomSchemaNormalization, CustomStateMigration, CustomTransformation,
     CustomConfigTransformation, CustomValidationStrategy, CustomDecoder,
+    DynamicSchemaLoader, SchemaTypeIdentifier, TypesMap, ComplexFieldType,  # dynamic schemas
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -105,7 +107,7 @@ UNSUPPORTED: dict[str, str] = {
         "SubstreamSlicer", "ListStreamSlicer", "SingleSlice", "JwtAuthenticator",
         "LegacySessionTokenAuthenticator", "RateLimitedMultipleTokenAuthenticator", "XmlDecoder",
         "CsvDecoder", "JsonlDecoder", "GzipDecoder", "IterableDecoder", "ZipfileDecoder", "JsonItemsDecoder",
-        "DynamicSchemaLoader", "KeysToLower", "KeysToSnakeCase", "FlattenFields", "DpathFlattenFields",
+        "KeysToLower", "KeysToSnakeCase", "FlattenFields", "DpathFlattenFields",
         "KeysReplace", "ComponentMappingDefinition", "LegacyToPerPartitionStateMigration",
         "HTTPAPIBudget", "PropertiesFromEndpoint", "QueryProperties", "RecordExpander",
         "ParametrizedComponentsResolver", "PaginationReset", "RequestBodyJsonObject", "RequestBodyGraphQL",

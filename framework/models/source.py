@@ -18,7 +18,7 @@ from framework.models.custom import (
 from framework.models.incremental import DatetimeBasedCursor
 from framework.models.pagination import Paginator
 from framework.models.partitions import PartitionRouter
-from framework.models.records import RecordSelector, SchemaLoader, Transformation
+from framework.models.records import RecordSelector, Transformation
 from framework.models.requests import HttpRequester, JsonDecoder
 
 PrimaryKey = str | tuple[str, ...] | tuple[tuple[str, ...], ...]
@@ -69,7 +69,7 @@ class DeclarativeStream(Component):
     primary_key: PrimaryKey | None = spec(
         "Field, fields, or paths of nested fields that identify a record.", "id", None
     )
-    schema_loader: SchemaLoader | None = spec(
+    schema_loader: StreamSchemaLoader | None = spec(
         "Where the stream's JSON Schema comes from; the file `schemas/<name>.json` when left out.",
         {"type": "InlineSchemaLoader", "schema": {"type": "object", "properties": {"id": {"type": "integer"}}}},
         None,
@@ -164,3 +164,7 @@ class DeclarativeSource(Component):
         default_factory=dict,
     )
     description: str | None = spec("What the connector reads.", "Orders and accounts of the Example API.", None)
+
+
+# Last: the dynamic schema loader has a retriever (SimpleRetriever, above).
+from framework.models.schema_loaders import StreamSchemaLoader  # noqa: E402
