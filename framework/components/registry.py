@@ -40,6 +40,8 @@ _MODULES = (
     "framework.components.pagination",
     "framework.components.records",
     "framework.components.records.dynamic_schema",
+    "framework.components.records.file_extraction",
+    "framework.components.records.file_upload",
     "framework.components.incremental",
     "framework.components.partitions",
     "framework.components.http.requester",

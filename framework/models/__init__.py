@@ -50,6 +50,7 @@ from framework.models.error_handling import (
     WaitTimeFromHeader,
     WaitUntilTimeFromHeader,
 )
+from framework.models.files import FileUploader, ResponseToFileExtractor
 from framework.models.incremental import DatetimeBasedCursor, MinMaxDatetime
 from framework.models.pagination import CursorPagination, DefaultPaginator, NoPagination, OffsetIncrement, PageIncrement
 from framework.models.partitions import ListPartitionRouter, ParentStreamConfig, SubstreamPartitionRouter
@@ -92,6 +93,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     CustomSchemaLoader, CustomSchemaNormalization, CustomStateMigration, CustomTransformation,
     CustomConfigTransformation, CustomValidationStrategy, CustomDecoder,
     DynamicSchemaLoader, SchemaTypeIdentifier, TypesMap, ComplexFieldType,  # dynamic schemas
+    ResponseToFileExtractor, FileUploader,  # files
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -111,7 +113,7 @@ UNSUPPORTED: dict[str, str] = {
         "KeysReplace", "ComponentMappingDefinition", "LegacyToPerPartitionStateMigration",
         "HTTPAPIBudget", "PropertiesFromEndpoint", "QueryProperties", "RecordExpander",
         "ParametrizedComponentsResolver", "PaginationReset", "RequestBodyJsonObject", "RequestBodyGraphQL",
-        "RequestBodyPlainText", "RequestBodyUrlEncodedForm", "FileUploader",
+        "RequestBodyPlainText", "RequestBodyUrlEncodedForm",
         # the spec's `config_normalization_rules` (where CustomConfigTransformation and
         # CustomValidationStrategy are used): the config would reach the streams unchanged
         "ConfigNormalizationRules", "ConfigMigration", "ConfigRemapField", "ConfigAddFields", "ConfigRemoveFields",

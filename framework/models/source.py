@@ -15,6 +15,7 @@ from framework.models.custom import (
     CustomRetriever,
     CustomStateMigration,
 )
+from framework.models.files import FileUploader
 from framework.models.incremental import DatetimeBasedCursor
 from framework.models.pagination import Paginator
 from framework.models.partitions import PartitionRouter
@@ -90,6 +91,13 @@ class DeclarativeStream(Component):
         "Turn a saved state of an older shape into the current one before the read, in order.",
         [{"type": "CustomStateMigration", "class_name": "components.LegacyStateMigration"}],
         (),
+    )
+    file_uploader: FileUploader | None = spec(
+        "Download a file for each record: it lands beside the stream's files and the record gets "
+        "`file_reference` (where it landed, its path, its size).",
+        {"type": "FileUploader", "requester": {"$ref": "#/definitions/download_requester"},
+         "download_target_extractor": {"type": "DpathExtractor", "field_path": ["content_url"]}},
+        None,
     )
 
 
