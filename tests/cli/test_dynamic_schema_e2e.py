@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import textwrap
+from pathlib import Path
 
 import orjson
 import pyarrow as pa
@@ -19,6 +20,9 @@ import pytest
 from fakes.api_server import FakeApi, RecordedRequest
 
 from framework.cli.run import main
+from framework.engine.connector import open_connector
+from framework.engine.plan import open_sync
+from framework.engine.worker import ConnectorSource, read_group, worker_connector
 
 MANIFEST = textwrap.dedent("""\
     version: 6.7.0
@@ -128,3 +132,18 @@ def test_a_spark_sync_types_columns_by_the_schema_read_once_on_the_driver(spark,
     assert table.schema.field("labels").type == pa.list_(pa.string())
     assert sorted(table.column("id").to_pylist()) == [11, 12, 21, 22, 31, 32]
     assert len(api.received(path="/people/red")) == 1 and len(api.received("/fields")) == 1
+
+
+def test_a_worker_builds_the_connector_from_the_driver_schema_without_asking_the_api(files, api):
+    driver = open_connector(files[0], json.loads(Path(files[1]).read_text()))
+    source = ConnectorSource.of_connector(driver, files[0], Path(files[0]).read_text())
+    assert len(api.received("/fields")) == 1
+    worker = worker_connector(source)
+    stream = worker.stream("people")
+    assert stream.json_schema == driver.stream("people").json_schema
+    assert stream.json_schema["properties"]["id"] == {"type": ["null", "integer"]}
+    units = open_sync(driver, driver.stream("people"), None).plan()
+    pages = [item for item in read_group(worker, stream, units, lambda records, at: (records, 0))
+             if isinstance(item, list)]
+    assert sorted(r["id"] for page in pages for r in page) == [11, 12, 21, 22, 31, 32]  # cast by that schema
+    assert len(api.received("/fields")) == 1
