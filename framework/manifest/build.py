@@ -60,7 +60,7 @@ def _clean_path(loc: tuple, data: Any) -> tuple[tuple, Any, Any]:
 
 def _is_tag(step: Any) -> bool:
     return isinstance(step, str) and (step in _TAGS or step.startswith(("tuple[", "function-", "union[", "Mapping[",
-                                                                         "tagged-union[", "nullable[",
+                                                                         "tagged-union[", "nullable[", "literal[",
                                                                          "dict[", "list[", "json-or-python")))
 
 

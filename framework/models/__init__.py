@@ -50,6 +50,7 @@ from framework.models.error_handling import (
     WaitTimeFromHeader,
     WaitUntilTimeFromHeader,
 )
+from framework.models.files import FileUploader, ResponseToFileExtractor
 from framework.models.incremental import DatetimeBasedCursor, MinMaxDatetime
 from framework.models.pagination import (
     CursorPagination,
@@ -88,6 +89,7 @@ from framework.models.request_bodies import (
     RequestBodyUrlEncodedForm,
 )
 from framework.models.requests import HttpRequester, JsonDecoder, RequestOption, RequestPath
+from framework.models.schema_loaders import ComplexFieldType, DynamicSchemaLoader, SchemaTypeIdentifier, TypesMap
 from framework.models.source import (
     CheckStream,
     ConcurrencyLevel,
@@ -130,6 +132,8 @@ COMPONENTS: tuple[type[Component], ...] = (
     PaginationReset, PaginationResetLimits, PageSizeReduction, RequestWindowSplitting,  # newer filter actions
     KeysToLower, KeysToSnakeCase, KeysReplace, FlattenFields, DpathFlattenFields, KeyTransformation,  # transformations
     RecordExpander, ParentFieldPath,  # transformations: the extractor's expander
+    DynamicSchemaLoader, SchemaTypeIdentifier, TypesMap, ComplexFieldType,  # dynamic schemas
+    ResponseToFileExtractor, FileUploader,  # files
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -145,10 +149,9 @@ UNSUPPORTED: dict[str, str] = {
         "SubstreamSlicer", "ListStreamSlicer", "SingleSlice", "JwtAuthenticator",
         "LegacySessionTokenAuthenticator", "RateLimitedMultipleTokenAuthenticator", "XmlDecoder",
         "CsvDecoder", "JsonlDecoder", "GzipDecoder", "IterableDecoder", "ZipfileDecoder", "JsonItemsDecoder",
-        "DynamicSchemaLoader",
         "ComponentMappingDefinition", "LegacyToPerPartitionStateMigration",
         "HTTPAPIBudget",
-        "ParametrizedComponentsResolver", "FileUploader",
+        "ParametrizedComponentsResolver",
         # the spec's `config_normalization_rules` (where CustomConfigTransformation and
         # CustomValidationStrategy are used): the config would reach the streams unchanged
         "ConfigNormalizationRules", "ConfigMigration", "ConfigRemapField", "ConfigAddFields", "ConfigRemoveFields",

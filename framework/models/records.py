@@ -57,8 +57,10 @@ class RecordSelector(Component):
     """Extracts the records of a response and filters them."""
 
     type: Literal["RecordSelector"] = spec("Component type.", "RecordSelector", "RecordSelector")
-    extractor: Annotated[DpathExtractor | CustomRecordExtractor, Field(discriminator="type")] = spec(
-        "Where the records are in the response.", {"type": "DpathExtractor", "field_path": ["data"]}
+    extractor: Annotated[DpathExtractor | CustomRecordExtractor | ResponseToFileExtractor,
+                         Field(discriminator="type")] = spec(
+        "Where the records are in the response.", {"type": "DpathExtractor", "field_path": ["data"]},
+        default_type="DpathExtractor",
     )
     record_filter: Annotated[RecordFilter | CustomRecordFilter, Field(discriminator="type")] | None = spec(
         "Which records to keep.", {"type": "RecordFilter", "condition": "{{ record.active }}"}, None
@@ -107,3 +109,6 @@ class JsonFileSchemaLoader(Component):
 SchemaLoader = Annotated[
     InlineSchemaLoader | JsonFileSchemaLoader | CustomSchemaLoader, Field(discriminator="type")
 ]
+
+# Last: files imports this module (a file uploader has extractors).
+from framework.models.files import ResponseToFileExtractor  # noqa: E402

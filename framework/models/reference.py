@@ -47,6 +47,10 @@ GROUPS: tuple[tuple[str, str, str], ...] = (
     ("framework.models.transformations", "Record transformations",
      "How a stream changes its records: fields added or removed, keys renamed, objects flattened, and the "
      "extractor's expansion of a record into the items of a list."),
+    ("framework.models.schema_loaders", "Schemas read from the API",
+     "A stream schema built from a record an endpoint returns: fields, names and type mappings."),
+    ("framework.models.files", "Files",
+     "CSV responses read through a temporary file, and a file downloaded for each record."),
     ("framework.models.error_handling", "Error handling", "Which responses are errors, and how long to wait."),
     ("framework.models.incremental", "Incremental syncs",
      "Reading in datetime windows and remembering where to resume."),

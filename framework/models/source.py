@@ -16,6 +16,7 @@ from framework.models.custom import (
     CustomStateMigration,
 )
 from framework.models.error_handling import uses_action
+from framework.models.files import FileUploader
 from framework.models.incremental import DatetimeBasedCursor
 from framework.models.pagination import (
     CursorPagination,
@@ -27,7 +28,7 @@ from framework.models.pagination import (
     RequestWindowSplitting,
 )
 from framework.models.partitions import PartitionRouter
-from framework.models.records import RecordSelector, SchemaLoader, Transformation
+from framework.models.records import RecordSelector, Transformation
 from framework.models.requests import HttpRequester, JsonDecoder, RequestPath
 
 PrimaryKey = str | tuple[str, ...] | tuple[tuple[str, ...], ...]
@@ -151,7 +152,7 @@ class DeclarativeStream(Component):
     primary_key: PrimaryKey | None = spec(
         "Field, fields, or paths of nested fields that identify a record.", "id", None
     )
-    schema_loader: SchemaLoader | None = spec(
+    schema_loader: StreamSchemaLoader | None = spec(
         "Where the stream's JSON Schema comes from; the file `schemas/<name>.json` when left out.",
         {"type": "InlineSchemaLoader", "schema": {"type": "object", "properties": {"id": {"type": "integer"}}}},
         None,
@@ -172,6 +173,13 @@ class DeclarativeStream(Component):
         "Turn a saved state of an older shape into the current one before the read, in order.",
         [{"type": "CustomStateMigration", "class_name": "components.LegacyStateMigration"}],
         (),
+    )
+    file_uploader: FileUploader | None = spec(
+        "Download a file for each record: it lands beside the stream's files and the record gets "
+        "`file_reference` (where it landed, its path, its size).",
+        {"type": "FileUploader", "requester": {"$ref": "#/definitions/download_requester"},
+         "download_target_extractor": {"type": "DpathExtractor", "field_path": ["content_url"]}},
+        None,
     )
 
     @model_validator(mode="after")
@@ -265,3 +273,6 @@ class DeclarativeSource(Component):
 from framework.models import query_properties as _query_properties  # noqa: E402
 
 _query_properties.SimpleRetriever = SimpleRetriever  # type: ignore[misc]
+
+# Last: the dynamic schema loader has a retriever (SimpleRetriever, above).
+from framework.models.schema_loaders import StreamSchemaLoader  # noqa: E402

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from framework.components.custom.loader import CodeLoader, custom_code_allowed
 from framework.components.custom.names import resolve_class_name
 from framework.components.records import load_schema
+from framework.components.records.file_upload import file_schema
 from framework.components.registry import BuildContext
 from framework.components.stream import catalog_entry, key_paths
 from framework.errors import ConfigError, ManifestError
@@ -73,8 +74,12 @@ def discover(manifest_path: str, config: Mapping[str, Any], *, config_path: str 
             ref = resolve_class_name(class_name, base_dir)
             ctx.code.load_class(ref, kind, ctx.place(where + ("class_name",)) or ctx.place(where))
         schema = load_schema(stream.schema_loader, ctx, stream.name, path + ("schema_loader",))
+        if stream.file_uploader is not None:  # its records get `file_reference` (records/file_upload.py)
+            schema = file_schema(schema)
         entries.append(catalog_entry(stream.name, schema, key_paths(stream.primary_key), _cursor_field(stream, ctx),
                                      incremental=stream.incremental_sync is not None))
+        if stream.file_uploader is not None:
+            entries[-1]["is_file_based"] = True
     return entries
 
 

@@ -24,12 +24,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from framework.components.records.file_upload import landing, stream_landing
 from framework.engine.results import RESULT_SCHEMA, UnitResult, to_arrow
 from framework.engine.worker import ConnectorSource, PageTyper, read_group, worker_connector
 from framework.formats.rolling import RollingWriter
 from framework.models.destination import DestinationSettings
 from framework.storage import storage_for
-from framework.storage.layout import PartNumbers
+from framework.storage.layout import PartNumbers, StreamLayout
 from framework.typed import RecordConverter, parse_schema
 
 # RESULT_SCHEMA as a Spark DDL string (what ``mapInArrow`` takes).
@@ -97,9 +98,12 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
     # collection: it saved about 30 % of a task's CPU in bench/pipeline.py. Unfrozen when the task ends.
     gc.freeze()
     try:
-        results = [r for r in read_group(connector, stream, _decode_units(batches), typer, writer.write,
-                                          start_state=job.start_state)
-                   if isinstance(r, UnitResult)]
+        layout = StreamLayout.of(settings, job.stream, job.namespace, started_at=job.started_at, sync_id=job.sync_id)
+        files_beside = stream_landing(storage, layout.directory)
+        with landing(files_beside):  # a FileUploader's files go beside the stream's files
+            results = [r for r in read_group(connector, stream, _decode_units(batches), typer, writer.write,
+                                              start_state=job.start_state)
+                       if isinstance(r, UnitResult)]
         failed = next((r.error for r in results if r.error), None)
         if failed is None:
             files = writer.commit()

@@ -22,6 +22,7 @@ from framework.components.registry import BuildContext
 from framework.errors import ConfigError
 from framework.models.custom import CustomSchemaLoader
 from framework.models.records import InlineSchemaLoader, JsonFileSchemaLoader
+from framework.models.schema_loaders import DynamicSchemaLoader
 
 #: What a stream without a schema loader and without a default schema file gets.
 PERMISSIVE_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
@@ -32,8 +33,8 @@ def default_schema_path(ctx: BuildContext, stream_name: str) -> str:
     return os.path.join(ctx.base_dir or os.getcwd(), "schemas", f"{stream_name}.json")
 
 
-def load_schema(model: InlineSchemaLoader | JsonFileSchemaLoader | CustomSchemaLoader | None, ctx: BuildContext,
-                stream_name: str, path: tuple) -> dict:
+def load_schema(model: InlineSchemaLoader | JsonFileSchemaLoader | CustomSchemaLoader | DynamicSchemaLoader | None,
+                ctx: BuildContext, stream_name: str, path: tuple) -> dict:
     """The JSON Schema of a stream's records, with ``$ref``s resolved.
 
     Without a loader, the default file is read when it exists; otherwise a
@@ -43,6 +44,8 @@ def load_schema(model: InlineSchemaLoader | JsonFileSchemaLoader | CustomSchemaL
     """
     if isinstance(model, CustomSchemaLoader):  # a Python class (framework.components.custom)
         return ctx.build(model, path).load()
+    if isinstance(model, DynamicSchemaLoader):  # read from the API (records/dynamic_schema.py)
+        return ctx.build(model, path).load(stream_name)
     base_dir = ctx.base_dir or os.getcwd()
     where = ctx.place(path)
     if isinstance(model, InlineSchemaLoader):
