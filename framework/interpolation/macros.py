@@ -191,7 +191,7 @@ def build_macros(clock: Clock) -> dict[str, Callable[..., Any]]:
         return str(datetime_formats.format_datetime(instant, format))
 
     def str_to_datetime(s: Any) -> datetime:
-        """Datetime text (or epoch seconds as digits) as an aware UTC datetime."""
+        """ISO 8601 text as an aware UTC datetime (UTC when it has no offset); other datetime text and epoch digits too."""
         return to_datetime(s, clock)
 
     def sanitize_url(value: str) -> str:
