@@ -18,8 +18,8 @@ import math
 import re
 import uuid
 from collections.abc import Callable, Mapping
-from types import MappingProxyType
 from datetime import date, datetime, time, timedelta, timezone
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import quote_plus
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -191,7 +191,7 @@ def build_macros(clock: Clock) -> dict[str, Callable[..., Any]]:
         return str(datetime_formats.format_datetime(instant, format))
 
     def str_to_datetime(s: Any) -> datetime:
-        """ISO 8601 text as an aware UTC datetime (UTC when it has no offset); other datetime text and epoch digits too."""
+        """ISO 8601 text as an aware UTC datetime (naive is UTC); other datetime text and epoch digits too."""
         return to_datetime(s, clock)
 
     def sanitize_url(value: str) -> str:
