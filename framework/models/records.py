@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from framework.models.base import BASE, PROPERTY, RECORD, Component, spec
+from framework.models.base import ADDED_VALUE, BASE, PROPERTY, RECORD, Component, spec
 from framework.models.custom import (
     CustomRecordExtractor,
     CustomRecordFilter,
@@ -86,10 +86,11 @@ class AddFields(Component):
         "The fields to add.", [{"path": ["source"], "value": "api"}], default_type="AddedFieldDefinition"
     )
     condition: str = spec(
-        "Template that renders true when a field is to be added; always when empty.",
+        "Template that renders true when a field is to be added (the value is `property`, also `value`, and "
+        "its `path`); always when empty.",
         "{{ property is not none }}",
         "",
-        template=PROPERTY,
+        template=ADDED_VALUE,
         result="boolean",
     )
 

@@ -5,7 +5,8 @@ does not depend on the record is done once, at build time: a value without
 template markup is evaluated then and reused, and a condition without markup
 is decided then. Templates see the read's variables plus ``record``;
 conditions see ``property`` (the value added, or the value to remove) and
-``record``.
+``record``; AddFields' condition also sees the value as ``value`` and its ``path``,
+as Airbyte renders it.
 """
 
 from __future__ import annotations
@@ -55,6 +56,11 @@ class Condition:
             return False
         context["property"] = value
         return engine.evaluate(self.source, context, "boolean")
+
+    def holds_for_field(self, engine: TemplateEngine, context: dict, value: Any, path: tuple[str, ...]) -> bool:
+        """AddFields' condition: the value is also ``value`` and its place ``path`` (a list of keys)."""
+        context["value"], context["path"] = value, list(path)
+        return self.holds(engine, context, value)
 
 
 def _context(variables: Mapping[str, Any], parameters: Mapping[str, Any], record: dict) -> dict:
@@ -107,7 +113,7 @@ class AddFields:
             if self.condition is not None:
                 if context is None:
                     context = _context(variables, self.parameters, record)
-                if not self.condition.holds(self.engine, context, value):
+                if not self.condition.holds_for_field(self.engine, context, value, field.path):
                     continue
             _set(record, field.path, value, self.place)
         return record
