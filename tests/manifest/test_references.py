@@ -1,4 +1,8 @@
+import json
 import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from framework.manifest import check_manifest_text
 from framework.manifest.references import _Resolver, _TooLarge, resolve_references
@@ -124,3 +128,40 @@ def resolve_with_bound(text: str, bound: int):
     except _TooLarge as exc:
         resolver.report(exc.src, "ref-too-large", str(exc), None)
         return None, None, resolver.problems
+
+
+def _expand(value, definitions):
+    """The tree a manifest's references stand for, expanded the naive way (each reference copied)."""
+    if isinstance(value, str) and value.startswith("#/definitions/"):
+        return _expand(definitions[value.rsplit("/", 1)[1]], definitions)
+    if isinstance(value, list):
+        return [_expand(item, definitions) for item in value]
+    if isinstance(value, dict):
+        base = {}
+        if "$ref" in value:
+            base = dict(_expand(definitions[value["$ref"].rsplit("/", 1)[1]], definitions))
+        base.update({key: _expand(item, definitions) for key, item in value.items() if key != "$ref"})
+        return base
+    return value
+
+
+@st.composite
+def _acyclic_definitions(draw):
+    definitions = {}
+    for index in range(draw(st.integers(1, 6))):
+        earlier = [f"#/definitions/d{i}" for i in range(index)]
+        leaf = st.integers(0, 9) | (st.sampled_from(earlier) if earlier else st.integers(0, 9))
+        body = draw(st.dictionaries(st.sampled_from(["a", "b", "c"]), leaf | st.lists(leaf, max_size=3), max_size=3))
+        if earlier and draw(st.booleans()):
+            body["$ref"] = draw(st.sampled_from(earlier))
+        definitions[f"d{index}"] = body
+    return definitions
+
+
+@given(_acyclic_definitions())
+@settings(max_examples=60, deadline=None)
+def test_the_shared_result_equals_the_naive_expansion(definitions):
+    top = {"definitions": definitions, "streams": [f"#/definitions/{name}" for name in definitions]}
+    _, data, _, problems = resolve(json.dumps(top))
+    assert not problems
+    assert data == _expand(top, definitions)
