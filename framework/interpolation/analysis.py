@@ -14,7 +14,7 @@ from jinja2.exceptions import TemplateError, TemplateSyntaxError
 
 from framework.interpolation import checks
 from framework.interpolation.environment import SandboxEnvironment, build_environment
-from framework.interpolation.macros import MACROS
+from framework.interpolation.macros import GLOBALS
 from framework.interpolation.variables import DEPRECATED_VARIABLES, VARIABLES
 from framework.temporal.clock import SystemClock
 
@@ -49,7 +49,7 @@ class TemplateInfo:
     * ``is_template`` - the text contains Jinja markup at all.
     * ``syntax_error`` - set when the text does not parse; the other fields are
       then empty.
-    * ``variables`` - top-level names the template reads that are not macros.
+    * ``variables`` - top-level names the template reads that are not globals (macros, ``dict``...).
     * ``unknown_names`` - those of ``variables`` that are not manifest variables.
     * ``unknown_filters`` - filters and tests that do not exist.
     * ``private_access`` - every ``_``-prefixed attribute or key it reaches for.
@@ -173,7 +173,7 @@ def analyze_template(source: str) -> TemplateInfo:
     except TemplateError as exc:  # pragma: no cover - defensive; parse succeeded
         problem = _problem(source, "template-syntax", f"template error: {exc}", 0)
         return TemplateInfo(is_template=True, syntax_error=problem)
-    variables = frozenset(undeclared) - frozenset(MACROS)
+    variables = frozenset(undeclared) - frozenset(GLOBALS)
     unknown_names = variables - frozenset(VARIABLES)
     deprecated = variables & frozenset(DEPRECATED_VARIABLES)
 
@@ -205,7 +205,7 @@ def analyze_template(source: str) -> TemplateInfo:
     name_problems = []
     for name in sorted(unknown_names):
         lineno = checks.first_line_of_name(tree, name)
-        hint = checks.did_you_mean(name, VARIABLES + MACROS)
+        hint = checks.did_you_mean(name, VARIABLES + GLOBALS)
         message = f"unknown variable `{name}`" + (f"; did you mean `{hint}`?" if hint else "")
         offset = _offset_on_line(source, lineno, _name_pattern(name))
         fix = f"replace `{name}` with `{hint}`" if hint else None

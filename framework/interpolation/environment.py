@@ -44,7 +44,7 @@ from framework.interpolation.conversions import (
     unquoted,
 )
 from framework.interpolation.filters import build_filters, guard_builtin_filters
-from framework.interpolation.macros import build_macros
+from framework.interpolation.macros import build_globals
 from framework.interpolation.variables import ALIASES, VARIABLES
 from framework.temporal.clock import Clock, SystemClock
 
@@ -105,8 +105,8 @@ def _finalize(value: Any) -> Any:
 def build_environment(clock: Clock) -> SandboxEnvironment:
     """A fresh sandbox with the framework's macros (bound to ``clock``) and filters.
 
-    Jinja's default globals (``range``, ``dict``, ``lipsum``, ``cycler``,
-    ``joiner``, ``namespace``) are removed; only the macros are global.
+    The globals are the macros and the Jinja globals airbyte-cdk keeps
+    (``dict``, ``namespace``, ``cycler``, ``joiner``, ``lipsum``); ``range`` is not one.
     """
     env = SandboxEnvironment(
         undefined=ChainableUndefined,
@@ -115,7 +115,7 @@ def build_environment(clock: Clock) -> SandboxEnvironment:
         auto_reload=False,
     )
     env.globals.clear()
-    env.globals.update(build_macros(clock))
+    env.globals.update(build_globals(clock))
     guard_builtin_filters(env.filters)
     env.filters.update(build_filters())
     return env

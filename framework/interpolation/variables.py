@@ -28,6 +28,8 @@ VARIABLES: tuple[str, ...] = (
     "download_target",
     "session_token",
     "property",
+    "value",
+    "path",
 )
 
 #: Variables that still work but that new manifests should not use, with the advice to give.

@@ -149,15 +149,30 @@ def _stream_checks(sites: list[Site], data: Any, place: Placement, manifest_dir:
         if site.model is DeclarativeStream:
             yield from _schema_checks(site, place, manifest_dir)
         if site.model is Spec:
-            spec = site.data.get("connection_specification")
-            if isinstance(spec, dict):
-                import jsonschema  # only here: a spec is checked once
+            yield from _spec_checks(site, place)
 
-                try:
-                    jsonschema.Draft7Validator.check_schema(spec)
-                except jsonschema.SchemaError as exc:
-                    yield place.diagnostic(site.path + ("connection_specification",) + tuple(exc.path), "bad-spec",
-                                           f"connection_specification is not a valid JSON Schema: {exc.message}")
+
+def _spec_checks(site: Site, place: Placement) -> Iterator[Diagnostic]:
+    """The connection specification must be a JSON Schema. A `required` list naming a property twice
+    breaks the meta-schema but not a config check, and Airbyte runs such a manifest: a warning."""
+    spec = site.data.get("connection_specification")
+    if not isinstance(spec, dict):
+        return
+    import jsonschema  # only here: a spec is checked once
+
+    meta = jsonschema.Draft7Validator(jsonschema.Draft7Validator.META_SCHEMA)
+    for error in sorted(meta.iter_errors(spec), key=lambda e: [str(p) for p in e.absolute_path]):
+        at = site.path + ("connection_specification",) + tuple(error.absolute_path)
+        if (error.validator == "uniqueItems" and error.absolute_path and error.absolute_path[-1] == "required"
+                and all(isinstance(name, str) for name in error.instance)):
+            twice = ", ".join(f"`{name}`" for name in sorted({n for n in error.instance
+                                                              if error.instance.count(n) > 1}, key=str))
+            yield place.diagnostic(at, "spec-required-twice",
+                                   f"connection_specification's `required` names {twice} "
+                                   "more than once", "list each required property once", severity="warning")
+        else:
+            yield place.diagnostic(at, "bad-spec", f"connection_specification is not a valid JSON Schema: "
+                                   f"{error.message}")
 
 
 def _at(place: Placement, path: tuple) -> str:
@@ -224,6 +239,12 @@ def _schema_checks(site: Site, place: Placement, manifest_dir: str | None) -> It
             at = site.path + ("schema_loader",)
         else:
             at = site.path + ("name",)
+        if found is None and not site.data.get("schema_loader"):  # as in Airbyte, the stream reads untyped
+            yield place.diagnostic(at, "file-not-found", f"stream `{name}` has no `schema_loader` and its default "
+                                   f"schema file `{rendered}` does not exist: its records are read with an empty "
+                                   "schema, untyped", f"create {candidates[0]} or set `schema_loader`",
+                                   severity="warning")
+            return
         if found is None:
             yield place.diagnostic(at, "file-not-found", f"schema file `{rendered}` of stream `{name}` does not exist",
                                    f"create {candidates[0]} or set `schema_loader`")

@@ -46,6 +46,9 @@ RENAMED = {
     "options": "`options` is the old name of `$parameters`",
 }
 TYPO_CUTOFF = 0.8  # similarity above which an unknown key is taken for a misspelt field
+# Keys Airbyte ignores that look like a misspelt field but are common on purpose (the SPEC message's
+# own spelling): a warning that they are ignored, as Airbyte runs the manifest, not a typo error.
+IGNORED_SPELLINGS = {("Spec", "documentationUrl"): "documentation_url"}
 
 
 @dataclass(frozen=True)
@@ -269,6 +272,11 @@ class Preparation:
             elif key in RENAMED:
                 self.report(where, "renamed-field", f"{RENAMED[key]}; {owner} does not accept it",
                             "rename the key", key=True)
+            elif (owner, key) in IGNORED_SPELLINGS:
+                field_name = IGNORED_SPELLINGS[(owner, key)]
+                self.problems.append(self.place.diagnostic(
+                    where, "ignored-field", f"`{key}` in {owner} is ignored (as Airbyte ignores it); the manifest "
+                    f"spells it `{field_name}`", f"rename it to `{field_name}`", severity="warning", key=True))
             elif typo or self.strict:
                 fix = f"did you mean `{(typo or close)[0]}`?" if (typo or close) else f"remove it; {owner} accepts: " \
                     + ", ".join(sorted(a for a in aliases if a != "type"))

@@ -8,6 +8,14 @@ recursively; a cycle or a reference to nowhere becomes a diagnostic.
 Resolution also returns an :class:`Origin` tree that mirrors the result and
 names, for every value, the path it came from in the file, so that errors in a
 referenced definition point at the line of the definition.
+
+Each definition a reference points at is resolved once; every reference to it
+shares that resolved value (and its origins) instead of a copy, so the result
+is a DAG whose size is the file's, however often a definition is reused. Two
+bounds keep a hostile file ("billion laughs" written with references) harmless:
+the values resolved (nodes of the DAG, ``MAX_NODES``) and the values the
+expanded tree would hold (``MAX_EXPANDED``, counted on the DAG without expanding
+it), since the checks after this walk components as a tree.
 """
 
 from __future__ import annotations
@@ -21,6 +29,10 @@ from framework.diagnostics import Diagnostic, json_path
 from framework.manifest.yaml_source import MAX_NODES, SourceDocument
 
 REF_KEY = "$ref"
+#: The values a manifest may hold once its references are expanded. A large real manifest
+#: (google-ads: 30 streams, each repeating its parents' definitions) expands to about
+#: 8 million; a reference bomb to far more, and is refused before anything walks it.
+MAX_EXPANDED = 50_000_000
 _OLD_REF = re.compile(r"^\*ref\((?P<path>[^)]*)\)$")
 
 
@@ -56,11 +68,33 @@ def _pointer(ref: str) -> list[str]:
     return [part.replace("~1", "/").replace("~0", "~") for part in ref[2:].split("/") if part != ""]
 
 
+class _TooLarge(Exception):
+    """The references resolve to too many values, or expand to too many (at ``src``)."""
+
+    def __init__(self, message: str, src: tuple):
+        super().__init__(message)
+        self.src = src
+
+
 @dataclass
 class _Resolver:
     doc: SourceDocument
     problems: list = field(default_factory=list)
     budget: int = MAX_NODES
+    max_expanded: int = MAX_EXPANDED
+    # each mapping and list of the file, resolved (and its origins), by its path in the file
+    done: dict[tuple, tuple[Any, Origin]] = field(default_factory=dict)
+    # the expanded size of every resolved mapping and list, by id (each kept alive by `done` or the result)
+    sizes: dict[int, int] = field(default_factory=dict)
+
+    def size(self, value: Any) -> int:
+        return self.sizes.get(id(value), 1) if isinstance(value, (dict, list)) else 1
+
+    def counted(self, value: Any, total: int, src: tuple) -> None:
+        if total > self.max_expanded:
+            raise _TooLarge(f"references expand to more than {self.max_expanded:,} values here "
+                            f"(definitions reused inside reused definitions)", src)
+        self.sizes[id(value)] = total
 
     def lookup(self, ref: str, at: tuple) -> tuple[Any, tuple] | None:
         node: Any = self.doc.data
@@ -86,9 +120,19 @@ class _Resolver:
         self.problems.append(Diagnostic(self.doc.file, line, col, "error", code, message, json_path(at), fix))
 
     def resolve(self, value: Any, src: tuple, chain: tuple) -> tuple[Any, Origin]:
+        """``value`` is the file's node at ``src``: a mapping or list there is resolved once, then shared."""
         self.budget -= 1
         if self.budget < 0:
-            raise RecursionError("reference expansion too large")
+            raise _TooLarge(f"references resolve to more than {MAX_NODES:,} values", src)
+        if isinstance(value, (dict, list)):
+            if src not in self.done:
+                self.done[src] = self.resolve_container(value, src, chain)
+            return self.done[src]
+        if ref_target(value) is not None:
+            return self.follow(value, src, chain)
+        return value, Origin(src)
+
+    def resolve_container(self, value: dict | list, src: tuple, chain: tuple) -> tuple[Any, Origin]:
         if isinstance(value, dict):
             base: Any = {}
             base_origin = Origin(src, {})
@@ -111,17 +155,15 @@ class _Resolver:
                 if key == REF_KEY:
                     continue
                 result[key], children[key] = self.resolve(item, src + (key,), chain)
+            self.counted(result, 1 + sum(self.size(item) for item in result.values()), src)
             return result, Origin(src, children)
-        if isinstance(value, list):
-            items, origins = [], []
-            for index, item in enumerate(value):
-                resolved, origin = self.resolve(item, src + (index,), chain)
-                items.append(resolved)
-                origins.append(origin)
-            return items, Origin(src, origins)
-        if ref_target(value) is not None:
-            return self.follow(value, src, chain)
-        return value, Origin(src)
+        items, origins = [], []
+        for index, item in enumerate(value):
+            resolved, origin = self.resolve(item, src + (index,), chain)
+            items.append(resolved)
+            origins.append(origin)
+        self.counted(items, 1 + sum(self.size(item) for item in items), src)
+        return items, Origin(src, origins)
 
     def follow(self, ref: str, at: tuple, chain: tuple) -> tuple[Any, Origin]:
         found = self.lookup(ref, at)
@@ -147,8 +189,11 @@ def resolve_references(doc: SourceDocument) -> tuple[Any, Origin, list[Diagnosti
     resolver = _Resolver(doc)
     try:
         data, origin = resolver.resolve(doc.data, (), ())
+    except _TooLarge as exc:
+        resolver.report(exc.src, "ref-too-large", str(exc),
+                        "reuse fewer definitions inside definitions that are reused themselves")
+        return None, Origin(()), resolver.problems
     except RecursionError:
-        resolver.report((), "ref-too-large", "references expand to too many values (or nest too deeply)",
-                        "simplify the references")
+        resolver.report((), "ref-too-large", "references nest too deeply", "nest fewer references")
         return None, Origin(()), resolver.problems
     return data, origin, resolver.problems

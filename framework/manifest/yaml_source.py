@@ -143,8 +143,9 @@ def parse_text(raw: bytes | str, file: str = "<manifest>") -> SourceDocument:
     builder = _Builder(doc)
     try:
         doc.data = builder.build(node, ())
-    except _TooBig:
-        doc.problems.append(_problem(doc, 0, 0, "too-many-nodes",
+    except _TooBig as too_big:
+        line, col = too_big.args
+        doc.problems.append(_problem(doc, line, col, "too-many-nodes",
                                      f"file expands to more than {MAX_NODES} values (YAML aliases?)",
                                      "remove the aliases that expand recursively"))
         doc.data = None
@@ -244,8 +245,8 @@ class _Builder:
 
     def build(self, node: yaml.Node, path: Path) -> Any:
         self.count += 1
-        if self.count > MAX_NODES:
-            raise _TooBig()
+        if self.count > MAX_NODES:  # where it crossed the bound: the alias being expanded
+            raise _TooBig(node.start_mark.line + 1, node.start_mark.column + 1)
         self.doc.value_at.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
         if isinstance(node, yaml.MappingNode):
             self.constructor.flatten_mapping(node)

@@ -29,6 +29,8 @@ RESPONSE = BASE | SLICE | {"response", "headers", "last_record", "last_records",
 RECORD = REQUEST | {"record"}
 ERROR = BASE | {"response", "headers"}
 PROPERTY = BASE | {"property", "record"}
+# AddFields' condition, as Airbyte renders it: also the value to add as `value`, its `path`, and the slice
+ADDED_VALUE = PROPERTY | {"value", "path", "stream_slice", "stream_interval", "stream_partition"}
 SESSION = BASE | {"session_token"}
 
 _REQUIRED: Any = ...

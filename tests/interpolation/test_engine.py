@@ -295,4 +295,4 @@ def test_markup_free_text_is_returned_as_is(text):
 
 def test_variables_constant():
     assert "config" in VARIABLES and "stream_state" in VARIABLES and "property" in VARIABLES
-    assert len(VARIABLES) == len(set(VARIABLES)) == 17
+    assert len(VARIABLES) == len(set(VARIABLES)) == 19

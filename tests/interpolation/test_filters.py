@@ -72,11 +72,12 @@ def test_string_filter():
 
 def test_regex_search():
     assert render("{{ 'page=12&x' | regex_search('page=(\\\\d+)') }}") == "12"
-    assert render("{{ 'abc123' | regex_search('\\\\d+') }}") == "123"
+    assert render("{{ 'abc123' | regex_search('\\\\d+') }}") == ""  # no group: nothing, as in Airbyte
     assert render("[{{ 'abc' | regex_search('\\\\d+') }}]") == "[]"
     assert ENGINE.evaluate("{{ 'abc' | regex_search('x') }}", {}, "any") is None
     assert regex_search("<a>; rel=next", r"<(.*)>") == "a"
-    assert regex_search(123, r"2") == "2"
+    assert regex_search(123, r"(2)") == "2"
+    assert regex_search("abc", r"b") is None
     with pytest.raises(InterpolationError, match="invalid regular expression"):
         render("{{ 'abc' | regex_search('(') }}")
 
@@ -94,3 +95,18 @@ def test_guarded_builtin_filters_still_work():
     assert render("{{ '%s-%s' | format(1, 2) }}") == "1-2"
     assert render("{{ 'aXbX' | replace('X', '-') }}") == "a-b-"
     assert render("{{ [1, 2, 3, 4] | slice(2) | list }}") == "[[1, 2], [3, 4]]"
+
+
+def test_regex_replace():
+    assert render("{{ 'hello world' | regex_replace('world', 'universe') }}") == "hello universe"
+    assert render("{{ 'a1b22' | regex_replace('(\\\\d+)', '<\\\\1>') }}") == "a<1>b<22>"
+    assert render("{{ 'ab' | regex_replace('(?P<x>a)', '\\\\g<x>\\\\g<x>') }}") == "aab"
+    assert render("{{ 'abc' | regex_replace('', '-') }}") == "-a-b-c-"
+    with pytest.raises(InterpolationError, match="invalid regular expression"):
+        render("{{ 'abc' | regex_replace('(', 'x') }}")
+    with pytest.raises(InterpolationError, match="invalid replacement"):
+        render("{{ 'abc' | regex_replace('b', '\\\\9') }}")
+
+
+def test_string_keeps_non_ascii_text():
+    assert ENGINE.evaluate("{{ record | string }}", {"record": {"n": "é"}}, "any") == '{"n": "é"}'

@@ -5,7 +5,7 @@ import isodate
 import pytest
 
 from framework.errors import InterpolationError
-from framework.interpolation import MACROS, TemplateEngine
+from framework.interpolation import GLOBALS, MACROS, TemplateEngine
 from framework.interpolation.macros import build_macros
 from framework.temporal.clock import FixedClock
 
@@ -28,8 +28,9 @@ def macros(clock):
 
 
 def test_macro_names_match_the_globals(engine):
-    assert set(MACROS) == set(engine.environment.globals)
-    assert len(MACROS) == 11
+    assert set(GLOBALS) == set(engine.environment.globals)
+    assert set(MACROS) < set(GLOBALS)
+    assert len(MACROS) == 13
 
 
 def test_now_utc_reads_the_injected_clock(engine, clock):
@@ -66,11 +67,48 @@ def test_today_with_timezone(engine):
         ("{{ timestamp('2022-07-22T16:03:35Z') }}", 1658505815),
         ("{{ timestamp('2022-07-22T18:03:35+02:00') }}", 1658505815),
         ("{{ timestamp('2022-07-22 16:03:35') }}", 1658505815),
-        ("{{ timestamp(now_utc()) }}", 1704164645),
+        ("{{ timestamp(now_utc()) }}", 1704164645.678901),
+        ("{{ timestamp('20220722') }}", 1658448000),
     ],
 )
 def test_timestamp(engine, source, expected):
     assert engine.evaluate(source, {}, "any") == expected
+
+
+def test_timestamp_of_a_number_is_an_int_and_of_text_a_float_as_in_airbyte(engine):
+    assert engine.render("{{ timestamp(1658505815.9) }}", {}) == "1658505815"
+    assert engine.render("{{ timestamp('2022-07-22T16:03:35Z') }}", {}) == "1658505815.0"
+    assert engine.render("{{ timestamp('2022-07-22T16:03:35.250Z') }}", {}) == "1658505815.25"
+
+
+def test_sanitize_url(engine):
+    assert engine.render("{{ sanitize_url('a b/c?d=e&f') }}", {}) == "a+b%2Fc%3Fd%3De%26f"
+    assert engine.render("{{ sanitize_url(config.v) }}", {"config": {"v": "é~_.-"}}) == "%C3%A9~_.-"
+    with pytest.raises(InterpolationError, match="sanitize_url takes text"):
+        engine.render("{{ sanitize_url(5) }}", {})
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("CamelCase", "camel_case"), ("camelCase", "camel_case"), ("HTTPError", "h_t_t_p_error"),
+     ("snake_case", "snake_case"), ("A", "a"), ("", ""), ("ÉtéCase", "été_case")],
+)
+def test_camel_case_to_snake_case(engine, text, expected):
+    assert engine.render("{{ camel_case_to_snake_case(config.t) }}", {"config": {"t": text}}) == expected
+
+
+def test_format_datetime_keeps_the_offset_of_text_read_with_an_input_format(engine):
+    source = "{{ format_datetime(config.d, '%H:%M%z', '%Y-%m-%d %H:%M %z') }}"
+    assert engine.render(source, {"config": {"d": "2024-01-02 10:00 +0100"}}) == "10:00+0100"
+    assert engine.render("{{ format_datetime('2024-01-02T10:00+01:00', '%H:%M%z') }}", {}) == "09:00+0000"
+
+
+def test_jinja_globals(engine):
+    assert engine.evaluate("{{ dict(a=1) }}", {}, "any") == {"a": 1}
+    loop = "{% set ns = namespace(n=0) %}{% for x in [1, 2] %}{% set ns.n = ns.n + x %}{% endfor %}{{ ns.n }}"
+    assert engine.render(loop, {}) == "3"
+    assert engine.render("{% set c = cycler(1, 2) %}{{ c.next() }}{{ c.next() }}{{ c.next() }}", {}) == "121"
+    assert engine.render("{% set j = joiner() %}{% for x in 'ab' %}{{ j() }}{{ x }}{% endfor %}", {}) == "a, b"
 
 
 def test_max_and_min(engine):

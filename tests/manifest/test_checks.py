@@ -212,3 +212,41 @@ def test_schema_files(tmp_path):
 def test_invalid_connection_specification():
     checked = check_manifest_text(BASE.replace("STREAM_EXTRA", "") + "spec:\n  connection_specification: {type: objekt}\n")
     assert [d.code for d in checked.diagnostics] == ["bad-spec"]
+
+
+def test_a_missing_default_schema_file_is_a_warning_as_airbyte_reads_untyped(tmp_path):
+    path = tmp_path / "manifest.yaml"
+    path.write_text(BASE.replace("STREAM_EXTRA", ""))
+    checked = check_manifest(str(path))
+    [problem] = checked.diagnostics
+    assert checked.ok and problem.severity == "warning" and problem.code == "file-not-found"
+    assert "no `schema_loader`" in problem.message and "schemas/items.json" in problem.message
+    path.write_text(BASE.replace("STREAM_EXTRA", "    schema_loader: {type: JsonFileSchemaLoader}\n"))
+    [problem] = check_manifest(str(path)).diagnostics  # a loader that names the file: it must be there
+    assert problem.severity == "error" and problem.code == "file-not-found"
+
+
+def test_a_required_property_named_twice_is_a_warning():
+    spec = ("spec:\n  connection_specification:\n    type: object\n    required: [api_key, api_key, b]\n"
+            "    properties: {api_key: {type: string}, b: {type: string}}\n")
+    checked = check_manifest_text(BASE.replace("STREAM_EXTRA", "") + spec)
+    [problem] = checked.diagnostics
+    assert checked.ok and problem.severity == "warning" and problem.code == "spec-required-twice"
+    assert "`api_key`" in problem.message and "`b`" not in problem.message
+    assert problem.path == "spec.connection_specification.required" and problem.line == 19
+
+
+def test_documentation_url_in_the_protocol_spelling_is_an_ignored_field_warning():
+    spec = "spec:\n  documentationUrl: https://docs.example.com\n  connection_specification: {type: object}\n"
+    checked = check_manifest_text(BASE.replace("STREAM_EXTRA", "") + spec)
+    [problem] = checked.diagnostics
+    assert checked.ok and problem.severity == "warning" and problem.code == "ignored-field"
+    assert problem.fix == "rename it to `documentation_url`"
+
+
+def test_every_problem_of_a_bad_spec_is_reported_at_its_place():
+    spec = "spec:\n  connection_specification:\n    type: objekt\n    properties: {a: {minLength: -1}}\n"
+    checked = check_manifest_text(BASE.replace("STREAM_EXTRA", "") + spec)
+    assert [d.code for d in checked.diagnostics] == ["bad-spec", "bad-spec"]
+    assert {d.path for d in checked.diagnostics} == {"spec.connection_specification.type",
+                                                    "spec.connection_specification.properties.a.minLength"}

@@ -74,6 +74,7 @@ def test_alias_bomb_is_bounded():
         lines.append(f"a{i}: &a{i} [{', '.join([f'*a{i-1}'] * 10)}]")
     doc = parse_text("\n".join(lines).encode())
     assert codes(doc) == ["too-many-nodes"]
+    assert doc.problems[0].line >= 1 and doc.problems[0].column > 1  # at the anchor expanded when it crossed
 
 
 def test_an_alias_bomb_is_refused_before_it_is_expanded():

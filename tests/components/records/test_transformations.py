@@ -109,6 +109,18 @@ def test_condition_sees_the_value_as_property():
     assert record == {"x": 1, "a": 1}
 
 
+def test_condition_sees_the_value_as_value_and_its_path_as_airbyte_renders_them():
+    transformation = add(field(["a"], "{{ record.x }}"), field(["b", "c"], "{{ record.y }}"),
+                         condition="{{ value is not none and path[0] in ['a', 'b'] }}")
+    record = {"x": 1, "y": 2}
+    transformation.apply(record, VARS)
+    assert record == {"x": 1, "y": 2, "a": 1, "b": {"c": 2}}
+    only_b = add(field(["a"], "1"), field(["b"], "2"), condition="{{ path == ['b'] }}")
+    record = {}
+    only_b.apply(record, VARS)
+    assert record == {"b": 2}
+
+
 @pytest.mark.parametrize("condition, added", [("false", False), ("true", True), ("{{ record.ok }}", True)])
 def test_constant_and_record_conditions(condition, added):
     record = {"ok": True}
