@@ -131,12 +131,13 @@ def parse_text(raw: bytes | str, file: str = "<manifest>") -> SourceDocument:
         doc.problems.append(_problem(doc, 0, 0, "empty-file", "file is empty",
                                      "a manifest needs at least `version`, `streams` and `check`"))
         return doc
-    size, depth, deepest = _measure(node)
+    size, depth, deepest, crossed = _measure(node)
     if depth > MAX_DEPTH:  # through aliases
         doc.problems.append(_depth_problem(doc, deepest))
         return doc
     if size > MAX_NODES:
-        doc.problems.append(_problem(doc, 0, 0, "too-many-nodes",
+        line, col = (crossed.line + 1, crossed.column + 1) if crossed is not None else (0, 0)
+        doc.problems.append(_problem(doc, line, col, "too-many-nodes",
                                      f"file expands to more than {MAX_NODES} values (YAML aliases?)",
                                      "remove the aliases that expand recursively"))
         return doc
@@ -171,14 +172,16 @@ def _depth_problem(doc: SourceDocument, mark: Any) -> Diagnostic:
                     "flatten the structure (real manifests nest about 20 levels)")
 
 
-def _measure(root: yaml.Node) -> tuple[int, int, yaml.Mark]:
-    """How many values ``root`` expands to, how deep it nests, and where its deepest value starts.
+def _measure(root: yaml.Node) -> tuple[int, int, yaml.Mark, yaml.Mark | None]:
+    """How many values ``root`` expands to, how deep it nests, where its deepest value starts, and where
+    the first (smallest) value expanding past :data:`MAX_NODES` starts (None when none does).
 
     Aliases make the composed graph share nodes, so each node is measured once
     (by identity) and its expansion counted as often as it is used: linear in
     the file, whatever the aliases expand to, and without recursion.
     """
     known: dict[int, tuple[int, int, yaml.Mark]] = {}
+    crossed: yaml.Mark | None = None
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
         node, children_done = stack.pop()
@@ -202,7 +205,9 @@ def _measure(root: yaml.Node) -> tuple[int, int, yaml.Mark]:
             if child_depth + 1 > depth:
                 depth, deepest = child_depth + 1, child_deepest
         known[id(node)] = (size, depth, deepest)
-    return known[id(root)]
+        if crossed is None and size > MAX_NODES:
+            crossed = node.start_mark
+    return (*known[id(root)], crossed)
 
 
 _COMMENT_OR_BLANK = re.compile(r"^\s*(#.*)?$")
