@@ -39,6 +39,7 @@ _MODULES = (
     "framework.components.http.error_handler",
     "framework.components.pagination",
     "framework.components.records",
+    "framework.components.records.decoders",
     "framework.components.incremental",
     "framework.components.partitions",
     "framework.components.http.requester",

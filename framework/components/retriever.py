@@ -3,11 +3,14 @@
 The loop fits on one screen on purpose: build the request, let the slice
 (cursor window, partition) and the pager add their values, send, select the
 records, ask the pager for the next page. Records come out one page at a time
-(a list per page), so callers move them in batches.
+(a list per page), so callers move them in batches. A streamed response
+format (the retriever's ``decoder``: CSV, JSON lines, gzip...) hands out one
+page's records in bounded batches as the body streams in.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,11 +20,12 @@ from framework.components.http.request import RequestParts
 from framework.components.http.requester import Requester
 from framework.components.http.transport import HttpResponse
 from framework.components.pagination import Paginator
-from framework.components.records import RecordSelector
+from framework.components.records import DpathExtractor, RecordSelector
+from framework.components.records.decoders import ResponseDecoder, XmlDocument, pagination_capable
 from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
-from framework.errors import InterpolationError, ReadError
-from framework.models import CustomDecoder, NoPagination, SimpleRetriever
+from framework.errors import ConfigError, InterpolationError, ReadError, place_suffix
+from framework.models import CustomDecoder, DefaultPaginator, JsonDecoder, NoPagination, SimpleRetriever
 
 SliceOptions = Callable[[RequestParts, StreamSlice], None]
 
@@ -38,6 +42,7 @@ class Retriever:
     parameters: Mapping[str, Any]
     slice_options_on_every_page: bool = True
     decode: Callable[[HttpResponse], HttpResponse] | None = None  # a custom decoder (CustomDecoder)
+    decoder: ResponseDecoder | None = None  # a response format other than JSON (the selector reads with it)
 
     def read(self, stream_slice: StreamSlice, config: Mapping[str, Any], *,
              slice_options: SliceOptions = _no_options,
@@ -60,8 +65,22 @@ class Retriever:
             if self.decode is not None:
                 response = self.decode(response)
             try:
-                page, records = self.selector.select_page(response, page_variables)
-                more = pager.advance(response, page, variables)  # judged by the page as the API sent it
+                decoder = self.decoder
+                if decoder is not None and decoder.streamed:
+                    page: list[dict] = []
+                    for batch, records in self.selector.select_batches(response, page_variables):
+                        page = batch
+                        if records:
+                            yield records
+                    records = []
+                    # as in Airbyte, paginators do not see a streamed body (only JSON in gzip may be paged:
+                    # one batch, so `page` is the whole page)
+                    more = pager.advance(response.with_json({}), page, variables)
+                else:
+                    page, records = self.selector.select_page(response, page_variables)
+                    if isinstance(decoder, XmlDocument):
+                        response = response.with_json(decoder.pagination_body(response.content))
+                    more = pager.advance(response, page, variables)  # judged by the page as the API sent it
             except ReadError as exc:  # the body may echo a token: mask it again, with the credentials too
                 self.requester.hide_secrets(exc).with_context(request=self.requester.describe(response.request))
                 raise
@@ -95,14 +114,29 @@ def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> R
     paginator_model = model.paginator
     if paginator_model is None:
         paginator_model = NoPagination()
+    requester = ctx.build(model.requester, path + ("requester",))
+    selector = ctx.build(model.record_selector, path + ("record_selector",))
+    decoder: ResponseDecoder | None = None
+    if model.decoder is not None and not isinstance(model.decoder, (CustomDecoder, JsonDecoder)):
+        if isinstance(paginator_model, DefaultPaginator) and not pagination_capable(model.decoder):
+            raise ConfigError(
+                f"a DefaultPaginator cannot read {model.decoder.type} responses"
+                f"{place_suffix(ctx.place(path + ('paginator',)))}; as in Airbyte, only JsonDecoder, XmlDecoder "
+                "and a GzipDecoder of JsonDecoder can be paged: remove the paginator or change the `decoder`")
+        decoder = ctx.build(model.decoder, path + ("decoder",))
+        if isinstance(selector, RecordSelector) and isinstance(selector.extractor, DpathExtractor):
+            selector = dataclasses.replace(selector, extractor=selector.extractor.with_decoder(decoder))
+        if decoder.streamed and hasattr(requester, "stream"):
+            requester = dataclasses.replace(requester, stream=True)
     return Retriever(
-        requester=ctx.build(model.requester, path + ("requester",)),
-        selector=ctx.build(model.record_selector, path + ("record_selector",)),
+        requester=requester,
+        selector=selector,
         paginator=ctx.build(paginator_model, path + ("paginator",)),
         parameters=model.parameters,
         slice_options_on_every_page=not model.ignore_stream_slicer_parameters_on_paginated_requests,
         decode=ctx.build(model.decoder, path + ("decoder",)).decoded if isinstance(model.decoder, CustomDecoder)
         else None,
+        decoder=decoder,
     )
 
 

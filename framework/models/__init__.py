@@ -41,6 +41,15 @@ from framework.models.custom import (
     CustomTransformation,
     CustomValidationStrategy,
 )
+from framework.models.decoders import (
+    CsvDecoder,
+    GzipDecoder,
+    IterableDecoder,
+    JsonItemsDecoder,
+    JsonlDecoder,
+    XmlDecoder,
+    ZipfileDecoder,
+)
 from framework.models.error_handling import (
     CompositeErrorHandler,
     ConstantBackoffStrategy,
@@ -90,6 +99,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     CustomPartitionRouter, CustomRecordExtractor, CustomRecordFilter, CustomRequester, CustomRetriever,
     CustomSchemaLoader, CustomSchemaNormalization, CustomStateMigration, CustomTransformation,
     CustomConfigTransformation, CustomValidationStrategy, CustomDecoder,
+    JsonlDecoder, CsvDecoder, XmlDecoder, GzipDecoder, ZipfileDecoder, IterableDecoder, JsonItemsDecoder,  # decoders
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -103,8 +113,7 @@ UNSUPPORTED: dict[str, str] = {
         "ConfigComponentsResolver", "IncrementingCountCursor", "GroupingPartitionRouter",
         "UnionPartitionRouter", "CartesianProductStreamSlicer", "DatetimeStreamSlicer",
         "SubstreamSlicer", "ListStreamSlicer", "SingleSlice", "JwtAuthenticator",
-        "LegacySessionTokenAuthenticator", "RateLimitedMultipleTokenAuthenticator", "XmlDecoder",
-        "CsvDecoder", "JsonlDecoder", "GzipDecoder", "IterableDecoder", "ZipfileDecoder", "JsonItemsDecoder",
+        "LegacySessionTokenAuthenticator", "RateLimitedMultipleTokenAuthenticator",
         "DynamicSchemaLoader", "KeysToLower", "KeysToSnakeCase", "FlattenFields", "DpathFlattenFields",
         "KeysReplace", "ComponentMappingDefinition", "LegacyToPerPartitionStateMigration",
         "HTTPAPIBudget", "PropertiesFromEndpoint", "QueryProperties", "RecordExpander",

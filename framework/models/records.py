@@ -15,7 +15,7 @@ from framework.models.custom import (
     CustomSchemaNormalization,
     CustomTransformation,
 )
-from framework.models.requests import JsonDecoder
+from framework.models.decoders import Decoder
 
 
 class DpathExtractor(Component):
@@ -28,7 +28,9 @@ class DpathExtractor(Component):
         ["data", "*", "items"],
         template=BASE,
     )
-    decoder: JsonDecoder | None = spec("How responses are read.", {"type": "JsonDecoder"}, None)
+    decoder: Decoder | None = spec(
+        "Ignored, as Airbyte ignores it here: the retriever's `decoder` reads every response of the stream.",
+        {"type": "JsonDecoder"}, None)
 
 
 class RecordFilter(Component):

@@ -38,6 +38,8 @@ GROUPS: tuple[tuple[str, str, str], ...] = (
     ("framework.models.requests", "Requests", "Where requests go and what they carry."),
     ("framework.models.auth", "Authentication", "How a request proves who is asking."),
     ("framework.models.pagination", "Pagination", "How the next page is asked for and when to stop."),
+    ("framework.models.decoders", "Response formats",
+     "How a response body is read: JSON, JSON lines, CSV, XML, lines of text, gzip, zip."),
     ("framework.models.records", "Records and schemas",
      "Where records are in a response, which are kept, how they are changed, and their schema."),
     ("framework.models.error_handling", "Error handling", "Which responses are errors, and how long to wait."),

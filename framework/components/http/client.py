@@ -109,6 +109,8 @@ class HttpClient:
                 if resolution.action == "SUCCESS":
                     return response
                 if resolution.action == "IGNORE":
+                    if response is not None:
+                        response.close()  # a streamed body left unread
                     return None
                 if resolution.action not in _RETRYING:
                     raise self._failure(resolution, response, error)
@@ -130,6 +132,8 @@ class HttpClient:
                 self._finish(exc, request)
                 raise
             waited += wait
+            if response is not None:
+                response.close()  # a streamed body left unread
             self.sleep(wait)
 
     # -- one attempt ----------------------------------------------------------------

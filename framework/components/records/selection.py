@@ -11,7 +11,7 @@ list is returned as it is.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,6 +87,12 @@ class RecordSelector:
         """
         page = self.extractor.extract(response)
         return page, self._select(page, variables)
+
+    def select_batches(self, response: HttpResponse,
+                       variables: Mapping[str, Any]) -> Iterator[tuple[list[dict], list[dict]]]:
+        """``(batch, records)`` as :meth:`select_page`, batch by batch as a streamed response format reads them."""
+        for batch in self.extractor.extract_batches(response):
+            yield batch, self._select(batch, variables)
 
     def _select(self, records: list[dict], variables: Mapping[str, Any]) -> list[dict]:
         if not records:
