@@ -54,8 +54,8 @@ from framework.models import decoders as models
 
 log = logging.getLogger(__name__)
 
-BATCH_BYTES = 1 << 20  # lines and rows are handed out in batches of about this many bytes of body
-BATCH_ROWS = 10_000  # CSV rows per batch
+BATCH_BYTES = 1 << 18  # lines are handed out in batches of about this many bytes of body
+BATCH_ROWS = 4_000  # CSV rows per batch
 GZIP_MAGIC = b"\x1f\x8b"
 
 Body = IO[bytes]
@@ -81,7 +81,7 @@ BODY_ERRORS: tuple[type[Exception], ...] = (
 
 
 def _loads(data: bytes | str) -> Any:
-    """JSON with orjson, and Python's json for what orjson refuses but JSON readers take (NaN, huge integers)."""
+    """JSON with orjson, and Python's json for what orjson refuses but Python's reader takes (NaN, Infinity)."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
