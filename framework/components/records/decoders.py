@@ -37,11 +37,12 @@ import gzip
 import io
 import json
 import logging
+import re
 import zipfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import islice, repeat
+from itertools import chain, islice, repeat
 from typing import IO, Any, Protocol, cast
 from xml.parsers.expat import ExpatError
 
@@ -57,6 +58,8 @@ log = logging.getLogger(__name__)
 BATCH_BYTES = 1 << 18  # lines are handed out in batches of about this many bytes of body
 BATCH_ROWS = 4_000  # CSV rows per batch
 GZIP_MAGIC = b"\x1f\x8b"
+# characters besides `\n` (and `\r`) at which str.splitlines splits, though a CSV line does not end there
+_OTHER_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 Body = IO[bytes]
 
@@ -129,9 +132,8 @@ class JsonLines:
 
 
 def _json_lines(lines: list[bytes]) -> list[Any]:
-    loads = orjson.loads
     try:
-        return [loads(line) for line in lines]
+        return list(map(orjson.loads, lines))
     except orjson.JSONDecodeError:
         pass
     documents = []
@@ -170,8 +172,8 @@ class CsvRows:
     streamed: bool = True
 
     def batches(self, body: Body) -> Iterator[list[Any]]:
-        text = io.TextIOWrapper(body, encoding=self.encoding)
-        reader = csv.reader(text, delimiter=self.delimiter)
+        text = io.TextIOWrapper(body, encoding=self.encoding)  # universal newlines, as Airbyte reads it
+        reader = csv.reader(chain.from_iterable(_text_lines(text)), delimiter=self.delimiter)
         header = next(reader, None)
         if header is None:
             return
@@ -189,6 +191,27 @@ class CsvRows:
                 documents = [{k: (None if v in to_none else v) for k, v in row.items()}  # type: ignore[misc]
                              for row in documents]
             yield documents
+
+
+def _text_lines(text: io.TextIOWrapper) -> Iterator[list[str]]:
+    """The text's lines (each with its ``\n``) a block at a time: the CSV reader takes a list of lines far faster
+    than it reads a text file line by line."""
+    rest = ""
+    while True:
+        block = text.read(BATCH_BYTES)
+        if not block:
+            break
+        block = rest + block
+        if _OTHER_BREAKS.search(block) is None:  # then str.splitlines splits at `\n` only (`\r` is `\n` by now)
+            lines = block.splitlines(True)
+            rest = lines.pop() if not lines[-1].endswith("\n") else ""
+        else:
+            parts = block.split("\n")
+            rest = parts.pop()
+            lines = [part + "\n" for part in parts]
+        yield lines
+    if rest:
+        yield [rest]
 
 
 def _short_row(header: list[str], row: list[str]) -> dict:

@@ -132,6 +132,8 @@ def find_records(body: Any, field_path: tuple[str, ...]) -> list[Any]:
 def records_of(documents: list[Any], field_path: tuple[str, ...]) -> list[Any]:
     """What ``field_path`` selects in each of a decoder's documents, as Airbyte's DpathExtractor reads them:
     a list found gives its items, anything else one record unless it is empty (``{}``, null, ``""``)."""
+    if not field_path and set(map(type, documents)) == {dict} and all(documents):
+        return documents  # the usual case, JSON lines or CSV rows: no Python work per record
     found: list[Any] = []
     if not field_path:
         append = found.append
@@ -185,7 +187,11 @@ class DpathExtractor:
         body = response.body()
         try:
             for documents in decoder.batches(body):
-                yield self._checked(records_of(documents, self.field_path), response)
+                records = records_of(documents, self.field_path)
+                if not records or set(map(type, records)) == {dict}:
+                    yield records
+                else:
+                    yield self._checked(records, response)
         except DecodeError as exc:
             exc.with_context(request=response.request.describe(self.mask), place=self.place)
             raise

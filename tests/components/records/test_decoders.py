@@ -109,6 +109,11 @@ def test_values_set_to_none_encoding_and_quoted_newlines():
                                     {"nom": "Léa", "ville": None, "note": "x"}]
 
 
+def test_line_separators_other_than_newline_stay_inside_their_field():
+    body = 'a,b\n"x\u2028y",p\x0cq\n"m\nn",z\n'.encode()
+    assert extract(models.CsvDecoder(), body) == [{"a": "x\u2028y", "b": "p\x0cq"}, {"a": "m\nn", "b": "z"}]
+
+
 def test_csv_rows_come_in_bounded_batches(monkeypatch):
     monkeypatch.setattr(decoders, "BATCH_ROWS", 3)
     body = b"n\n" + b"".join(b"%d\n" % i for i in range(10))
