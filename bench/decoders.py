@@ -32,13 +32,14 @@ import orjson
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from requests.structures import CaseInsensitiveDict  # noqa: E402
+
 from framework.components.http.request import HttpRequest  # noqa: E402
 from framework.components.http.transport import HttpResponse  # noqa: E402
 from framework.components.records import RecordSelector  # noqa: E402
 from framework.components.records.decoders import decoder_of  # noqa: E402
 from framework.components.records.extraction import DpathExtractor  # noqa: E402
 from framework.models import decoders as models  # noqa: E402
-from requests.structures import CaseInsensitiveDict  # noqa: E402
 
 PAGE = 1000
 HEADERS: CaseInsensitiveDict[str] = CaseInsensitiveDict({"Content-Type": "application/octet-stream"})
@@ -142,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         ("JSON (pages of 1,000)", sum(map(len, pages)), lambda: read_json_pages(pages)),
         ("JsonlDecoder", len(lines), lambda: reader(models.JsonlDecoder())(lines)),
         ("CsvDecoder", len(table), lambda: reader(models.CsvDecoder())(table)),
-        ("GzipDecoder(JsonlDecoder)", len(packed), lambda: reader(models.GzipDecoder(decoder=models.JsonlDecoder()))(packed)),
+        ("GzipDecoder(JsonlDecoder)", len(packed),
+         lambda: reader(models.GzipDecoder(decoder=models.JsonlDecoder()))(packed)),
     ]
     print(f"{args.records:,} records, best of {args.runs}; load average {os.getloadavg()[0]:.2f} "
           f"on {os.cpu_count()} CPUs")
