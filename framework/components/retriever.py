@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 from framework.components.http.request import RequestParts
 from framework.components.http.requester import Requester
 from framework.components.http.transport import HttpResponse
-from framework.components.pagination import Paginator
+from framework.components.pagination import NoPaginator, Paginator
 from framework.components.records import DpathExtractor, RecordSelector
 from framework.components.records.decoders import ResponseDecoder, XmlDocument, pagination_capable
 from framework.components.registry import BuildContext, builds
@@ -78,7 +78,7 @@ class Retriever:
                     more = pager.advance(response.with_json({}), page, variables)
                 else:
                     page, records = self.selector.select_page(response, page_variables)
-                    if isinstance(decoder, XmlDocument):
+                    if isinstance(decoder, XmlDocument) and not isinstance(self.paginator, NoPaginator):
                         response = response.with_json(decoder.pagination_body(response.content))
                     more = pager.advance(response, page, variables)  # judged by the page as the API sent it
             except ReadError as exc:  # the body may echo a token: mask it again, with the credentials too
@@ -123,11 +123,12 @@ def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> R
                 f"a DefaultPaginator cannot read {model.decoder.type} responses"
                 f"{place_suffix(ctx.place(path + ('paginator',)))}; as in Airbyte, only JsonDecoder, XmlDecoder "
                 "and a GzipDecoder of JsonDecoder can be paged: remove the paginator or change the `decoder`")
-        decoder = ctx.build(model.decoder, path + ("decoder",))
         if isinstance(selector, RecordSelector) and isinstance(selector.extractor, DpathExtractor):
+            decoder = ctx.build(model.decoder, path + ("decoder",))
             selector = dataclasses.replace(selector, extractor=selector.extractor.with_decoder(decoder))
-        if decoder.streamed and hasattr(requester, "stream"):
-            requester = dataclasses.replace(requester, stream=True)
+            if decoder.streamed:
+                requester = dataclasses.replace(requester, stream=True)
+        # else a custom extractor, which reads the response its own way
     return Retriever(
         requester=requester,
         selector=selector,

@@ -89,3 +89,14 @@ def test_a_paginator_over_a_streamed_format_is_refused_with_its_place(run, fake_
     with pytest.raises(FrameworkError, match="DefaultPaginator cannot read `CsvDecoder` responses"):
         run(source(built))
     assert fake_api.received() == []
+
+
+def test_an_error_handler_that_reads_the_body_of_a_streamed_response_leaves_it_to_the_decoder(run, fake_api):
+    fake_api.route("GET", "/events.jsonl", Reply(200, jsonl(EVENTS[:5])))
+    built = with_decoder({"type": "JsonlDecoder"}, "/events.jsonl")
+    built["retriever"]["requester"]["error_handler"] = {
+        "type": "DefaultErrorHandler",
+        "response_filters": [{"type": "HttpResponseFilter", "action": "FAIL", "error_message_contains": "quota"}]}
+    result = run(source(built))
+    assert not result.failed, result.output
+    assert result.records("events") == EVENTS[:5]
