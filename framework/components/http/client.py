@@ -103,6 +103,7 @@ class HttpClient:
             if may_refresh and response is not None and response.status == 401:
                 may_refresh = False
                 if self.authenticator is not None and self.authenticator.refresh():
+                    response.close()  # a streamed body left unread
                     continue
             try:
                 resolution = handler.interpret(response, error)

@@ -103,3 +103,27 @@ def test_a_streamed_response_is_read_only_when_asked_with_content_encoding_undon
         unread = transport.send(HttpRequest("GET", api.url + "/export", stream=True))
         unread.close()  # let go without reading: the next request still gets an answer
         assert transport.send(HttpRequest("GET", api.url + "/missing")).status == 404
+
+
+def test_a_connection_that_breaks_while_a_streamed_body_is_read_is_a_transport_error():
+    import requests
+
+    from framework.components.http.transport import _streamed_body
+    from framework.errors import TransportError
+
+    class Broken(requests.Response):
+        closed_by_us = False
+
+        def iter_content(self, chunk_size=1, decode_unicode=False):
+            yield b'{"id": 1}\n'
+            raise requests.exceptions.ChunkedEncodingError("Connection broken: IncompleteRead")
+
+        def close(self):
+            Broken.closed_by_us = True
+
+    body = _streamed_body(Broken())
+    assert body.readline() == b'{"id": 1}\n'
+    with pytest.raises(TransportError, match="while the response body was read: Connection broken"):
+        body.read()
+    body.close()
+    assert Broken.closed_by_us
