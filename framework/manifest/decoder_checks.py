@@ -6,7 +6,7 @@
 * a retriever whose ``decoder`` Airbyte will not page (anything but JSON, XML, or JSON in
   gzip) cannot have a ``DefaultPaginator``: airbyte-cdk refuses the stream;
 * ``decoder`` on an extractor or a paginator is ignored, as in Airbyte (the retriever's
-  is the one that reads the responses): a warning.
+  is the one that reads the responses): a warning when it names another format.
 """
 
 from __future__ import annotations
@@ -60,12 +60,24 @@ def decoder_checks(sites: list[Site], place: Placement) -> Iterator[Diagnostic]:
                     f"this stream (only {PAGEABLE} can be paged)",
                     "remove the paginator (a streamed format is read whole, in bounded memory) or change "
                     "the retriever's `decoder`")
-        if site.model in (DpathExtractor, DefaultPaginator, CursorPagination) and isinstance(data.get("decoder"), dict):
+        legacy = data.get("decoder") if site.model in (DpathExtractor, DefaultPaginator, CursorPagination) else None
+        if isinstance(legacy, dict) and legacy.get("type") != _retriever_format(sites, site.path):
             yield place.diagnostic(
                 site.path + ("decoder",), "ignored-decoder",
                 f"`decoder` on {site.model.type_name()} is ignored, as in Airbyte: the retriever's `decoder` reads "
                 "every response of the stream", "move it to the SimpleRetriever's `decoder`",
                 severity="warning", key=True)
+
+
+def _retriever_format(sites: list[Site], path: tuple) -> Any:
+    """The decoder type of the retriever that holds ``path`` (JsonDecoder when it sets none)."""
+    owner = None
+    for site in sites:
+        if site.model is SimpleRetriever and path[:len(site.path)] == site.path:
+            if owner is None or len(site.path) > len(owner.path):
+                owner = site
+    decoder = owner.data.get("decoder") if owner is not None else None
+    return decoder.get("type") if isinstance(decoder, dict) else "JsonDecoder"
 
 
 def _pageable(decoder: dict[str, Any]) -> bool:

@@ -64,3 +64,4 @@ def test_a_decoder_on_the_extractor_is_ignored_with_a_warning():
     [problem] = check("{type: JsonDecoder}", extractor=", decoder: {type: CsvDecoder}")
     assert (problem.code, problem.severity) == ("ignored-decoder", "warning")
     assert "SimpleRetriever" in problem.fix
+    assert not check("{type: CsvDecoder}", extractor=", decoder: {type: CsvDecoder}")  # the same: no word
