@@ -11,8 +11,11 @@ every batch counted. Prints records/s per format and its ratio to JSON; the best
 of ``--runs`` is kept.
 
 ``--big-mb`` then streams a generated JSON-lines body of that many MiB (made
-while it is read, never held) through the gzip-or-plain JSON-lines path and
-prints the peak RSS before and after: a flat peak is the bounded-memory claim.
+while it is read, never held) through the JSON-lines path and prints the peak
+RSS before and after: a flat peak is the bounded-memory claim. ``--http-mb``
+does it end to end: a local HTTP server (a thread here) sends that many MiB
+of JSON lines, made as they are sent, to ``run-manifest --protocol`` (its own
+process, stdout counted and dropped); its peak RSS is its ``VmHWM`` in /proc.
 """
 
 from __future__ import annotations
@@ -21,11 +24,16 @@ import argparse
 import csv
 import gzip
 import io
+import json
 import os
 import resource
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import orjson
@@ -127,11 +135,92 @@ def big_body(megabytes: int) -> None:
           f"({count / seconds:,.0f} records/s); peak RSS {before:.0f} MiB before, {peak_rss_mib():.0f} MiB after")
 
 
+MANIFEST = {
+    "version": "6.7.0", "type": "DeclarativeSource",
+    "check": {"type": "CheckStream", "stream_names": ["export"]},
+    "streams": [{
+        "type": "DeclarativeStream", "name": "export", "primary_key": "id",
+        "schema_loader": {"type": "InlineSchemaLoader", "schema": {"type": "object", "properties": {}}},
+        "retriever": {
+            "type": "SimpleRetriever", "decoder": {"type": "JsonlDecoder"},
+            "requester": {"type": "HttpRequester", "url_base": "{{ config['base_url'] }}", "path": "/export.jsonl"},
+            "record_selector": {"type": "RecordSelector", "extractor": {"type": "DpathExtractor", "field_path": []}},
+        },
+    }],
+    "spec": {"type": "Spec", "connection_specification": {"type": "object", "properties": {}}},
+}
+
+
+def http_body(megabytes: int) -> bool:
+    block = b"".join(orjson.dumps(r) + b"\n" for r in make_records(10_000))
+    blocks = max(1, (megabytes << 20) // len(block))
+
+    class Export(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802 - the http.server API
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-ndjson")
+            self.send_header("Content-Length", str(blocks * len(block)))
+            self.end_headers()
+            for _ in range(blocks):
+                self.wfile.write(block)
+
+        def log_message(self, *args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Export)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            manifest, config = os.path.join(folder, "manifest.json"), os.path.join(folder, "config.json")
+            with open(manifest, "w") as handle:
+                json.dump(MANIFEST, handle)
+            with open(config, "w") as handle:
+                json.dump({"base_url": f"http://127.0.0.1:{server.server_address[1]}"}, handle)
+            started = time.perf_counter()
+            process = subprocess.Popen([sys.executable, "-m", "framework.cli.run", manifest, "--config", config,
+                                        "--protocol"], stdout=subprocess.PIPE, cwd=folder)
+            assert process.stdout is not None
+            peak = [0]
+            watcher = threading.Thread(target=_watch_hwm, args=(process.pid, peak), daemon=True)
+            watcher.start()
+            stdout, records = process.stdout, 0
+            while lines := stdout.readlines(1 << 20):
+                records += sum(line.startswith(b'{"type":"RECORD"') for line in lines)
+            status = process.wait()
+            seconds = time.perf_counter() - started
+    finally:
+        server.shutdown()
+    expected = blocks * 10_000
+    print(f"\nrun-manifest --protocol over HTTP, {blocks * len(block) / (1 << 20):,.0f} MiB of JSON lines: "
+          f"{records:,} records (of {expected:,}) in {seconds:.1f} s ({records / seconds:,.0f} records/s), "
+          f"exit {status}, peak RSS {peak[0] / 1024:.0f} MiB")
+    return status == 0 and records == expected
+
+
+def _watch_hwm(pid: int, peak: list[int]) -> None:
+    """The child's peak RSS (``VmHWM``, kB) as /proc shows it, until it exits (``wait4``'s would count the
+    memory of this process, which the child was forked from)."""
+    path = f"/proc/{pid}/status"
+    while True:
+        try:
+            with open(path) as handle:
+                for line in handle:
+                    if line.startswith("VmHWM:"):
+                        peak[0] = max(peak[0], int(line.split()[1]))
+        except (FileNotFoundError, ProcessLookupError, ValueError):
+            return
+        time.sleep(0.05)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--big-mb", type=int, default=0, help="then stream a JSON-lines body of this many MiB")
+    parser.add_argument("--http-mb", type=int, nargs="*", default=[],
+                        help="then read JSON-lines bodies of these many MiB over HTTP with run-manifest --protocol")
     args = parser.parse_args(argv)
 
     records = make_records(args.records)
@@ -160,7 +249,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<28}{size / (1 << 20):>10.1f}{seconds:>10.3f}{rate:>14,.0f}{rate / base:>9.2f}")
     if args.big_mb:
         big_body(args.big_mb)
-    return 0
+    failed = [megabytes for megabytes in args.http_mb if not http_body(megabytes)]
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
