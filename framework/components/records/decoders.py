@@ -137,11 +137,15 @@ def _json_lines(lines: list[bytes]) -> list[Any]:
     except orjson.JSONDecodeError:
         pass
     documents = []
+    skipped: list[bytes] = []
     for line in lines:  # again, one by one, to skip the bad ones
         try:
             documents.append(_loads(line))
         except ValueError:
-            log.warning("skipped a response line that is not JSON: %r", line[:100])
+            skipped.append(line)
+    if skipped:
+        shown = ", ".join(repr(line[:60]) for line in skipped[:3]) + (", ..." if len(skipped) > 3 else "")
+        log.warning("skipped %d response line(s) that are not JSON: %s", len(skipped), shown)
     return documents
 
 
