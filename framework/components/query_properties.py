@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 #: What one request of a page answered: the response (None when the error handler ignored it), the records
 #: as the API sent them, and the records the selector kept.
-Fetched = tuple["HttpResponse | None", list[dict], list[dict]]
+Fetched = tuple["HttpResponse | None", "list[dict] | None", list[dict]]  # page None: a streamed body left unread
 
 
 @dataclass(frozen=True)
@@ -218,7 +218,7 @@ class QueryPropertiesReader:
         Answers the last chunk's response and page (what the paginator reads) and the merged records.
         """
         response: HttpResponse | None = None
-        page: list[dict] = []
+        page: list[dict] | None = []  # never None here: query properties read bodies whole
         kept: list[list[dict]] = []
         for chunk in self.chunks():
             chunk_slice = StreamSlice(stream_slice.partition, stream_slice.cursor_slice, {"query_properties": chunk})

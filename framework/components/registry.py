@@ -43,6 +43,7 @@ _MODULES = (
     "framework.components.records.dynamic_schema",
     "framework.components.records.file_extraction",
     "framework.components.records.file_upload",
+    "framework.components.records.decoders",
     "framework.components.incremental",
     "framework.components.partitions",
     "framework.components.http.requester",

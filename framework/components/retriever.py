@@ -3,7 +3,9 @@
 The loop fits on one screen on purpose: build the request, let the slice
 (cursor window, partition) and the pager add their values, send, select the
 records, ask the pager for the next page. Records come out one page at a time
-(a list per page), so callers move them in batches.
+(a list per page), so callers move them in batches. A streamed response
+format (the retriever's ``decoder``: CSV, JSON lines, gzip...) hands out one
+page's records in bounded batches as the body streams in.
 
 Pagination restarts (Airbyte's ``pagination_reset``) when the error handler
 answers RESET_PAGINATION, or when ``limits.number_of_records`` records were read
@@ -17,6 +19,7 @@ restarted pages may send some again), as in Airbyte.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -34,14 +37,17 @@ from framework.components.http.client import (
 from framework.components.http.request import RequestParts
 from framework.components.http.requester import Requester
 from framework.components.http.transport import HttpResponse
-from framework.components.pagination import Paginator
+from framework.components.pagination import NoPaginator, Paginator
 from framework.components.query_properties import Fetched, QueryPropertiesReader, build_query_properties
-from framework.components.records import RecordSelector
+from framework.components.records import DpathExtractor, RecordSelector
+from framework.components.records.decoders import ResponseDecoder, XmlDocument, pagination_capable
 from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
-from framework.errors import InterpolationError, ReadError
+from framework.errors import ConfigError, InterpolationError, ReadError, place_suffix
 from framework.models import (
     CustomDecoder,
+    DefaultPaginator,
+    JsonDecoder,
     NoPagination,
     PageSizeReduction,
     PaginationReset,
@@ -289,6 +295,7 @@ class Retriever:
     resets: PaginationResets = _RESET_BY_DEFAULT
     page_sizes: PageSizes | None = None
     windows: WindowSplits | None = None
+    decoder: ResponseDecoder | None = None  # a response format other than JSON (the selector reads with it)
 
     def read(self, stream_slice: StreamSlice, config: Mapping[str, Any], *,
              slice_options: SliceOptions = _no_options,
@@ -346,7 +353,21 @@ class Retriever:
                     yield records
                 return
             try:
-                more = pager.advance(response, page, variables)  # judged by the page as the API sent it
+                decoder = self.decoder
+                if page is None:  # a streamed body, left unread by `_fetch`: its records in batches as it comes
+                    page = []
+                    for batch, records in self.selector.select_batches(response, page_variables):
+                        page = batch
+                        if records:
+                            yield records
+                    records = []
+                    # as in Airbyte, paginators do not see a streamed body (only JSON in gzip may be paged:
+                    # one batch, so `page` is the whole page)
+                    more = pager.advance(response.with_json({}), page, variables)
+                else:
+                    if isinstance(decoder, XmlDocument) and not isinstance(self.paginator, NoPaginator):
+                        response = response.with_json(decoder.pagination_body(response.content))
+                    more = pager.advance(response, page, variables)  # judged by the page as the API sent it
             except (ReadError, InterpolationError) as exc:
                 raise self._failure(exc, response) from None
             if reducer is not None:  # after `advance`, which judged the page by the size it was asked with
@@ -377,6 +398,8 @@ class Retriever:
             return None, [], []
         if self.decode is not None:
             response = self.decode(response)
+        if self.decoder is not None and self.decoder.streamed and self.query_properties is None:
+            return response, None, []  # the caller reads the body in batches as it streams in
         try:
             page, records = self.selector.select_page(response, variables)
         except (ReadError, InterpolationError) as exc:
@@ -410,9 +433,24 @@ def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> R
     paginator_model = model.paginator
     if paginator_model is None:
         paginator_model = NoPagination()
+    requester = ctx.build(model.requester, path + ("requester",))
+    selector = ctx.build(model.record_selector, path + ("record_selector",))
+    decoder: ResponseDecoder | None = None
+    if model.decoder is not None and not isinstance(model.decoder, (CustomDecoder, JsonDecoder)):
+        if isinstance(paginator_model, DefaultPaginator) and not pagination_capable(model.decoder):
+            raise ConfigError(
+                f"a DefaultPaginator cannot read {model.decoder.type} responses"
+                f"{place_suffix(ctx.place(path + ('paginator',)))}; as in Airbyte, only JsonDecoder, XmlDecoder "
+                "and a GzipDecoder of JsonDecoder can be paged: remove the paginator or change the `decoder`")
+        if isinstance(selector, RecordSelector) and isinstance(selector.extractor, DpathExtractor):
+            decoder = ctx.build(model.decoder, path + ("decoder",))
+            selector = dataclasses.replace(selector, extractor=selector.extractor.with_decoder(decoder))
+            if decoder.streamed:
+                requester = dataclasses.replace(requester, stream=True)
+        # else a custom extractor, which reads the response its own way
     return Retriever(
-        requester=ctx.build(model.requester, path + ("requester",)),
-        selector=ctx.build(model.record_selector, path + ("record_selector",)),
+        requester=requester,
+        selector=selector,
         paginator=ctx.build(paginator_model, path + ("paginator",)),
         parameters=model.parameters,
         slice_options_on_every_page=not model.ignore_stream_slicer_parameters_on_paginated_requests,
@@ -422,6 +460,7 @@ def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> R
         resets=_resets(model.pagination_reset, ctx.place(path + ("pagination_reset",))),
         page_sizes=_page_sizes(model.page_size_reduction, ctx, path + ("page_size_reduction",)),
         windows=_windows(model.request_window_splitting, ctx.place(path + ("request_window_splitting",))),
+        decoder=decoder,
     )
 
 

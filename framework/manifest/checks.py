@@ -18,6 +18,7 @@ from framework.diagnostics import Diagnostic
 from framework.interpolation import DEPRECATED_VARIABLES, VARIABLES, TemplateEngine, analyze_template
 from framework.manifest.components import Placement, Site, field_aliases
 from framework.manifest.custom_checks import custom_checks
+from framework.manifest.decoder_checks import decoder_checks
 from framework.manifest.query_properties_checks import query_properties_checks
 from framework.models import (
     REGISTRY,
@@ -42,6 +43,7 @@ def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str
             found.extend(_graphql_checks(site, place))
     found.extend(_stream_checks(sites, data, place, manifest_dir))
     found.extend(query_properties_checks(sites, place))
+    found.extend(decoder_checks(sites, place))
     if manifest_dir is not None:  # custom components are read from files beside the manifest
         found.extend(custom_checks(sites, place, manifest_dir))
     return found

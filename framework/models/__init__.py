@@ -41,6 +41,15 @@ from framework.models.custom import (
     CustomTransformation,
     CustomValidationStrategy,
 )
+from framework.models.decoders import (
+    CsvDecoder,
+    GzipDecoder,
+    IterableDecoder,
+    JsonItemsDecoder,
+    JsonlDecoder,
+    XmlDecoder,
+    ZipfileDecoder,
+)
 from framework.models.error_handling import (
     CompositeErrorHandler,
     ConstantBackoffStrategy,
@@ -134,6 +143,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     RecordExpander, ParentFieldPath,  # transformations: the extractor's expander
     DynamicSchemaLoader, SchemaTypeIdentifier, TypesMap, ComplexFieldType,  # dynamic schemas
     ResponseToFileExtractor, FileUploader,  # files
+    JsonlDecoder, CsvDecoder, XmlDecoder, GzipDecoder, ZipfileDecoder, IterableDecoder, JsonItemsDecoder,  # decoders
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -148,9 +158,6 @@ _OLD_NAME = "declined: an old name Airbyte's language no longer has; {}"
 #: ``declined`` with the reason otherwise. tests/models/test_airbyte_types.py compares this and
 #: :data:`REGISTRY` with Airbyte's schema file.
 UNSUPPORTED: dict[str, str] = {
-    **{name: _ISSUE_15.format("response formats") for name in (
-        "XmlDecoder", "CsvDecoder", "JsonlDecoder", "GzipDecoder", "IterableDecoder", "ZipfileDecoder",
-        "JsonItemsDecoder")},
     **{name: _ISSUE_16.format("streams made from the API or the config") for name in (
         "DynamicDeclarativeStream", "HttpComponentsResolver", "ConfigComponentsResolver",
         "ParametrizedComponentsResolver", "ComponentMappingDefinition", "StreamConfig",

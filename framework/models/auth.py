@@ -157,7 +157,9 @@ class SessionTokenAuthenticator(Component):
     request_authentication: SessionTokenUse = spec(
         "How the token is sent on the data requests.", {"type": "Bearer"}
     )
-    decoder: JsonDecoder | None = spec("How the login response is read.", {"type": "JsonDecoder"}, None)
+    decoder: LoginDecoder | None = spec(
+        "How the login response is read (JSON when left out).", {"type": "XmlDecoder"}, None
+    )
 
 
 class SelectiveAuthenticator(Component):
@@ -183,4 +185,5 @@ Authenticator = Annotated[
 
 # Last, because requests imports this module (an HttpRequester has an authenticator, and a session
 # token authenticator has a login HttpRequester): pydantic resolves the names above from here.
-from framework.models.requests import HttpRequester, JsonDecoder, RequestOption  # noqa: E402
+from framework.models.decoders import LoginDecoder  # noqa: E402
+from framework.models.requests import HttpRequester, RequestOption  # noqa: E402

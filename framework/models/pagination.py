@@ -8,7 +8,8 @@ from pydantic import Field, model_validator
 
 from framework.models.base import BASE, RESPONSE, Component, spec
 from framework.models.custom import CustomPaginationStrategy
-from framework.models.requests import JsonDecoder, RequestOption, RequestPath
+from framework.models.decoders import Decoder
+from framework.models.requests import RequestOption, RequestPath
 
 
 class CursorPagination(Component):
@@ -31,7 +32,9 @@ class CursorPagination(Component):
     page_size: int | str | None = spec(
         "Records asked for per page; a template must render an integer.", 100, None, template=BASE, result="integer"
     )
-    decoder: JsonDecoder | None = spec("How responses are read.", {"type": "JsonDecoder"}, None)
+    decoder: Decoder | None = spec(
+        "Ignored, as Airbyte ignores it here: the retriever's `decoder` reads every response of the stream.",
+        {"type": "JsonDecoder"}, None)
 
 
 class PageIncrement(Component):
@@ -87,7 +90,9 @@ class DefaultPaginator(Component):
         {"type": "RequestOption", "inject_into": "request_parameter", "field_name": "per_page"},
         None,
     )
-    decoder: JsonDecoder | None = spec("How responses are read.", {"type": "JsonDecoder"}, None)
+    decoder: Decoder | None = spec(
+        "Ignored, as Airbyte ignores it here: the retriever's `decoder` reads every response of the stream.",
+        {"type": "JsonDecoder"}, None)
 
 
 class NoPagination(Component):

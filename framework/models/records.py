@@ -14,7 +14,7 @@ from framework.models.custom import (
     CustomSchemaLoader,
     CustomSchemaNormalization,
 )
-from framework.models.requests import JsonDecoder
+from framework.models.decoders import Decoder
 from framework.models.transformations import (  # noqa: F401  (importable from here as before)
     AddedFieldDefinition,
     AddFields,
@@ -34,7 +34,9 @@ class DpathExtractor(Component):
         ["data", "*", "items"],
         template=BASE,
     )
-    decoder: JsonDecoder | None = spec("How responses are read.", {"type": "JsonDecoder"}, None)
+    decoder: Decoder | None = spec(
+        "Ignored, as Airbyte ignores it here: the retriever's `decoder` reads every response of the stream.",
+        {"type": "JsonDecoder"}, None)
     record_expander: RecordExpander | None = spec(
         "Expands each extracted record into the items of a list inside it.",
         {"type": "RecordExpander", "expand_records_from_field": ["lines"]}, None, default_type="RecordExpander")

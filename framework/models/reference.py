@@ -42,6 +42,8 @@ GROUPS: tuple[tuple[str, str, str], ...] = (
      "What a POST request carries: JSON, a form, text or a GraphQL query."),
     ("framework.models.auth", "Authentication", "How a request proves who is asking."),
     ("framework.models.pagination", "Pagination", "How the next page is asked for and when to stop."),
+    ("framework.models.decoders", "Response formats",
+     "How a response body is read: JSON, JSON lines, CSV, XML, lines of text, gzip, zip."),
     ("framework.models.records", "Records and schemas",
      "Where records are in a response, which are kept, how they are changed, and their schema."),
     ("framework.models.transformations", "Record transformations",

@@ -13,6 +13,7 @@ from pydantic import model_validator
 
 from framework.models.auth import Authenticator
 from framework.models.base import BASE, REQUEST, Component, spec
+from framework.models.decoders import JsonDecoder  # noqa: F401  (its home before the other decoders came)
 from framework.models.error_handling import ErrorHandler
 from framework.models.request_bodies import RequestBody, effective_bodies
 
@@ -58,14 +59,6 @@ class RequestPath(Component):
 
 
 RequestValues = Mapping[str, Any] | str
-
-
-class JsonDecoder(Component):
-    """Reads response bodies as JSON (the default and only decoder supported)."""
-
-    takes_parameters = False
-
-    type: Literal["JsonDecoder"] = spec("Component type.", "JsonDecoder", "JsonDecoder")
 
 
 class HttpRequester(Component):

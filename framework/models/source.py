@@ -15,6 +15,16 @@ from framework.models.custom import (
     CustomRetriever,
     CustomStateMigration,
 )
+from framework.models.decoders import (
+    CsvDecoder,
+    GzipDecoder,
+    IterableDecoder,
+    JsonDecoder,
+    JsonItemsDecoder,
+    JsonlDecoder,
+    XmlDecoder,
+    ZipfileDecoder,
+)
 from framework.models.error_handling import uses_action
 from framework.models.files import FileUploader
 from framework.models.incremental import DatetimeBasedCursor
@@ -29,7 +39,7 @@ from framework.models.pagination import (
 )
 from framework.models.partitions import PartitionRouter
 from framework.models.records import RecordSelector, Transformation
-from framework.models.requests import HttpRequester, JsonDecoder, RequestPath
+from framework.models.requests import HttpRequester, RequestPath
 
 PrimaryKey = str | tuple[str, ...] | tuple[tuple[str, ...], ...]
 
@@ -56,8 +66,10 @@ class SimpleRetriever(Component):
         {"type": "ListPartitionRouter", "values": ["eu", "us"], "cursor_field": "region"},
         None,
     )
-    decoder: Annotated[JsonDecoder | CustomDecoder, Field(discriminator="type")] | None = spec(
-        "How responses are read.", {"type": "JsonDecoder"}, None
+    decoder: Annotated[JsonDecoder | JsonItemsDecoder | XmlDecoder | CsvDecoder | JsonlDecoder | GzipDecoder
+                       | IterableDecoder | ZipfileDecoder | CustomDecoder, Field(discriminator="type")] | None = spec(
+        "The format of the responses (JSON when left out): the extractor reads its documents, the paginator "
+        "its first one.", {"type": "JsonlDecoder"}, None
     )
     ignore_stream_slicer_parameters_on_paginated_requests: bool = spec(
         "Leave the partition's and window's request options off the requests for the second and later pages.",

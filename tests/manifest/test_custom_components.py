@@ -161,7 +161,7 @@ def test_components_in_a_custom_components_keys_are_checked():
     text = MINIMAL.replace("        extractor:\n          field_path: [data]\n", """        extractor:
           class_name: components.Extractor
           inner: {type: DpathExtractor, field_pth: [data]}
-          old: {type: JsonlDecoder}
+          old: {type: AsyncRetriever}
 """)
     codes = {d.code for d in check_manifest_text(text).errors}
     assert {"unknown-field", "unsupported-component"} <= codes

@@ -28,7 +28,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
+from xml.parsers.expat import ExpatError
 
+import xmltodict
 from dateutil.parser import isoparse
 
 from framework.components.http.client import Authenticator, HttpClient
@@ -52,6 +54,7 @@ from framework.errors import (
 )
 from framework.masking import Mask, masking_credentials
 from framework.models import auth as models
+from framework.models.decoders import XmlDecoder
 from framework.temporal.clock import Clock
 from framework.temporal.datetime_formats import parse_datetime
 from framework.temporal.durations import parse_duration
@@ -329,6 +332,14 @@ def _json_object(response: HttpResponse) -> dict | None:
     return body if isinstance(body, dict) else None
 
 
+def _xml_object(response: HttpResponse) -> dict | None:
+    """An XML login response as Airbyte's XmlDecoder reads it (``xmltodict``); None when it is not XML."""
+    try:
+        return dict(xmltodict.parse(response.content)) if response.content.strip() else None
+    except ExpatError:
+        return None
+
+
 def _expiry_of(value: Any, fmt: str | None) -> datetime:
     """An expiry written as a datetime: with ``fmt`` when given, otherwise ISO 8601 (UTC when naive)."""
     if fmt:
@@ -524,8 +535,10 @@ class SessionToken(_RenewedToken):
 
     def __init__(self, login: HttpRequest, login_auth: Authenticator, token_path: tuple[str, ...],
                  lifetime: timedelta | isodate.Duration | None, send: Callable[[RequestParts, str], None],
-                 shown: Callable[[str], tuple[str, ...]], ctx: BuildContext, place: str | None):
+                 shown: Callable[[str], tuple[str, ...]], ctx: BuildContext, place: str | None,
+                 xml: bool = False):
         super().__init__(ctx.clock)
+        self._xml = xml  # the login response is XML (`decoder: XmlDecoder`), not JSON
         self._login = login
         self._login_auth = login_auth
         self._token_path = token_path
@@ -565,9 +578,9 @@ class SessionToken(_RenewedToken):
 
         started = self._clock.now()
         response = _exchange(self._ctx, parts, self._ctx.mask, failed)
-        node: Any = _json_object(response)
+        node: Any = _xml_object(response) if self._xml else _json_object(response)
         if node is None:
-            raise failed("its answer is not a JSON object", None, False)
+            raise failed(f"its answer is not {'an XML document' if self._xml else 'a JSON object'}", None, False)
         for key in self._token_path:
             node = node.get(key) if isinstance(node, dict) else None
         if node is None or isinstance(node, (dict, list)) or node == "":
@@ -627,7 +640,7 @@ def _build_session_token(model: models.SessionTokenAuthenticator, ctx: BuildCont
 
     lifetime = parse_duration(model.expiration_duration) if model.expiration_duration else None
     return SessionToken(request, login_auth, tuple(model.session_token_path), lifetime, send, shown,
-                        ctx, ctx.place(path))
+                        ctx, ctx.place(path), xml=isinstance(model.decoder, XmlDecoder))
 
 
 def _render_body_json(ctx: BuildContext, body: Any, parameters: Mapping[str, Any]) -> Any:

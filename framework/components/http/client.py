@@ -152,6 +152,7 @@ class HttpClient:
             if may_refresh and response is not None and response.status == 401:
                 may_refresh = False
                 if self.authenticator is not None and self.authenticator.refresh():
+                    response.close()  # a streamed body left unread
                     refreshed = True
                     continue
             try:
@@ -160,6 +161,8 @@ class HttpClient:
                 if action == "SUCCESS":
                     return response
                 if action == "IGNORE":
+                    if response is not None:
+                        response.close()  # a streamed body left unread
                     return None
                 if action == "RESET_PAGINATION":
                     said = status_text(response.status) if response is not None else "no response"
@@ -205,6 +208,8 @@ class HttpClient:
             self._log_retry(request, response, error, action, attempt,
                             MAX_RATE_LIMITED_ATTEMPTS if action == "RATE_LIMITED" else handler.max_retries, wait)
             waited += wait
+            if response is not None:
+                response.close()  # a streamed body left unread
             self.sleep(wait)
 
     def _log_retry(self, request: HttpRequest, response: HttpResponse | None, error: TransportError | None,

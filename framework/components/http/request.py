@@ -35,6 +35,7 @@ class HttpRequest:
     headers: Mapping[str, str] = field(default_factory=dict)
     json: Any = None
     data: Any = None  # a mapping (form-encoded) or text
+    stream: bool = False  # receive the body as a stream (a streamed response format: see records/decoders.py)
 
     def full_url(self) -> str:
         if not self.params:
@@ -63,6 +64,7 @@ class RequestParts:
     headers: dict[str, Any] = field(default_factory=dict)
     json: dict[str, Any] | None = None
     data: dict[str, Any] | str | None = None
+    stream: bool = False  # ask the transport for a streamed body
 
     def body_json(self) -> dict[str, Any]:
         if self.json is None:
@@ -80,7 +82,7 @@ class RequestParts:
         url = self.url if self.url is not None else join_url(self.url_base, self.path)
         params = tuple((str(k), _text(v)) for k, v in self.params.items() if v is not None)
         headers = {str(k): _text(v) for k, v in self.headers.items() if v is not None}
-        return HttpRequest(self.method, url, params, headers, self.json, self.data)
+        return HttpRequest(self.method, url, params, headers, self.json, self.data, self.stream)
 
 
 def _text(value: Any) -> str:

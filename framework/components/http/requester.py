@@ -41,6 +41,7 @@ class Requester:
     parameters: Mapping[str, Any]
     mask: Mask
     place: str | None = None
+    stream: bool = False  # the body is read as a stream (set by the retriever for a streamed response format)
 
     def parts(self, variables: Mapping[str, Any]) -> RequestParts:
         """The request's own parts for these variables (before pagination and slice options)."""
@@ -52,6 +53,7 @@ class Requester:
                 path=self.path.render(variables),
                 params=_drop_empty(self.params.render(variables)),
                 headers=_drop_empty(self.headers.render(variables)),
+                stream=self.stream,
             )
             if self.body_json is not None:
                 body = self.body_json.render(variables)

@@ -10,11 +10,11 @@ Connection failures and timeouts are raised as
 
 from __future__ import annotations
 
+import io
 import os
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, BinaryIO, Protocol, cast
 from urllib.parse import urlsplit
 
 import orjson
@@ -30,16 +30,61 @@ DEFAULT_TIMEOUT = 60.0  # seconds, for connecting and for each read
 _UNSET: Any = object()
 
 
-@dataclass(eq=False)
 class HttpResponse:
     """A response: status, headers (looked up without regard to case) and the raw body;
-    ``json()`` decodes once, with orjson."""
+    ``json()`` decodes once, with orjson.
 
-    status: int
-    headers: CaseInsensitiveDict[str]
-    content: bytes
-    request: HttpRequest
-    _json: Any = field(default=_UNSET, repr=False)
+    A streamed response (``content`` None, ``stream`` a binary file) reads its body only
+    when asked: :meth:`body` hands the stream itself to one reader (a streamed response
+    format), while ``content`` reads it whole first (an error handler that looks at the
+    body, say), so a body is never held twice.
+    """
+
+    def __init__(self, status: int, headers: CaseInsensitiveDict[str], content: bytes | None, request: HttpRequest,
+                 _json: Any = _UNSET, *, stream: BinaryIO | None = None) -> None:
+        self.status = status
+        self.headers = headers
+        self.request = request
+        self._content = content if content is not None or stream is not None else b""
+        self._json = _json
+        self._stream = stream
+
+    def __repr__(self) -> str:
+        return f"HttpResponse(status={self.status}, request={self.request.describe()!r})"
+
+    @property
+    def content(self) -> bytes:
+        content = self._content
+        if content is None:
+            stream = self._stream
+            if stream is None:
+                raise RuntimeError("the streamed body of this response was read already")
+            try:
+                content = self._content = stream.read()
+            finally:
+                self._stream = None
+                stream.close()
+        return content
+
+    def body(self) -> BinaryIO:
+        """The body as a binary file, for one reader: the stream itself when it was not read yet."""
+        stream = self._stream
+        if stream is not None and self._content is None:
+            self._stream = None
+            return stream
+        return io.BytesIO(self.content)
+
+    def close(self) -> None:
+        """Let go of a streamed body that will not be read (the connection goes back to its pool)."""
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.close()
+
+    def with_json(self, document: Any) -> HttpResponse:
+        """The same response whose ``json()`` is ``document`` (what a paginator reads of a non-JSON format)."""
+        view = HttpResponse(self.status, self.headers, self._content, self.request, document)
+        view._stream = self._stream
+        return view
 
     @property
     def text(self) -> str:
@@ -106,6 +151,7 @@ class RequestsTransport:
             raw = session.request(
                 request.method, request.url, params=list(request.params) or None,
                 headers=headers, data=body, timeout=timeout, proxies=proxies, verify=verify, auth=auth,
+                stream=request.stream,
             )
         except (requests.exceptions.InvalidHeader, UnicodeEncodeError) as exc:
             raise ReadError(_invalid_header(headers, exc), failure_type="config_error") from None
@@ -121,7 +167,50 @@ class RequestsTransport:
             raise TransportError(f"could not connect: {_reason(exc)}") from None
         except requests.exceptions.RequestException as exc:
             raise TransportError(f"the request failed: {_reason(exc)}") from None
+        if request.stream:
+            return HttpResponse(raw.status_code, raw.headers, None, request, stream=_streamed_body(raw))
         return HttpResponse(raw.status_code, raw.headers, raw.content, request)
+
+
+STREAM_CHUNK = 1 << 16  # bytes read from the socket at a time for a streamed body
+
+
+class _BodyStream(io.RawIOBase):
+    """A streamed ``requests`` body as a raw binary file: ``Content-Encoding`` undone, the network's
+    failures raised as :class:`~framework.errors.TransportError`, the connection released on close."""
+
+    def __init__(self, raw: requests.Response) -> None:
+        super().__init__()
+        self._raw = raw
+        self._chunks: Iterator[bytes] = raw.iter_content(STREAM_CHUNK)
+        self._left = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._left
+        while not left:
+            try:
+                left = next(self._chunks, b"")
+            except requests.exceptions.RequestException as exc:
+                raise TransportError(f"the connection failed while the response body was read: {_reason(exc)}",
+                                     failure_type="transient_error") from None
+            if not left:
+                return 0
+        size = min(len(buffer), len(left))
+        buffer[:size] = left[:size]
+        self._left = left[size:]
+        return size
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()
+        super().close()
+
+
+def _streamed_body(raw: requests.Response) -> BinaryIO:
+    return cast(BinaryIO, io.BufferedReader(_BodyStream(raw), STREAM_CHUNK))
 
 
 def _invalid_header(headers: Mapping[str, Any], exc: BaseException) -> str:
@@ -171,6 +260,8 @@ class FunctionTransport:
             content = bytes(body)
         else:
             content = orjson.dumps(body)
+        if request.stream:  # as the network would: the body read from a stream
+            return HttpResponse(status, CaseInsensitiveDict(headers), None, request, stream=io.BytesIO(content))
         return HttpResponse(status, CaseInsensitiveDict(headers), content, request)
 
 

@@ -3,6 +3,7 @@
 Runtimes of the manifest's record components, with their builders:
 
 * :class:`DpathExtractor` (:mod:`.extraction`): the records at a path of the JSON body;
+* the response formats other than JSON (:mod:`.decoders`): CSV, JSON lines, XML, gzip, zip...;
 * :class:`RecordFilter` and :class:`RecordSelector` (:mod:`.selection`): extract,
   transform and filter, then cast to the stream schema;
 * :class:`AddFields` and :class:`RemoveFields` (:mod:`.transformations`), both

@@ -13,15 +13,22 @@ The body is decoded as JSON once (``HttpResponse.json`` caches it). The
 Records must be JSON objects: anything else raises
 :class:`~framework.errors.DecodeError`, as does a body that is not JSON. A path
 without ``*`` is a few lookups, and records are never copied.
+
+With another response format (a retriever's ``decoder``, see
+:mod:`~framework.components.records.decoders`) the path is applied to each of
+the documents the decoder reads, batch by batch (:meth:`DpathExtractor.extract_batches`),
+and an empty object found there is no record, as in Airbyte.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from framework.components.http.transport import HttpResponse
+from framework.components.records.decoders import BODY_ERRORS, ResponseDecoder
 from framework.errors import DecodeError
 
 WILDCARD = "*"
@@ -123,19 +130,89 @@ def find_records(body: Any, field_path: tuple[str, ...]) -> list[Any]:
     return [] if value is None else [value]
 
 
+def records_of(documents: list[Any], field_path: tuple[str, ...]) -> list[Any]:
+    """What ``field_path`` selects in each of a decoder's documents, as Airbyte's DpathExtractor reads them:
+    a list found gives its items, anything else one record unless it is empty (``{}``, null, ``""``)."""
+    if not field_path and set(map(type, documents)) == {dict} and all(documents):
+        return documents  # the usual case, JSON lines or CSV rows: no Python work per record
+    found: list[Any] = []
+    if not field_path:
+        append = found.append
+        for document in documents:
+            if type(document) is list:
+                found.extend(document)
+            elif document:
+                append(document)
+        return found
+    if WILDCARD in field_path:
+        for document in documents:
+            found.extend(find_records(document, field_path))
+        return found
+    for document in documents:
+        value = document
+        for key in field_path:
+            value = _step(value, key)
+            if value is None:
+                break
+        if type(value) is list:
+            found.extend(value)
+        elif value:
+            found.append(value)
+    return found
+
+
 @dataclass(frozen=True)
 class DpathExtractor:
-    """Takes the records at ``field_path`` out of a response."""
+    """Takes the records at ``field_path`` out of a response (JSON, or the retriever's ``decoder``)."""
 
     field_path: tuple[str, ...] = ()
     place: str | None = None
     mask: Mask = _no_mask
     expander: Any = None  # a RecordExpander (records/expansion.py): each record into the items of a list in it
+    decoder: ResponseDecoder | None = None  # None: JSON
+
+    def with_decoder(self, decoder: ResponseDecoder | None) -> DpathExtractor:
+        return dataclasses.replace(self, decoder=decoder)
 
     def extract(self, response: HttpResponse) -> list[dict]:
+        if self.decoder is not None:
+            batches = list(self.extract_batches(response))
+            return batches[0] if len(batches) == 1 else [record for batch in batches for record in batch]
         records = find_records(decode_body(response, self.mask, self.place), self.field_path)
         if self.expander is not None:
             records = self.expander.expand_all(records)
+        return self._checked(records, response)
+
+    def extract_batches(self, response: HttpResponse) -> Iterator[list[dict]]:
+        """The records in batches of bounded size, read from the body as it streams in."""
+        decoder = self.decoder
+        if decoder is None:
+            yield self.extract(response)
+            return
+        body = response.body()
+        try:
+            for documents in decoder.batches(body):
+                records = records_of(documents, self.field_path)
+                if self.expander is not None:
+                    records = self.expander.expand_all(records)
+                if not records or set(map(type, records)) == {dict}:
+                    yield records
+                else:
+                    yield self._checked(records, response)
+        except DecodeError as exc:
+            exc.with_context(request=response.request.describe(self.mask), place=self.place)
+            raise
+        except BODY_ERRORS as exc:
+            raise DecodeError(
+                f"the response body could not be read as {decoder.name} (HTTP {response.status}, "
+                f"Content-Type: {response.headers.get('Content-Type') or 'not given'}): {self.mask(str(exc))}; "
+                "check the retriever's `decoder` against what the API sends",
+                request=response.request.describe(self.mask), place=self.place,
+            ) from None
+        finally:
+            body.close()
+
+    def _checked(self, records: list[Any], response: HttpResponse) -> list[dict]:
         for index, record in enumerate(records):
             if type(record) is not dict:
                 raise DecodeError(
@@ -148,4 +225,5 @@ class DpathExtractor:
         return records
 
 
-__all__ = ["DpathExtractor", "WILDCARD", "decode_body", "describe_path", "find_records", "json_type_name"]
+__all__ = ["DpathExtractor", "WILDCARD", "decode_body", "describe_path", "find_records", "json_type_name",
+           "records_of"]

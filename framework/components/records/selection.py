@@ -14,7 +14,7 @@ list is returned as it is.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,6 +111,12 @@ class RecordSelector:
             by_record = {id(before): after for before, after in zip(kept, changed, strict=True)}
             page = [by_record.get(id(record), record) for record in page]
         return page, self._normalized(changed)
+
+    def select_batches(self, response: HttpResponse,
+                       variables: Mapping[str, Any]) -> Iterator[tuple[list[dict], list[dict]]]:
+        """``(batch, records)`` as :meth:`select_page`, batch by batch as a streamed response format reads them."""
+        for batch in self.extractor.extract_batches(response):
+            yield batch, self._select(batch, variables)
 
     def _select(self, records: list[dict], variables: Mapping[str, Any]) -> list[dict]:
         if not records:

@@ -80,3 +80,50 @@ def test_netrc_credentials_are_sent_unless_the_request_has_its_own(servers, monk
     transport.send(_get(url))
     transport.send(HttpRequest(method="GET", url=url, headers=(("Authorization", "Bearer own"),)))
     assert [auth for _, auth in origin.seen] == ["Basic cmVhZGVyOnB3", "Bearer own"]
+
+
+def test_a_streamed_response_is_read_only_when_asked_with_content_encoding_undone():
+    import gzip
+
+    from fakes.api_server import FakeApi, Reply
+
+    body = b'{"id": 1}\n' * 50_000
+    with FakeApi() as api:
+        api.route("GET", "/export", Reply(200, gzip.compress(body), {"Content-Encoding": "gzip"}))
+        api.route("GET", "/missing", Reply(404, {"error": "no such export"}))
+        transport = RequestsTransport()
+        response = transport.send(HttpRequest("GET", api.url + "/export", stream=True))
+        assert response.status == 200 and response._content is None  # nothing read yet
+        stream = response.body()
+        assert stream.read(10) == b'{"id": 1}\n'
+        assert len(stream.read()) == len(body) - 10
+        stream.close()
+        failed = transport.send(HttpRequest("GET", api.url + "/missing", stream=True))
+        assert failed.status == 404 and "no such export" in failed.text  # an error handler may read it whole
+        unread = transport.send(HttpRequest("GET", api.url + "/export", stream=True))
+        unread.close()  # let go without reading: the next request still gets an answer
+        assert transport.send(HttpRequest("GET", api.url + "/missing")).status == 404
+
+
+def test_a_connection_that_breaks_while_a_streamed_body_is_read_is_a_transport_error():
+    import requests
+
+    from framework.components.http.transport import _streamed_body
+    from framework.errors import TransportError
+
+    class Broken(requests.Response):
+        closed_by_us = False
+
+        def iter_content(self, chunk_size=1, decode_unicode=False):
+            yield b'{"id": 1}\n'
+            raise requests.exceptions.ChunkedEncodingError("Connection broken: IncompleteRead")
+
+        def close(self):
+            Broken.closed_by_us = True
+
+    body = _streamed_body(Broken())
+    assert body.readline() == b'{"id": 1}\n'
+    with pytest.raises(TransportError, match="while the response body was read: Connection broken"):
+        body.read()
+    body.close()
+    assert Broken.closed_by_us
