@@ -214,8 +214,21 @@ print(json.dumps(out))
 """
 
 
+def _helpers_build() -> Any:
+    """tests/components/records/helpers.py's ``build``, loaded by path: a connector's own ``components``
+    module (custom components, loaded by earlier tests in this process) may hold that name."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "components" / "records" / "helpers.py"
+    spec = importlib.util.spec_from_file_location("parity_transformations_helpers", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.build
+
+
 def _ours(records: list[dict]) -> list[list[Any]]:
-    from components.records.helpers import build
+    build = _helpers_build()
 
     variables = {"config": {}, "parameters": {}}
     out: list[list[Any]] = []
