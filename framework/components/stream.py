@@ -28,7 +28,7 @@ from framework.models import DeclarativeStream
 from framework.models.custom import CustomComponent, CustomPartitionRouter, CustomRequester, CustomRetriever
 
 if TYPE_CHECKING:
-    from framework.components.incremental import DatetimeCursor
+    from framework.components.incremental import Cursor
 
 
 def key_paths(primary_key: Any) -> tuple[tuple[str, ...], ...]:
@@ -50,7 +50,7 @@ class Stream:
     retriever: Retriever | None
     json_schema: Mapping[str, Any]
     primary_key: tuple[tuple[str, ...], ...] = ()
-    cursor: DatetimeCursor | None = None
+    cursor: Cursor | None = None
     router: Router | None = None
     parameters: Mapping[str, Any] = field(default_factory=dict)
     place: str | None = None

@@ -50,9 +50,15 @@ from framework.models.error_handling import (
     WaitTimeFromHeader,
     WaitUntilTimeFromHeader,
 )
-from framework.models.incremental import DatetimeBasedCursor, MinMaxDatetime
+from framework.models.incremental import DatetimeBasedCursor, IncrementingCountCursor, MinMaxDatetime
 from framework.models.pagination import CursorPagination, DefaultPaginator, NoPagination, OffsetIncrement, PageIncrement
-from framework.models.partitions import ListPartitionRouter, ParentStreamConfig, SubstreamPartitionRouter
+from framework.models.partitions import (
+    GroupingPartitionRouter,
+    ListPartitionRouter,
+    ParentStreamConfig,
+    SubstreamPartitionRouter,
+    UnionPartitionRouter,
+)
 from framework.models.records import (
     AddedFieldDefinition,
     AddFields,
@@ -90,6 +96,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     CustomPartitionRouter, CustomRecordExtractor, CustomRecordFilter, CustomRequester, CustomRetriever,
     CustomSchemaLoader, CustomSchemaNormalization, CustomStateMigration, CustomTransformation,
     CustomConfigTransformation, CustomValidationStrategy, CustomDecoder,
+    IncrementingCountCursor, GroupingPartitionRouter, UnionPartitionRouter,  # cursors and routers (issue 16)
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -100,8 +107,7 @@ UNSUPPORTED: dict[str, str] = {
     name: "it is not implemented in this framework yet"
     for name in (
         "AsyncRetriever", "StateDelegatingStream", "DynamicDeclarativeStream", "HttpComponentsResolver",
-        "ConfigComponentsResolver", "IncrementingCountCursor", "GroupingPartitionRouter",
-        "UnionPartitionRouter", "CartesianProductStreamSlicer", "DatetimeStreamSlicer",
+        "ConfigComponentsResolver", "CartesianProductStreamSlicer", "DatetimeStreamSlicer",
         "SubstreamSlicer", "ListStreamSlicer", "SingleSlice", "JwtAuthenticator",
         "LegacySessionTokenAuthenticator", "RateLimitedMultipleTokenAuthenticator", "XmlDecoder",
         "CsvDecoder", "JsonlDecoder", "GzipDecoder", "IterableDecoder", "ZipfileDecoder", "JsonItemsDecoder",

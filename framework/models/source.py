@@ -10,12 +10,11 @@ from pydantic import Field
 from framework.models.base import BASE, Component, spec
 from framework.models.custom import (
     CustomDecoder,
-    CustomIncrementalSync,
     CustomRequester,
     CustomRetriever,
     CustomStateMigration,
 )
-from framework.models.incremental import DatetimeBasedCursor
+from framework.models.incremental import IncrementalSync
 from framework.models.pagination import Paginator
 from framework.models.partitions import PartitionRouter
 from framework.models.records import RecordSelector, SchemaLoader, Transformation
@@ -75,7 +74,7 @@ class DeclarativeStream(Component):
         None,
         default_type="JsonFileSchemaLoader",
     )
-    incremental_sync: Annotated[DatetimeBasedCursor | CustomIncrementalSync, Field(discriminator="type")] | None = spec(
+    incremental_sync: IncrementalSync | None = spec(
         "How the stream is read incrementally; a full refresh every time when left out.",
         {"type": "DatetimeBasedCursor", "cursor_field": "updated_at", "datetime_format": "%Y-%m-%dT%H:%M:%SZ",
          "start_datetime": "{{ config['start_date'] }}"},

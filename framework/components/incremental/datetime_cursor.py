@@ -100,9 +100,9 @@ class DatetimeCursor:
         """The cursor slices to read, oldest first: ``{partition_field_start: ..., partition_field_end: ...}``.
 
         The range starts at ``start_datetime`` or, when a state is given, at
-        ``state - lookback_window`` if that is later. ``min_lookback`` widens
-        the lookback (a global substream cursor passes the previous sync's
-        duration); the larger of the two applies.
+        ``state - lookback_window`` if that is later. ``min_lookback`` (a global
+        substream cursor passes the previous sync's duration) is looked back
+        *as well*: the two add up, as in airbyte-cdk.
         """
         start, end = self.bounds()
         if state_value is not None:
@@ -114,18 +114,31 @@ class DatetimeCursor:
         return [{start_key: format_datetime(low, fmt), end_key: format_datetime(high, fmt)} for low, high in pairs]
 
     def floor(self, state_value: datetime, min_lookback: Step | None = None) -> datetime:
-        """The earliest instant to read again after ``state_value``: ``state - lookback``."""
+        """The earliest instant to read again after ``state_value``: ``state - min_lookback - lookback_window``."""
         key = (state_value, min_lookback)
         found = self._floors.get(key)
         if found is None:
             found = state_value
-            for back in (self.lookback, min_lookback):
+            for back in (min_lookback, self.lookback):
                 if back is not None:
-                    found = min(found, shift(state_value, back, -1) or _EARLIEST)
+                    found = shift(found, back, -1) or _EARLIEST
             if len(self._floors) >= _CACHE_LIMIT:
                 self._floors.clear()
             self._floors[key] = found
         return found
+
+    def keep_range(self, state_value: datetime | None, min_lookback: Step | None = None) -> tuple[datetime, datetime]:
+        """The cursor values a data feed or a client-side filter keeps, both ends inclusive (airbyte-cdk's rule).
+
+        From ``start_datetime`` on a first read; else from the state minus the
+        lookbacks, but not below ``min(state - min_lookback, start_datetime)``.
+        Up to the range's end (``min(end_datetime, now)``).
+        """
+        start, end = self.bounds()
+        if state_value is None:
+            return start, end
+        shifted = state_value if min_lookback is None else (shift(state_value, min_lookback, -1) or _EARLIEST)
+        return max(self.floor(state_value, min_lookback), min(shifted, start)), end
 
     # -- reading and writing values --------------------------------------
 
