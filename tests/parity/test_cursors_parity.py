@@ -151,3 +151,88 @@ def test_grouping_partition_router_sends_several_values_per_request(api: FakeApi
     assert_same_records(both, "account_orders", partition_of=lambda record: record["group"])
     assert_same_records(both, "region_orders", partition_of=lambda record: record["group"])
     assert_same_requests(both)
+
+
+# -- difference 1: a data feed stops at start_datetime and keeps nothing after end_datetime -------------------
+
+
+def feed_rows(*stamps: str) -> list[dict]:
+    return [{"id": stamp, "updated_at": stamp} for stamp in stamps]
+
+
+def test_a_data_feed_without_state_stops_at_the_start_and_drops_records_after_the_end(api: FakeApi,
+                                                                                     tmp_path: Path) -> None:
+    rows = feed_rows("2024-01-06T00:00:00Z", "2024-01-04T00:00:00Z",  # page 1: one after end_date, one in
+                     "2024-01-03T00:00:00Z", "2024-01-02T00:00:00Z",
+                     "2023-12-31T00:00:00Z", "2023-12-30T00:00:00Z",  # page 3: before start_date: the last page
+                     "2023-12-29T00:00:00Z", "2023-12-28T00:00:00Z")
+    api.route("GET", "/feed", lambda request: paged(rows, request, default_page_size=2, max_page_size=2))
+    config = {"base_url": api.url, "start_date": "2024-01-01T00:00:00Z", "end_date": "2024-01-05T00:00:00Z"}
+    catalog = catalog_for({"events": "incremental"})
+
+    first = run_both(api, tmp_path, "data_feed.yaml", config, catalog)
+    assert [r["id"] for r in first.cdk.records["events"]] == [
+        "2024-01-04T00:00:00Z", "2024-01-03T00:00:00Z", "2024-01-02T00:00:00Z"]
+    assert_same_records(first, "events")
+    assert first.ours.stream_state("events") == first.cdk.stream_state("events") == {
+        "updated_at": "2024-01-04T00:00:00Z"}
+    assert_same_requests(first)  # pages 1 to 3, not 4
+
+    rows[1:1] = feed_rows("2024-01-04T12:00:00Z")
+    second = run_both(api, tmp_path, "data_feed.yaml", config, catalog,
+                      ours_state=first.ours.state_input(), cdk_state=first.cdk.state_input())
+    assert [r["id"] for r in second.cdk.records["events"]] == ["2024-01-04T12:00:00Z", "2024-01-04T00:00:00Z"]
+    assert_same_records(second, "events")
+    assert second.ours.stream_state("events") == second.cdk.stream_state("events")
+    assert_same_requests(second)
+
+
+# -- difference 2: a client-side filter keeps nothing after end_datetime --------------------------------------
+
+
+def test_client_side_filtering_keeps_nothing_after_the_end(api: FakeApi, tmp_path: Path) -> None:
+    rows = feed_rows("2023-12-31T23:00:00Z", "2024-01-01T05:00:00Z", "2024-01-02T10:00:00Z",
+                     "2024-01-03T00:00:00Z", "2024-01-03T08:00:00Z")
+
+    def by_day(request: RecordedRequest) -> dict:
+        """The API filters by whole days: since and until name days, both included."""
+        low, high = request.param("since")[:10], request.param("until")[:10]
+        return {"data": [r for r in rows if low <= r["updated_at"][:10] <= high]}
+
+    api.route("GET", "/events", by_day)
+    config = {"base_url": api.url, "start_date": "2024-01-01T00:00:00Z", "end_date": "2024-01-03T00:00:00Z"}
+    both = run_both(api, tmp_path, "client_side.yaml", config, catalog_for({"events": "incremental"}))
+    assert sorted(r["id"] for r in both.cdk.records["events"]) == [
+        "2024-01-01T05:00:00Z", "2024-01-02T10:00:00Z", "2024-01-03T00:00:00Z"]
+    assert_same_records(both, "events", partition_of=lambda record: record["id"][:10])
+    assert both.ours.stream_state("events") == both.cdk.stream_state("events") == {
+        "updated_at": "2024-01-03T00:00:00Z"}
+
+
+# -- difference 3: a global substream cursor looks back its saved lookback_window plus the manifest's ---------
+
+
+def test_a_global_cursor_adds_the_saved_lookback_to_the_manifests(api: FakeApi, tmp_path: Path) -> None:
+    orders = {1: feed_rows("2024-01-05T12:00:00Z", "2024-01-07T12:00:00Z", "2024-01-09T12:00:00Z"),
+              2: feed_rows("2024-01-06T06:00:00Z")}
+
+    def account_orders(request: RecordedRequest) -> dict:
+        low, high = request.param("since"), request.param("until")
+        rows = orders[int(request.path_params["id"])]
+        return {"orders": [r for r in rows if low <= r["updated_at"] <= high]}
+
+    api.route("GET", "/accounts", {"accounts": [{"id": 1}, {"id": 2}]})
+    api.route("GET", "/accounts/{id}/orders", account_orders)
+    config = {"base_url": api.url, "start_date": "2024-01-01T00:00:00Z", "end_date": "2024-01-10T00:00:00Z"}
+    saved = [{"type": "STREAM", "stream": {"stream_descriptor": {"name": "account_orders"}, "stream_state": {
+        "use_global_cursor": True, "state": {"updated_at": "2024-01-08T00:00:00Z"}, "lookback_window": 86400}}}]
+    both = run_both(api, tmp_path, "global_lookback.yaml", config, catalog_for({"account_orders": "incremental"}),
+                    ours_state=saved, cdk_state=saved)
+    # from 01-08 less a day (the manifest) less a day (the saved sync duration): 01-06
+    assert sorted(r["id"] for r in both.cdk.records["account_orders"]) == [
+        "2024-01-06T06:00:00Z", "2024-01-07T12:00:00Z", "2024-01-09T12:00:00Z"]
+    assert_same_records(both, "account_orders", partition_of=lambda record: record["id"])
+    assert_same_requests(both)
+    ours, cdk = both.ours.stream_state("account_orders"), both.cdk.stream_state("account_orders")
+    assert ours["state"] == cdk["state"] == {"updated_at": "2024-01-09T12:00:00Z"}
+    assert ours["use_global_cursor"] is cdk["use_global_cursor"] is True
