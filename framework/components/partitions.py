@@ -15,7 +15,10 @@ Partitions are Airbyte's: ``{cursor_field: value}`` for a list,
 ``{partition_field: key, "parent_slice": <the parent's own partition>}`` for a
 parent record (a record whose key is missing or null makes none), merged dicts
 for a product. A parent's ``extra_fields`` go to the slice's ``extra_fields``
-under their dotted path (``owner.name``), not into the partition.
+under their dotted path (``owner.name``), not into the partition. With
+``lazy_read_pointer`` the child records a parent record already holds (the body
+at that path) go to ``extra_fields["child_response"]``: on a first sync the
+child's first page is read from there, not requested (:func:`embedded_response`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from framework.components.http.request import Injection, RequestParts, injection_of
+import orjson
+from requests.structures import CaseInsensitiveDict
+
+from framework.components.http.request import HttpRequest, Injection, RequestParts, injection_of
+from framework.components.http.transport import HttpResponse
 from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
 from framework.errors import ConfigError, place_suffix
@@ -80,9 +87,14 @@ class ListRouter:
             self.option.apply(parts, stream_slice.partition.get(self.cursor_field))
 
 
+#: The key of ``extra_fields`` that holds a lazily read child's first page (Airbyte's name).
+LAZY_KEY = "child_response"
+
+
 @dataclass(frozen=True)
 class ParentConfig:
-    """ParentStreamConfig at run time; ``parent_key`` and each extra field are paths (``a/b`` split)."""
+    """ParentStreamConfig at run time; ``parent_key`` and each extra field are paths (``a/b`` split);
+    ``lazy`` the path of the child records in a parent record (``lazy_read_pointer``), empty when unset."""
 
     stream: Stream
     parent_key: tuple[str, ...]
@@ -90,6 +102,13 @@ class ParentConfig:
     option: Injection | None
     incremental_dependency: bool
     extra_fields: tuple[tuple[str, ...], ...]
+    lazy: tuple[str, ...] = ()
+
+
+def embedded_response(body: Any) -> HttpResponse:
+    """A lazily read child's first page: the body a parent record held, as a 200 JSON response."""
+    return HttpResponse(200, CaseInsensitiveDict({"Content-Type": "application/json"}), orjson.dumps(body),
+                        HttpRequest("GET", "(the child records held by the parent record: lazy_read_pointer)"))
 
 
 def _dig(record: Any, path: Sequence[str]) -> Any:
@@ -118,6 +137,9 @@ class SubstreamRouter:
                     if value is None:  # parent records without the key are skipped
                         continue
                     extra = {".".join(path): _dig(record, path) for path in parent.extra_fields}
+                    if parent.lazy:
+                        found = _dig(record, parent.lazy)
+                        extra = {LAZY_KEY: [] if found is None else found, **extra}
                     yield RoutedPartition({parent.partition_field: value, "parent_slice": tag_partition(tag)},
                                           extra, (tag,))
 
@@ -270,6 +292,7 @@ def _substream_router(model: SubstreamPartitionRouter, ctx: BuildContext, path: 
             option=injection_of(config.request_option, ctx) if config.request_option else None,
             incremental_dependency=config.incremental_dependency,
             extra_fields=tuple(tuple(ctx.render(p, config.parameters) for p in extra) for extra in config.extra_fields),
+            lazy=tuple(str(ctx.render(p, config.parameters)) for p in config.lazy_read_pointer),
         ))
     return SubstreamRouter(tuple(parents))
 
@@ -325,5 +348,5 @@ def parents_of(router: Router | None) -> Iterable[ParentConfig]:
     return ()
 
 
-__all__ = ["GroupingRouter", "ListRouter", "ParentConfig", "ProductRouter", "RoutedPartition", "Router",
-           "SubstreamRouter", "UnionRouter", "build_router", "parents_of", "tag_partition"]
+__all__ = ["LAZY_KEY", "GroupingRouter", "ListRouter", "ParentConfig", "ProductRouter", "RoutedPartition", "Router",
+           "SubstreamRouter", "UnionRouter", "build_router", "embedded_response", "parents_of", "tag_partition"]

@@ -17,6 +17,7 @@ from framework.components.http.request import RequestParts
 from framework.components.http.requester import Requester
 from framework.components.http.transport import HttpResponse
 from framework.components.pagination import Paginator
+from framework.components.partitions import LAZY_KEY, embedded_response
 from framework.components.records import RecordSelector
 from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
@@ -24,6 +25,7 @@ from framework.errors import InterpolationError, ReadError
 from framework.models import CustomDecoder, NoPagination, SimpleRetriever
 
 SliceOptions = Callable[[RequestParts, StreamSlice], None]
+_SEND = object()  # no first page held by a parent record: request it
 
 
 def _no_options(parts: RequestParts, stream_slice: StreamSlice) -> None:
@@ -54,10 +56,12 @@ class Retriever:
                 slice_options(parts, stream_slice)
             pager.apply(parts)
             _drop_params_in_url(parts)
-            response = self.requester.send(parts)
+            embedded = stream_slice.extra_fields.get(LAZY_KEY, _SEND) if first else _SEND
+            # a parent record may hold this first page (lazy_read_pointer): then it is not requested
+            response = self.requester.send(parts) if embedded is _SEND else embedded_response(embedded)
             if response is None:  # the error handler said to ignore this response
                 return
-            if self.decode is not None:
+            if self.decode is not None and embedded is _SEND:
                 response = self.decode(response)
             try:
                 page, records = self.selector.select_page(response, page_variables)

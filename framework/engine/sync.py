@@ -47,7 +47,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from framework.components.incremental import CountCursor, Cursor
-from framework.components.partitions import ParentConfig, RoutedPartition
+from framework.components.partitions import LAZY_KEY, ParentConfig, RoutedPartition
 from framework.components.slices import StreamSlice
 from framework.components.stream import Stream
 from framework.engine.partition_states import COMPACT_KEY, PartitionStates
@@ -298,8 +298,13 @@ class StreamSync:
             bounds, windows, (floor, ceiling) = self._windows(prior, extra)
             self._partitions.append(_Partition(part, WindowProgress(bounds, prior), len(windows),
                                                prior if own else None))
+            extra_fields = part.extra_fields
+            if LAZY_KEY in extra_fields and (self.saved or len(windows) != 1):
+                # A parent's embedded child page is read instead of the first request on a first sync of
+                # one window per partition only (Airbyte's lazy read); otherwise every page is requested.
+                extra_fields = {key: value for key, value in extra_fields.items() if key != LAZY_KEY}
             for w_index, cursor_slice in enumerate(windows):
-                units.append(Unit(len(units), StreamSlice(part.partition, cursor_slice, part.extra_fields),
+                units.append(Unit(len(units), StreamSlice(part.partition, cursor_slice, extra_fields),
                                   p_index, w_index, part.tags, prior, floor, ceiling))
             for tag in part.tags:
                 key = _tag_key(tag)

@@ -58,10 +58,17 @@ class ParentStreamConfig(Component):
         template=BASE,
     )
     lazy_read_pointer: tuple[str, ...] = spec(
-        "Path, in a parent record, of the child records the parent already holds: the child's first page is "
-        "taken from there instead of requested, and further pages are requested only when the parent says more.",
-        ["items"], (), template=BASE,
+        "Path, in a parent record, of the child's first page that the parent already holds: on a first sync "
+        "(one window per partition) that page is read from there instead of requested; the child's paginator "
+        "requests the pages after it.",
+        ["orders"], (), template=BASE,
     )
+
+    @model_validator(mode="after")
+    def _direct_pointer(self) -> ParentStreamConfig:
+        if any("*" in part for part in self.lazy_read_pointer):
+            raise ValueError("`lazy_read_pointer` takes a direct path; the `*` wildcard is not supported")
+        return self
 
 
 class SubstreamPartitionRouter(Component):

@@ -277,3 +277,28 @@ def test_clamping_aligns_windows_on_days_weeks_and_months(api: FakeApi, tmp_path
         # start (tests/parity/README.md, cursor difference 12): only an aligned start is compared.
         if aligned:
             assert both.cdk.stream_state(stream) == both.ours.stream_state(stream)
+
+
+# -- ParentStreamConfig lazy_read_pointer -------------------------------------------------------------------
+
+
+def test_lazy_read_takes_the_first_child_page_from_the_parent_record(api: FakeApi, tmp_path: Path) -> None:
+    later = {"1": {"p2": {"data": [{"id": "o3", "account": 1}], "next": None}}}
+    accounts = [{"id": 1, "orders": {"data": [{"id": "o1", "account": 1}, {"id": "o2", "account": 1}], "next": "p2"}},
+                {"id": 2, "orders": {"data": [{"id": "o4", "account": 2}], "next": None}},
+                {"id": 3}]  # no embedded page: nothing read, nothing requested
+
+    def orders(request: RecordedRequest) -> dict:
+        page = later.get(request.path_params["id"], {}).get(request.param("cursor") or "")
+        if page is None:
+            raise ApiError(400, "only the pages after the embedded one are requested")
+        return page
+
+    api.route("GET", "/accounts", {"accounts": accounts})
+    api.route("GET", "/accounts/{id}/orders", orders)
+    both = run_both(api, tmp_path, "lazy_read.yaml", {"base_url": api.url},
+                    catalog_for({"account_orders": "full_refresh"}))
+    assert sorted(r["id"] for r in both.cdk.records["account_orders"]) == ["o1", "o2", "o3", "o4"]
+    assert_same_records(both, "account_orders", partition_of=lambda record: record["account"])
+    assert_same_requests(both)
+    assert ("GET", "/accounts/1/orders", (("cursor", "p2"),)) in both.ours_requests
