@@ -83,13 +83,16 @@ class Stream:
     def catalog_entry(self) -> dict[str, Any]:
         """This stream as an Airbyte catalog entry (for ``--discover``)."""
         return catalog_entry(self.name, self.json_schema, self.primary_key, self.cursor_field,
-                             incremental=self.cursor is not None)
+                             incremental=self.cursor is not None,
+                             source_defined=self.cursor is None or not self.cursor.catalog_cursor_field)
 
 
 def catalog_entry(name: str, json_schema: Mapping[str, Any], primary_key: tuple[tuple[str, ...], ...],
-                  cursor_field: str | None, *, incremental: bool | None = None) -> dict[str, Any]:
+                  cursor_field: str | None, *, incremental: bool | None = None,
+                  source_defined: bool = True) -> dict[str, Any]:
     """A stream as an Airbyte catalog entry: ``incremental`` (by default: it has a cursor field) adds the
-    incremental sync mode and the cursor field."""
+    incremental sync mode and the cursor field; ``source_defined`` false says the configured catalog may
+    choose another cursor field (``allow_catalog_defined_cursor_field``)."""
     incremental = cursor_field is not None if incremental is None else incremental
     entry: dict[str, Any] = {
         "name": name,
@@ -98,7 +101,7 @@ def catalog_entry(name: str, json_schema: Mapping[str, Any], primary_key: tuple[
         "is_resumable": incremental,
     }
     if incremental:
-        entry["source_defined_cursor"] = True
+        entry["source_defined_cursor"] = source_defined
         if cursor_field is not None:
             entry["default_cursor_field"] = [cursor_field]
     if primary_key:

@@ -74,7 +74,9 @@ def discover(manifest_path: str, config: Mapping[str, Any], *, config_path: str 
             ctx.code.load_class(ref, kind, ctx.place(where + ("class_name",)) or ctx.place(where))
         schema = load_schema(stream.schema_loader, ctx, stream.name, path + ("schema_loader",))
         entries.append(catalog_entry(stream.name, schema, key_paths(stream.primary_key), _cursor_field(stream, ctx),
-                                     incremental=stream.incremental_sync is not None))
+                                     incremental=stream.incremental_sync is not None,
+                                     source_defined=not getattr(stream.incremental_sync,
+                                                                "allow_catalog_defined_cursor_field", None)))
     return entries
 
 

@@ -302,3 +302,27 @@ def test_lazy_read_takes_the_first_child_page_from_the_parent_record(api: FakeAp
     assert_same_records(both, "account_orders", partition_of=lambda record: record["account"])
     assert_same_requests(both)
     assert ("GET", "/accounts/1/orders", (("cursor", "p2"),)) in both.ours_requests
+
+
+# -- allow_catalog_defined_cursor_field ---------------------------------------------------------------------
+
+
+def test_the_configured_catalog_chooses_the_cursor_field_when_allowed(api: FakeApi, tmp_path: Path) -> None:
+    rows = [{"id": 100 - seq, "seq": seq} for seq in (2, 4, 6, 8)]  # ids run the other way
+
+    def by_seq(request: RecordedRequest) -> dict:
+        since = int(request.param("since_id"))
+        return paged([r for r in rows if r["seq"] >= since], request, data_key="tickets")
+
+    api.route("GET", "/tickets", by_seq)
+    config = {"base_url": api.url, "start_id": 3}
+    catalog = catalog_for({"tickets": "incremental"})
+    catalog["streams"][0]["cursor_field"] = ["seq"]
+    first = run_both(api, tmp_path, "catalog_cursor.yaml", config, catalog)
+    assert_same_records(first, "tickets")
+    assert first.ours.stream_state("tickets") == first.cdk.stream_state("tickets") == {"seq": 8}
+    second = run_both(api, tmp_path, "catalog_cursor.yaml", config, catalog,
+                      ours_state=first.ours.state_input(), cdk_state=first.cdk.state_input())
+    assert [r["seq"] for r in second.cdk.records["tickets"]] == [8]
+    assert_same_records(second, "tickets")
+    assert_same_requests(second)

@@ -68,6 +68,7 @@ class CountCursor:
     is_client_side_incremental: bool = False
     global_substream_cursor: bool = False
     partition_field_start: str = START_KEY
+    catalog_cursor_field: bool = False  # allow_catalog_defined_cursor_field
 
     # -- the one slice -------------------------------------------------------------------
 
@@ -148,5 +149,6 @@ def _build(model: IncrementingCountCursor, ctx: BuildContext, path: tuple) -> Co
         cursor_field=str(ctx.render(model.cursor_field, model.parameters)),
         start_value=start,
         start_option=None if model.start_value_option is None else injection_of(model.start_value_option, ctx),
+        catalog_cursor_field=bool(model.allow_catalog_defined_cursor_field),
         place=place,
     )

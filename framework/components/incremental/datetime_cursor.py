@@ -84,6 +84,7 @@ class DatetimeCursor:
     is_compare_strictly: bool = False
     global_substream_cursor: bool = False
     clamp: Clamp | None = None
+    catalog_cursor_field: bool = False  # allow_catalog_defined_cursor_field
     place: str | None = None
     # Record and state values are tried against these, in order (cursor formats, then datetime_format).
     formats: tuple[str, ...] = field(init=False)
@@ -360,5 +361,6 @@ def _build(model: DatetimeBasedCursor, ctx: BuildContext, path: tuple) -> Dateti
         is_compare_strictly=model.is_compare_strictly,
         global_substream_cursor=model.global_substream_cursor,
         clamp=clamp,
+        catalog_cursor_field=bool(model.allow_catalog_defined_cursor_field),
         place=place,
     )
