@@ -5,7 +5,9 @@ airbyte-cdk's ``source-declarative-manifest read`` against one fake API, the
 outputs compared), over the manifests in ``manifests/cursors/``:
 
 * ``IncrementingCountCursor`` over two syncs (state, the request's start value);
-* ``GroupingPartitionRouter`` (several parent values per request, deduplicated);
+* ``GroupingPartitionRouter`` (several parent values per request, deduplicated) and
+  ``UnionPartitionRouter``;
+* ``clamping``, ``lazy_read_pointer`` and ``allow_catalog_defined_cursor_field``;
 * regressions of the three differences a randomized comparison found
   (tests/parity/README.md, "Cursor differences fixed"): a data feed's first
   sync stops at ``start_datetime`` and drops records after ``end_datetime``;
@@ -152,6 +154,20 @@ def test_grouping_partition_router_sends_several_values_per_request(api: FakeApi
     assert_same_records(both, "region_orders", partition_of=lambda record: record["group"])
     assert_same_requests(both)
 
+
+# -- UnionPartitionRouter -------------------------------------------------------------------------------------
+
+
+def test_union_partition_router_reads_each_value_once(api: FakeApi, tmp_path: Path) -> None:
+    api.route("GET", "/teams", {"data": [{"slug": "core", "repo": "web"}, {"slug": "docs", "repo": "site"},
+                                         {"slug": "ops", "repo": "site"}]})
+    api.route("GET", "/repos/{name}", lambda request: {"data": [{"id": request.path_params["name"]}]})
+    config = {"base_url": api.url, "repositories": ["api", "web"]}
+    both = run_both(api, tmp_path, "union.yaml", config, catalog_for({"repositories": "full_refresh"}))
+    assert sorted((r["id"], r["from_parent"]) for r in both.cdk.records["repositories"]) == [
+        ("api", False), ("site", True), ("web", False)]
+    assert_same_records(both, "repositories", partition_of=lambda record: record["id"])
+    assert_same_requests(both)
 
 # -- difference 1: a data feed stops at start_datetime and keeps nothing after end_datetime -------------------
 
