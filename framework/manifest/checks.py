@@ -143,6 +143,7 @@ def _stream_checks(sites: list[Site], data: Any, place: Placement, manifest_dir:
     for site in sites:
         if site.model is DeclarativeStream:
             yield from _schema_checks(site, place, manifest_dir)
+            yield from _count_cursor_checks(site, place)
         if site.model is Spec:
             spec = site.data.get("connection_specification")
             if isinstance(spec, dict):
@@ -153,6 +154,19 @@ def _stream_checks(sites: list[Site], data: Any, place: Placement, manifest_dir:
                 except jsonschema.SchemaError as exc:
                     yield place.diagnostic(site.path + ("connection_specification",) + tuple(exc.path), "bad-spec",
                                            f"connection_specification is not a valid JSON Schema: {exc.message}")
+
+
+def _count_cursor_checks(site: Site, place: Placement) -> Iterator[Diagnostic]:
+    """An IncrementingCountCursor under a partition router runs here (one value per partition), but
+    airbyte-cdk refuses the manifest: say so, as a warning."""
+    cursor, retriever = site.data.get("incremental_sync"), site.data.get("retriever")
+    if isinstance(cursor, dict) and cursor.get("type") == "IncrementingCountCursor" \
+            and isinstance(retriever, dict) and retriever.get("partition_router"):
+        yield place.diagnostic(site.path + ("incremental_sync", "type"), "not-portable",
+                               "an IncrementingCountCursor under a partition router keeps one value per partition "
+                               "here, but airbyte-cdk refuses this pairing",
+                               "to run the manifest in Airbyte too, drop the partition router or use a "
+                               "DatetimeBasedCursor", severity="warning")
 
 
 def _at(place: Placement, path: tuple) -> str:

@@ -85,3 +85,31 @@ def test_the_start_goes_where_start_value_option_says():
 def test_integers_and_their_text_read_the_same(value):
     assert as_count(value) == as_count(str(value)) == as_count(f" {value} ") == value
 
+
+
+def test_validate_warns_that_airbyte_refuses_a_count_cursor_under_a_router():
+    from framework.manifest import check_manifest_text
+
+    text = """
+version: 6.7.0
+type: DeclarativeSource
+check: {type: CheckStream, stream_names: [a]}
+streams:
+  - type: DeclarativeStream
+    name: a
+    schema_loader: {type: InlineSchemaLoader, schema: {type: object}}
+    incremental_sync: {type: IncrementingCountCursor, cursor_field: id}
+    retriever:
+      type: SimpleRetriever
+      requester: {type: HttpRequester, url_base: "http://x", path: /a}
+      record_selector: {type: RecordSelector, extractor: {type: DpathExtractor, field_path: []}}
+      partition_router: {type: ListPartitionRouter, values: [a], cursor_field: k}
+"""
+    checked = check_manifest_text(text, "m.yaml")
+    assert checked.ok
+    [found] = [d for d in checked.diagnostics if d.code == "not-portable"]
+    assert found.severity == "warning" and (found.line, found.column) == (9, 30)
+    assert "airbyte-cdk refuses" in found.message
+    alone = check_manifest_text(text.replace("      partition_router: {type: ListPartitionRouter, values: [a], "
+                                             "cursor_field: k}\n", ""), "m.yaml")
+    assert not [d for d in alone.diagnostics if d.code == "not-portable"]
