@@ -6,12 +6,19 @@ request. :class:`ListRouter` takes them from a list; :class:`SubstreamRouter`
 from the records of parent streams, which the caller reads and hands in (so
 that parent state and progress stay with the sync, not with the router).
 Several routers in a list form the cartesian product of their partitions.
+:class:`GroupingRouter` puts several partitions of another router in one (a list
+of values per key: one request for many parents); :class:`UnionRouter` joins the
+partitions of several routers under one key, each value once. Neither puts
+anything in the request (as in Airbyte): templates read ``stream_partition``.
 
 Partitions are Airbyte's: ``{cursor_field: value}`` for a list,
 ``{partition_field: key, "parent_slice": <the parent's own partition>}`` for a
 parent record (a record whose key is missing or null makes none), merged dicts
 for a product. A parent's ``extra_fields`` go to the slice's ``extra_fields``
-under their dotted path (``owner.name``), not into the partition.
+under their dotted path (``owner.name``), not into the partition. With
+``lazy_read_pointer`` the child records a parent record already holds (the body
+at that path) go to ``extra_fields["child_response"]``: on a first sync the
+child's first page is read from there, not requested (:func:`embedded_response`).
 """
 
 from __future__ import annotations
@@ -21,11 +28,20 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from framework.components.http.request import Injection, RequestParts, injection_of
+import orjson
+from requests.structures import CaseInsensitiveDict
+
+from framework.components.http.request import HttpRequest, Injection, RequestParts, injection_of
+from framework.components.http.transport import HttpResponse
 from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
-from framework.errors import ConfigError
-from framework.models import ListPartitionRouter, SubstreamPartitionRouter
+from framework.errors import ConfigError, place_suffix
+from framework.models import (
+    GroupingPartitionRouter,
+    ListPartitionRouter,
+    SubstreamPartitionRouter,
+    UnionPartitionRouter,
+)
 from framework.models.partitions import PartitionRouter
 
 if TYPE_CHECKING:
@@ -71,9 +87,14 @@ class ListRouter:
             self.option.apply(parts, stream_slice.partition.get(self.cursor_field))
 
 
+#: The key of ``extra_fields`` that holds a lazily read child's first page (Airbyte's name).
+LAZY_KEY = "child_response"
+
+
 @dataclass(frozen=True)
 class ParentConfig:
-    """ParentStreamConfig at run time; ``parent_key`` and each extra field are paths (``a/b`` split)."""
+    """ParentStreamConfig at run time; ``parent_key`` and each extra field are paths (``a/b`` split);
+    ``lazy`` the path of the child records in a parent record (``lazy_read_pointer``), empty when unset."""
 
     stream: Stream
     parent_key: tuple[str, ...]
@@ -81,6 +102,13 @@ class ParentConfig:
     option: Injection | None
     incremental_dependency: bool
     extra_fields: tuple[tuple[str, ...], ...]
+    lazy: tuple[str, ...] = ()
+
+
+def embedded_response(body: Any) -> HttpResponse:
+    """A lazily read child's first page: the body a parent record held, as a 200 JSON response."""
+    return HttpResponse(200, CaseInsensitiveDict({"Content-Type": "application/json"}), orjson.dumps(body),
+                        HttpRequest("GET", "(the child records held by the parent record: lazy_read_pointer)"))
 
 
 def _dig(record: Any, path: Sequence[str]) -> Any:
@@ -109,6 +137,9 @@ class SubstreamRouter:
                     if value is None:  # parent records without the key are skipped
                         continue
                     extra = {".".join(path): _dig(record, path) for path in parent.extra_fields}
+                    if parent.lazy:
+                        found = _dig(record, parent.lazy)
+                        extra = {LAZY_KEY: [] if found is None else found, **extra}
                     yield RoutedPartition({parent.partition_field: value, "parent_slice": tag_partition(tag)},
                                           extra, (tag,))
 
@@ -146,6 +177,95 @@ class ProductRouter:
             router.apply(parts, stream_slice)
 
 
+def _hashable(value: Any, what: str) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        raise ConfigError(f"{what} can only tell partition values apart when they are single values, not "
+                          f"{value!r}; pick a `parent_key` or `cursor_field` that holds one value") from None
+    return value
+
+
+@dataclass(frozen=True)
+class GroupingRouter:
+    """GroupingPartitionRouter: ``group_size`` partitions of ``router`` per partition.
+
+    A group's partition maps each key of its members (``parent_slice`` too) to
+    the list of their values, in order; ``extra_fields`` likewise. With
+    ``deduplicate`` a value already grouped is skipped (across the whole sync).
+    A member must have exactly one key besides ``parent_slice``.
+    """
+
+    router: Router
+    size: int
+    deduplicate: bool = True
+    place: str | None = None
+
+    def partitions(self, read_parent: ReadParent) -> Iterator[RoutedPartition]:
+        batch: list[RoutedPartition] = []
+        seen: set[Any] = set()
+        for part in self.router.partitions(read_parent):
+            keys = [key for key in part.partition if key != "parent_slice"]
+            if len(keys) != 1:
+                raise ConfigError(f"GroupingPartitionRouter groups partitions of one key, but its router made "
+                                  f"{dict(part.partition)!r}{place_suffix(self.place)}; group a router with one "
+                                  "partition field")
+            if self.deduplicate:
+                value = _hashable(part.partition[keys[0]], "GroupingPartitionRouter")
+                if value in seen:
+                    continue
+                seen.add(value)
+            batch.append(part)
+            if len(batch) == self.size:
+                yield _group(batch)
+                batch = []
+        if batch:
+            yield _group(batch)
+
+    def apply(self, parts: RequestParts, stream_slice: StreamSlice) -> None:
+        return None
+
+
+def _group(batch: list[RoutedPartition]) -> RoutedPartition:
+    partition = {key: [part.partition.get(key) for part in batch] for key in batch[0].partition}
+    extra_keys: dict[str, None] = {}
+    for part in batch:
+        extra_keys.update(dict.fromkeys(part.extra_fields))
+    extra = {key: [part.extra_fields.get(key) for part in batch] for key in extra_keys}
+    return RoutedPartition(partition, extra, tuple(tag for part in batch for tag in part.tags))
+
+
+@dataclass(frozen=True)
+class UnionRouter:
+    """UnionPartitionRouter: the partitions of each router in turn, as ``{field: value}``, each value once.
+
+    A child's other partition keys (a substream's ``parent_slice``) move to
+    ``extra_fields``, so a partition's identity (and its state) is its value alone.
+    """
+
+    routers: tuple[Router, ...]
+    field: str
+    place: str | None = None
+
+    def partitions(self, read_parent: ReadParent) -> Iterator[RoutedPartition]:
+        seen: set[Any] = set()
+        for router in self.routers:
+            for part in router.partitions(read_parent):
+                if self.field not in part.partition:
+                    raise ConfigError(f"UnionPartitionRouter: a child router made {dict(part.partition)!r}, without "
+                                      f"`{self.field}`{place_suffix(self.place)}; every child must name its "
+                                      f"partition field `{self.field}`")
+                value = _hashable(part.partition[self.field], "UnionPartitionRouter")
+                if value in seen:
+                    continue
+                seen.add(value)
+                carried = {key: item for key, item in part.partition.items() if key != self.field}
+                yield RoutedPartition({self.field: value}, {**part.extra_fields, **carried}, part.tags)
+
+    def apply(self, parts: RequestParts, stream_slice: StreamSlice) -> None:
+        return None
+
+
 @builds("ListPartitionRouter")
 def _list_router(model: ListPartitionRouter, ctx: BuildContext, path: tuple) -> ListRouter:
     values = model.values
@@ -172,8 +292,41 @@ def _substream_router(model: SubstreamPartitionRouter, ctx: BuildContext, path: 
             option=injection_of(config.request_option, ctx) if config.request_option else None,
             incremental_dependency=config.incremental_dependency,
             extra_fields=tuple(tuple(ctx.render(p, config.parameters) for p in extra) for extra in config.extra_fields),
+            lazy=tuple(str(ctx.render(p, config.parameters)) for p in config.lazy_read_pointer),
         ))
     return SubstreamRouter(tuple(parents))
+
+
+@builds("GroupingPartitionRouter")
+def _grouping_router(model: GroupingPartitionRouter, ctx: BuildContext, path: tuple) -> GroupingRouter:
+    router = ctx.build(model.underlying_partition_router, path + ("underlying_partition_router",))
+    return GroupingRouter(router, model.group_size, model.deduplicate, ctx.place(path))
+
+
+@builds("UnionPartitionRouter")
+def _union_router(model: UnionPartitionRouter, ctx: BuildContext, path: tuple) -> UnionRouter:
+    field = str(ctx.render(model.partition_field, model.parameters))
+    routers = []
+    for i, child in enumerate(model.partition_routers):
+        here = path + ("partition_routers", i)
+        for name in _partition_fields(child, ctx):
+            if name != field:
+                raise ConfigError(f"UnionPartitionRouter's partition field is `{field}`, but its "
+                                  f"{child.type} names `{name}`{place_suffix(ctx.place(here) or ctx.place(path))}; "
+                                  f"every child must make partitions keyed `{field}`")
+        routers.append(ctx.build(child, here))
+    return UnionRouter(tuple(routers), field, ctx.place(path))
+
+
+def _partition_fields(model: Any, ctx: BuildContext) -> list[str]:
+    """The partition fields a child of a union names, rendered (none known for a custom router)."""
+    if isinstance(model, ListPartitionRouter):
+        return [str(ctx.render(model.cursor_field, model.parameters))]
+    if isinstance(model, SubstreamPartitionRouter):
+        return [str(ctx.render(c.partition_field, c.parameters)) for c in model.parent_stream_configs]
+    if isinstance(model, UnionPartitionRouter):
+        return [str(ctx.render(model.partition_field, model.parameters))]
+    return []
 
 
 def build_router(model: PartitionRouter, ctx: BuildContext, path: tuple) -> Router:
@@ -188,10 +341,12 @@ def parents_of(router: Router | None) -> Iterable[ParentConfig]:
     """The parent configs of a router (or of the routers in a product)."""
     if isinstance(router, SubstreamRouter):
         return router.parents
-    if isinstance(router, ProductRouter):
+    if isinstance(router, (ProductRouter, UnionRouter)):
         return tuple(p for r in router.routers for p in parents_of(r))
+    if isinstance(router, GroupingRouter):
+        return parents_of(router.router)
     return ()
 
 
-__all__ = ["ListRouter", "ParentConfig", "ProductRouter", "RoutedPartition", "Router", "SubstreamRouter",
-           "build_router", "parents_of", "tag_partition"]
+__all__ = ["LAZY_KEY", "GroupingRouter", "ListRouter", "ParentConfig", "ProductRouter", "RoutedPartition", "Router",
+           "SubstreamRouter", "UnionRouter", "build_router", "embedded_response", "parents_of", "tag_partition"]

@@ -38,6 +38,7 @@ from framework.components.http.request import RequestParts
 from framework.components.http.requester import Requester
 from framework.components.http.transport import HttpResponse
 from framework.components.pagination import NoPaginator, Paginator
+from framework.components.partitions import LAZY_KEY, embedded_response
 from framework.components.query_properties import Fetched, QueryPropertiesReader, build_query_properties
 from framework.components.records import DpathExtractor, RecordSelector
 from framework.components.records.decoders import ResponseDecoder, XmlDocument, pagination_capable
@@ -57,6 +58,7 @@ from framework.models import (
 from framework.temporal.durations import parse_duration
 
 SliceOptions = Callable[[RequestParts, StreamSlice], None]
+_SEND = object()  # no first page held by a parent record: request it
 
 
 class Cursor(Protocol):
@@ -393,10 +395,12 @@ class Retriever:
             slice_options(parts, stream_slice)
         pager.apply(parts)
         _drop_params_in_url(parts)
-        response = self.requester.send(parts)
+        embedded = stream_slice.extra_fields.get(LAZY_KEY, _SEND) if first else _SEND
+        # a parent record may hold this first page (lazy_read_pointer): then it is not requested
+        response = self.requester.send(parts) if embedded is _SEND else embedded_response(embedded)
         if response is None:
             return None, [], []
-        if self.decode is not None:
+        if self.decode is not None and embedded is _SEND:
             response = self.decode(response)
         if self.decoder is not None and self.decoder.streamed and self.query_properties is None:
             return response, None, []  # the caller reads the body in batches as it streams in

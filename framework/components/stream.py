@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from framework.components.http.request import RequestParts
+from framework.components.incremental import DatetimeCursor
 from framework.components.partitions import Router, build_router
 from framework.components.records import load_schema
 from framework.components.records.file_upload import file_schema, uploading
@@ -29,7 +30,7 @@ from framework.models import DeclarativeStream
 from framework.models.custom import CustomComponent, CustomPartitionRouter, CustomRequester, CustomRetriever
 
 if TYPE_CHECKING:
-    from framework.components.incremental import DatetimeCursor
+    from framework.components.incremental import Cursor
 
 
 def key_paths(primary_key: Any) -> tuple[tuple[str, ...], ...]:
@@ -51,7 +52,7 @@ class Stream:
     retriever: Retriever | None
     json_schema: Mapping[str, Any]
     primary_key: tuple[tuple[str, ...], ...] = ()
-    cursor: DatetimeCursor | None = None
+    cursor: Cursor | None = None
     router: Router | None = None
     parameters: Mapping[str, Any] = field(default_factory=dict)
     place: str | None = None
@@ -75,8 +76,10 @@ class Stream:
             raise ConfigError(f"stream `{self.name}` is read through airbyte-cdk ({self.bridge}), not slice by "
                               f"slice here{place_suffix(self.place)}")
         try:
+            # pagination restarts and window splits work on a datetime cursor's windows
+            windows = self.cursor if isinstance(self.cursor, DatetimeCursor) else None
             yield from self.retriever.read(stream_slice, config, slice_options=self.slice_options,
-                                           stream_state=stream_state, cursor=self.cursor)
+                                           stream_state=stream_state, cursor=windows)
         except ReadError as exc:
             exc.with_context(stream=self.name, place=self.place)
             raise
@@ -84,13 +87,16 @@ class Stream:
     def catalog_entry(self) -> dict[str, Any]:
         """This stream as an Airbyte catalog entry (for ``--discover``)."""
         return catalog_entry(self.name, self.json_schema, self.primary_key, self.cursor_field,
-                             incremental=self.cursor is not None)
+                             incremental=self.cursor is not None,
+                             source_defined=self.cursor is None or not self.cursor.catalog_cursor_field)
 
 
 def catalog_entry(name: str, json_schema: Mapping[str, Any], primary_key: tuple[tuple[str, ...], ...],
-                  cursor_field: str | None, *, incremental: bool | None = None) -> dict[str, Any]:
+                  cursor_field: str | None, *, incremental: bool | None = None,
+                  source_defined: bool = True) -> dict[str, Any]:
     """A stream as an Airbyte catalog entry: ``incremental`` (by default: it has a cursor field) adds the
-    incremental sync mode and the cursor field."""
+    incremental sync mode and the cursor field; ``source_defined`` false says the configured catalog may
+    choose another cursor field (``allow_catalog_defined_cursor_field``)."""
     incremental = cursor_field is not None if incremental is None else incremental
     entry: dict[str, Any] = {
         "name": name,
@@ -99,7 +105,7 @@ def catalog_entry(name: str, json_schema: Mapping[str, Any], primary_key: tuple[
         "is_resumable": incremental,
     }
     if incremental:
-        entry["source_defined_cursor"] = True
+        entry["source_defined_cursor"] = source_defined
         if cursor_field is not None:
             entry["default_cursor_field"] = [cursor_field]
     if primary_key:

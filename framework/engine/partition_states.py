@@ -51,8 +51,10 @@ def partition_digest(partition: Mapping[str, Any]) -> bytes:
     return hashlib.blake2b(text, digest_size=DIGEST_SIZE).digest()
 
 
-def day_of(value: datetime) -> datetime:
-    """``value`` rounded down to midnight UTC."""
+def day_of(value: Any) -> Any:
+    """``value`` rounded down to midnight UTC; an integer cursor value (IncrementingCountCursor) stays as it is."""
+    if not isinstance(value, datetime):
+        return value
     utc = value.astimezone(timezone.utc)
     return datetime(utc.year, utc.month, utc.day, tzinfo=timezone.utc)
 
@@ -63,28 +65,28 @@ class PartitionStates:
     Not thread-safe: the sync calls it under its lock.
     """
 
-    def __init__(self, limit: int, state_of: Callable[[datetime], dict]):
+    def __init__(self, limit: int, state_of: Callable[[Any], dict]):
         self.limit = max(0, limit)
         self._state_of = state_of
         # key -> (partition, cursor value, cursor state as written), oldest first
-        self._full: OrderedDict[Key, tuple[Mapping[str, Any], datetime | None, Mapping[str, Any]]] = OrderedDict()
-        self._compact: dict[bytes, datetime] = {}  # digest -> day
-        self._groups: dict[datetime, set[bytes]] = {}
-        self._encoded: dict[datetime, str] = {}  # cache of the encoded groups, dropped when a group changes
+        self._full: OrderedDict[Key, tuple[Mapping[str, Any], Any, Mapping[str, Any]]] = OrderedDict()
+        self._compact: dict[bytes, Any] = {}  # digest -> day
+        self._groups: dict[Any, set[bytes]] = {}
+        self._encoded: dict[Any, str] = {}  # cache of the encoded groups, dropped when a group changes
 
     def __len__(self) -> int:
         return len(self._full) + len(self._compact)
 
     # -- loading a saved state -----------------------------------------------------------
 
-    def load(self, partition: Mapping[str, Any], value: datetime | None, cursor_state: Mapping[str, Any]) -> None:
+    def load(self, partition: Mapping[str, Any], value: Any, cursor_state: Mapping[str, Any]) -> None:
         """Add a saved entry as it was written (so carried-over entries keep their text)."""
         key = StreamSlice(partition).key()
         self._full.pop(key, None)
         self._full[key] = (dict(partition), value, dict(cursor_state))
         self._shrink()
 
-    def load_compacted(self, items: Any, read_value: Callable[[Mapping[str, Any]], datetime | None]) -> None:
+    def load_compacted(self, items: Any, read_value: Callable[[Mapping[str, Any]], Any]) -> None:
         """Read the ``compacted_partitions`` list of a saved state."""
         if not isinstance(items, list):
             raise StateError(f"`{COMPACT_KEY}` should be a list of {{'cursor': ..., 'digests': ...}} objects")
@@ -106,7 +108,7 @@ class PartitionStates:
 
     # -- during the sync -----------------------------------------------------------------
 
-    def value(self, partition: Mapping[str, Any]) -> datetime | None:
+    def value(self, partition: Mapping[str, Any]) -> Any:
         """The saved cursor value of ``partition``: its own, or its compacted day; None when unknown."""
         found = self._full.get(StreamSlice(partition).key())
         if found is not None:
@@ -115,7 +117,7 @@ class PartitionStates:
             return self._compact.get(partition_digest(partition))
         return None
 
-    def put(self, partition: Mapping[str, Any], value: datetime) -> None:
+    def put(self, partition: Mapping[str, Any], value: Any) -> None:
         """Record ``partition`` at ``value``, as the newest entry."""
         key = StreamSlice(partition).key()
         self._full.pop(key, None)
@@ -130,7 +132,7 @@ class PartitionStates:
             if value is not None:  # an entry without a value has nothing to keep
                 self._file(partition_digest(partition), day_of(value))
 
-    def _file(self, digest: bytes, day: datetime) -> None:
+    def _file(self, digest: bytes, day: Any) -> None:
         # Filed twice (a hand-made state), the partition keeps the earlier day: reading a day
         # more is safe, a day less is not.
         old = self._compact.get(digest)

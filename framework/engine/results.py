@@ -28,7 +28,7 @@ __all__ = ["RESULT_SCHEMA", "GroupTotals", "UnitResult", "failed_group", "fold_r
 RESULT_SCHEMA = pa.schema([
     ("unit", pa.int64()),
     ("records", pa.int64()),
-    ("latest", pa.string()),  # ISO instant of the latest cursor value read in the unit
+    ("latest", pa.string()),  # the latest cursor value read in the unit: an ISO instant, or an integer's digits
     ("error", pa.string()),
     ("files", pa.string()),  # JSON list of written files (a task's first row), else null
     ("nulled", pa.int64()),
@@ -49,7 +49,7 @@ class UnitResult:
     records: int = 0
     pages: int = 0
     nulled: int = 0
-    latest: datetime | Mapping[str, Any] | None = None
+    latest: datetime | int | Mapping[str, Any] | None = None
     error: str | None = None
     files: tuple[dict[str, Any], ...] = ()
 
@@ -59,7 +59,7 @@ def to_arrow(results: Sequence[UnitResult]) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict({
         "unit": [r.unit for r in results],
         "records": [r.records for r in results],
-        "latest": [r.latest.isoformat() if isinstance(r.latest, datetime) else None for r in results],
+        "latest": [_latest_text(r.latest) for r in results],
         "error": [r.error for r in results],
         "files": [orjson.dumps(r.files).decode() if r.files else None for r in results],
         "nulled": [r.nulled for r in results],
@@ -72,10 +72,23 @@ def to_arrow(results: Sequence[UnitResult]) -> pa.RecordBatch:
 def from_arrow(data: pa.Table | pa.RecordBatch) -> list[UnitResult]:
     """The results in ``data`` (rows of :data:`RESULT_SCHEMA`), in its order."""
     return [UnitResult(unit=row["unit"], records=row["records"], pages=row["pages"], nulled=row["nulled"],
-                       latest=datetime.fromisoformat(row["latest"]) if row["latest"] else
+                       latest=_latest_value(row["latest"]) if row["latest"] else
                        orjson.loads(row["latest_record"]) if row["latest_record"] else None,
                        error=row["error"], files=tuple(orjson.loads(row["files"])) if row["files"] else ())
             for row in data.to_pylist()]
+
+
+def _latest_text(value: Any) -> str | None:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, int) and not isinstance(value, bool):  # an IncrementingCountCursor's value
+        return str(value)
+    return None
+
+
+def _latest_value(text: str) -> datetime | int:
+    """The value :func:`_latest_text` wrote: an ISO instant always holds a ``-`` after its year, digits never."""
+    return int(text) if text.lstrip("-").isdigit() else datetime.fromisoformat(text)
 
 
 def failed_group(units: Iterable[Any], message: str) -> list[UnitResult]:

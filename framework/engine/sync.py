@@ -41,13 +41,13 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Generator, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from framework.components.incremental.datetime_cursor import DatetimeCursor
-from framework.components.partitions import ParentConfig, RoutedPartition
+from framework.components.incremental import CountCursor, Cursor
+from framework.components.partitions import LAZY_KEY, ParentConfig, RoutedPartition
 from framework.components.slices import StreamSlice
 from framework.components.stream import Stream
 from framework.engine.partition_states import COMPACT_KEY, PartitionStates
@@ -67,10 +67,12 @@ _NO_WINDOW: list[tuple[tuple[None, None], dict]] = [((None, None), {})]
 class Unit:
     """One partition times one window: the unit of work, of checkpointing, and of Spark tasks.
 
-    ``prior`` is the partition's saved cursor value (None on a first read) and
-    ``floor`` the instant before which records are already synced (``prior``
-    minus the lookback): what client-side filtering and data feeds compare with.
-    ``tags`` name the parent units the partition came from.
+    ``prior`` is the partition's saved cursor value (None on a first read).
+    ``floor`` and ``ceiling`` bound the cursor values a data feed or a
+    client-side filter keeps (Airbyte's rule): ``floor`` is ``prior`` minus the
+    lookbacks (never below ``min(prior, start_datetime)``), or ``start_datetime``
+    on a first read; ``ceiling`` is the end of the sync's range. ``tags`` name
+    the parent units the partition came from.
     """
 
     index: int
@@ -78,11 +80,12 @@ class Unit:
     partition: int  # index of the partition in this sync's plan
     window: int  # index of the window within the partition (0 without a cursor)
     tags: tuple = ()
-    prior: datetime | None = None
+    prior: Any = None  # datetime, or int for an IncrementingCountCursor
     floor: datetime | None = None
+    ceiling: datetime | None = None
 
 
-def read_unit(stream: Stream, config: Mapping[str, Any], unit: Unit) -> Iterator[tuple[list[dict], datetime | None]]:
+def read_unit(stream: Stream, config: Mapping[str, Any], unit: Unit) -> Iterator[tuple[list[dict], Any]]:
     """The records of one unit, page by page, each page with its latest cursor value.
 
     Needs only the stream (built from the manifest), the config and the unit
@@ -90,16 +93,16 @@ def read_unit(stream: Stream, config: Mapping[str, Any], unit: Unit) -> Iterator
     (a Spark task, say).
 
     Applies the cursor's client-side rules, here only (the loop below is the hot
-    path, so they are inline): with ``is_client_side_incremental`` records
-    outside the unit's window are dropped (or, without a window, records older
-    than the unit's floor); with ``is_data_feed`` (newest first) paging stops at
-    the first record older than the unit's floor (its prior minus the
-    lookback). Records equal to the floor are kept: records sharing the state's
-    instant may have arrived since. Records without a readable cursor value are
-    kept. A page is passed on as it came when no rule applies.
+    path, so they are inline), as airbyte-cdk does: with ``is_data_feed``
+    (newest first) records outside ``floor .. ceiling`` are dropped and paging
+    stops after a page whose last record is outside; with
+    ``is_client_side_incremental`` (and no data feed) records outside the
+    unit's window or after ``ceiling`` are dropped. Both ends are inclusive:
+    records sharing the state's instant may have arrived since. Records without
+    a readable cursor value are kept. A page is passed on as it came when no
+    rule applies.
     """
-    cursor: DatetimeCursor | None = stream.cursor
-    floor = unit.floor
+    cursor: Cursor | None = stream.cursor
     prior = unit.prior
     stream_state = cursor.state_of(prior) if cursor is not None and prior is not None else {}
     # read_slice is a generator: closed below as soon as a data feed stops paging.
@@ -108,11 +111,12 @@ def read_unit(stream: Stream, config: Mapping[str, Any], unit: Unit) -> Iterator
         for records in pages:
             yield records, None
         return
-    record_value = cursor.record_value
-    feed = cursor.is_data_feed and floor is not None
-    client_side = cursor.is_client_side_incremental
+    record_value: Callable[[Mapping[str, Any]], Any] = cursor.record_value  # datetime, or int: compared alike
+    feed = cursor.is_data_feed
+    client_side = cursor.is_client_side_incremental and not feed
+    low, high = unit.floor, unit.ceiling
     cursor_slice = unit.slice.cursor_slice
-    in_window = cursor.in_window
+    in_window: Callable[[Any, Mapping[str, Any]], bool] = cursor.in_window
     try:
         for records in pages:
             latest = None
@@ -124,22 +128,20 @@ def read_unit(stream: Stream, config: Mapping[str, Any], unit: Unit) -> Iterator
                 yield records, latest
                 continue
             kept = []
-            stop = False
             for record in records:
                 value = record_value(record)
                 if value is not None:
-                    if feed and value < floor:  # type: ignore[operator]
-                        stop = True
-                        continue
-                    if client_side and (not in_window(value, cursor_slice) if cursor_slice
-                                        else floor is not None and value < floor):
+                    if feed:
+                        if (low is not None and value < low) or (high is not None and value > high):
+                            continue
+                    elif (high is not None and value > high) or (cursor_slice and not in_window(value, cursor_slice)):
                         continue
                     if latest is None or value > latest:
                         latest = value
                 kept.append(record)
             yield kept, latest
-            if stop:
-                return
+            if feed and records and (kept[-1] if kept else None) is not records[-1]:
+                return  # the page's last record is outside the range: older records follow
     finally:
         pages.close()
 
@@ -194,7 +196,7 @@ class StreamSync:
         self.config: Mapping[str, Any] = config
         self.clock: Clock = clock or SystemClock()
         # windows apply to full refreshes too; state only when incremental
-        self.cursor: DatetimeCursor | None = stream.cursor
+        self.cursor: Cursor | None = stream.cursor
         self.incremental: bool = incremental and stream.cursor is not None
         if state is not None and not isinstance(state, Mapping):
             raise StateError(f"stream `{stream.name}`: the saved state should be an object, not a "
@@ -212,9 +214,10 @@ class StreamSync:
         self._units_left = 0
         self._parents: dict[str, StreamSync] = {}
         self._parent_units_left: dict[tuple, int] = {}
-        self._windows_cache: dict[tuple, tuple[list, list]] = {}
-        self._seen: datetime | None = None  # latest cursor value seen in this sync
-        self._prior_global: datetime | None = None  # one-partition state, or the saved "state" value
+        self._windows_cache: dict[tuple, tuple[list, list, tuple]] = {}
+        # Cursor values: datetimes, or ints for an IncrementingCountCursor.
+        self._seen: Any = None  # latest cursor value seen in this sync
+        self._prior_global: Any = None  # one-partition state, or the saved "state" value
         self._all_from_global = False  # no per-partition list was saved: every partition starts at the global value
         self._saved_lookback = 0
         self._states: PartitionStates | None = None
@@ -274,7 +277,7 @@ class StreamSync:
         if saved.get(COMPACT_KEY) is not None:
             self._states.load_compacted(saved[COMPACT_KEY], cursor.state_value)
 
-    def _prior_for(self, partition: Mapping[str, Any]) -> tuple[datetime | None, timedelta | None, bool]:
+    def _prior_for(self, partition: Mapping[str, Any]) -> tuple[Any, timedelta | None, bool]:
         """Where a partition starts: (saved value, extra lookback, whether the value is the partition's own)."""
         if not self.incremental:
             return None, None, False
@@ -306,13 +309,17 @@ class StreamSync:
         units = self._units
         for p_index, part in enumerate(routed):
             prior, extra, own = self._prior_for(part.partition)
-            bounds, windows = self._windows(prior, extra)
-            floor = self.cursor.floor(prior, extra) if prior is not None and self.cursor is not None else None
+            bounds, windows, (floor, ceiling) = self._windows(prior, extra)
             self._partitions.append(_Partition(part, WindowProgress(bounds, prior), len(windows),
                                                prior if own else None))
+            extra_fields = part.extra_fields
+            if LAZY_KEY in extra_fields and (self.saved or len(windows) != 1):
+                # A parent's embedded child page is read instead of the first request on a first sync of
+                # one window per partition only (Airbyte's lazy read); otherwise every page is requested.
+                extra_fields = {key: value for key, value in extra_fields.items() if key != LAZY_KEY}
             for w_index, cursor_slice in enumerate(windows):
-                units.append(Unit(len(units), StreamSlice(part.partition, cursor_slice, part.extra_fields),
-                                  p_index, w_index, part.tags, prior, floor))
+                units.append(Unit(len(units), StreamSlice(part.partition, cursor_slice, extra_fields),
+                                  p_index, w_index, part.tags, prior, floor, ceiling))
             for tag in part.tags:
                 key = _tag_key(tag)
                 self._parent_units_left[key] = self._parent_units_left.get(key, 0) + len(windows)
@@ -321,17 +328,18 @@ class StreamSync:
             parent._release_childless(self._parent_units_left)
         return units
 
-    def _windows(self, prior: datetime | None, extra: timedelta | None) -> tuple[list, list]:
-        """(window bounds, cursor slices) from ``prior``; shared by every partition with the same start."""
+    def _windows(self, prior: Any, extra: timedelta | None) -> tuple[list, list, tuple]:
+        """(window bounds, cursor slices, (floor, ceiling)) from ``prior``; shared by every partition with the
+        same start."""
         key = (prior, extra)
         found = self._windows_cache.get(key)
         if found is None:
             cursor = self.cursor
             if cursor is None:
-                found = ([(None, None)], [{}])
+                found = ([(None, None)], [{}], (None, None))
             else:
                 slices = cursor.windows(prior, min_lookback=extra)
-                found = ([cursor.window_bounds(s) for s in slices], slices)
+                found = ([cursor.window_bounds(s) for s in slices], slices, cursor.keep_range(prior, extra))
             self._windows_cache[key] = found
         return found
 
@@ -416,6 +424,8 @@ class StreamSync:
             final = final and self._planned and self._units_left == 0
             if not self.partitioned:
                 value = self._partitions[0].progress.value() if self._partitions else self._prior_global
+                if value is None and isinstance(cursor, CountCursor):  # Airbyte keeps where the sync started
+                    value = cursor.start_of(self._prior_global)
                 return cursor.state_of(value) if value is not None else {}
             out: dict[str, Any] = {}
             if self._states is not None:
@@ -429,7 +439,8 @@ class StreamSync:
             if value is not None:
                 out["state"] = cursor.state_of(value)
             out["use_global_cursor"] = self.global_cursor
-            out["lookback_window"] = self._duration() if final else self._saved_lookback
+            if not isinstance(cursor, CountCursor):  # seconds looked back next time; no time to look back by
+                out["lookback_window"] = self._duration() if final else self._saved_lookback
             parent_state = {}
             for name, parent in self._parents.items():
                 found = parent.state(final=final)

@@ -150,6 +150,7 @@ def _stream_checks(sites: list[Site], data: Any, place: Placement, manifest_dir:
     for site in sites:
         if site.model is DeclarativeStream:
             yield from _schema_checks(site, place, manifest_dir)
+            yield from _count_cursor_checks(site, place)
         if site.model is Spec:
             yield from _spec_checks(site, place)
 
@@ -175,6 +176,19 @@ def _spec_checks(site: Site, place: Placement) -> Iterator[Diagnostic]:
         else:
             yield place.diagnostic(at, "bad-spec", f"connection_specification is not a valid JSON Schema: "
                                    f"{error.message}")
+
+
+def _count_cursor_checks(site: Site, place: Placement) -> Iterator[Diagnostic]:
+    """An IncrementingCountCursor under a partition router runs here (one value per partition), but
+    airbyte-cdk refuses the manifest: say so, as a warning."""
+    cursor, retriever = site.data.get("incremental_sync"), site.data.get("retriever")
+    if isinstance(cursor, dict) and cursor.get("type") == "IncrementingCountCursor" \
+            and isinstance(retriever, dict) and retriever.get("partition_router"):
+        yield place.diagnostic(site.path + ("incremental_sync", "type"), "not-portable",
+                               "an IncrementingCountCursor under a partition router keeps one value per partition "
+                               "here, but airbyte-cdk refuses this pairing",
+                               "to run the manifest in Airbyte too, drop the partition router or use a "
+                               "DatetimeBasedCursor", severity="warning")
 
 
 def _at(place: Placement, path: tuple) -> str:

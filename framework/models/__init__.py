@@ -60,7 +60,7 @@ from framework.models.error_handling import (
     WaitUntilTimeFromHeader,
 )
 from framework.models.files import FileUploader, ResponseToFileExtractor
-from framework.models.incremental import DatetimeBasedCursor, MinMaxDatetime
+from framework.models.incremental import DatetimeBasedCursor, IncrementingCountCursor, MinMaxDatetime
 from framework.models.pagination import (
     CursorPagination,
     DefaultPaginator,
@@ -72,7 +72,13 @@ from framework.models.pagination import (
     PaginationResetLimits,
     RequestWindowSplitting,
 )
-from framework.models.partitions import ListPartitionRouter, ParentStreamConfig, SubstreamPartitionRouter
+from framework.models.partitions import (
+    GroupingPartitionRouter,
+    ListPartitionRouter,
+    ParentStreamConfig,
+    SubstreamPartitionRouter,
+    UnionPartitionRouter,
+)
 from framework.models.query_properties import (
     GroupByKeyMergeStrategy,
     JsonSchemaPropertySelector,
@@ -144,6 +150,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     DynamicSchemaLoader, SchemaTypeIdentifier, TypesMap, ComplexFieldType,  # dynamic schemas
     ResponseToFileExtractor, FileUploader,  # files
     JsonlDecoder, CsvDecoder, XmlDecoder, GzipDecoder, ZipfileDecoder, IterableDecoder, JsonItemsDecoder,  # decoders
+    IncrementingCountCursor, GroupingPartitionRouter, UnionPartitionRouter,  # cursors and routers (issue 16)
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -163,8 +170,7 @@ UNSUPPORTED: dict[str, str] = {
         "ParametrizedComponentsResolver", "ComponentMappingDefinition", "StreamConfig",
         "StreamParametersDefinition", "CheckDynamicStream", "DynamicStreamCheckConfig", "ConditionalStreams")},
     **{name: _ISSUE_16.format("streams and state") for name in (
-        "StateDelegatingStream", "BlockSimultaneousSyncsAction", "IncrementingCountCursor")},
-    **{name: _ISSUE_16.format("partition routers") for name in ("GroupingPartitionRouter", "UnionPartitionRouter")},
+        "StateDelegatingStream", "BlockSimultaneousSyncsAction")},
     # the spec's `config_normalization_rules` (where CustomConfigTransformation and
     # CustomValidationStrategy are used): the config would reach the streams unchanged
     **{name: _ISSUE_16.format("state and config migrations") for name in (

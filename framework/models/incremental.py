@@ -1,13 +1,19 @@
-"""Incremental reads: the datetime cursor and its bounds."""
+"""Incremental reads: the datetime cursor and its bounds, and the integer cursor."""
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
-from framework.models.base import BASE, Component, spec
+from framework.models.base import BASE, Component, Model, spec
+from framework.models.custom import CustomIncrementalSync
 from framework.models.requests import RequestOption
+
+#: Clamping targets, and the weekdays a WEEK target may start on.
+CLAMPING_TARGETS = ("DAY", "WEEK", "MONTH")
+WEEKDAYS = ("MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY", "SUNDAY")
 
 
 class MinMaxDatetime(Component):
@@ -31,6 +37,32 @@ class MinMaxDatetime(Component):
 
 
 Bound = MinMaxDatetime | str
+
+
+class Clamping(Model):
+    """Windows aligned on whole days, weeks or months."""
+
+    target: str = spec(
+        "`DAY`, `WEEK` or `MONTH` (or a template rendering one): each window starts at the beginning of that "
+        "period and ends at the end of one, and the sync ends at the end of the last whole period.",
+        "MONTH", template=BASE,
+    )
+    target_details: Mapping[str, Any] | None = spec(
+        "Details of the target: for `WEEK`, `weekday` names the day weeks start on.", {"weekday": "MONDAY"}, None
+    )
+
+    @model_validator(mode="after")
+    def _known_target(self) -> Clamping:
+        if "{" in self.target:
+            return self
+        if self.target not in CLAMPING_TARGETS:
+            raise ValueError(f"clamping `target` is {self.target!r}; use one of {', '.join(CLAMPING_TARGETS)}")
+        if self.target == "WEEK":
+            weekday = (self.target_details or {}).get("weekday")
+            if weekday not in WEEKDAYS:
+                raise ValueError("a `WEEK` clamping needs `target_details: {weekday: MONDAY}` (a day from MONDAY "
+                                 f"to SUNDAY), not {weekday!r}")
+        return self
 
 
 class DatetimeBasedCursor(Component):
@@ -105,6 +137,12 @@ class DatetimeBasedCursor(Component):
     global_substream_cursor: bool = spec(
         "Keep one cursor for all partitions instead of one per partition.", True, False
     )
+    clamping: Clamping | None = spec(
+        "Align windows on whole days, weeks or months.", {"target": "DAY"}, None
+    )
+    allow_catalog_defined_cursor_field: bool | None = spec(
+        "Let the configured catalog name another cursor field than `cursor_field`.", True, None
+    )
 
     @model_validator(mode="after")
     def _step_pairs_with_granularity(self) -> DatetimeBasedCursor:
@@ -113,3 +151,41 @@ class DatetimeBasedCursor(Component):
             raise ValueError(f"`{given}` needs `{missing}`: give both or neither")
         return self
 
+
+
+class IncrementingCountCursor(Component):
+    """Reads records whose cursor is an increasing integer (an id, a sequence number) from the last one synced."""
+
+    type: Literal["IncrementingCountCursor"] = spec(
+        "Component type.", "IncrementingCountCursor", "IncrementingCountCursor"
+    )
+    cursor_field: str = spec("Record field holding the integer cursor.", "id", template=BASE)
+    start_value: int | str | None = spec(
+        "Where the first sync starts (an integer, or a template rendering one); 0 when left out.",
+        "{{ config['start_id'] }}", None, template=BASE, result="integer",
+    )
+    start_value_option: RequestOption | None = spec(
+        "Where the value a sync starts from (the saved state, or `start_value`) goes in the request.",
+        {"type": "RequestOption", "inject_into": "request_parameter", "field_name": "since_id"},
+        None,
+    )
+    allow_catalog_defined_cursor_field: bool | None = spec(
+        "Let the configured catalog name another cursor field than `cursor_field`.", True, None
+    )
+
+    @model_validator(mode="after")
+    def _integer_start(self) -> IncrementingCountCursor:
+        value = self.start_value
+        if isinstance(value, str) and "{" not in value:
+            try:
+                int(value.strip())
+            except ValueError:
+                raise ValueError(f"`start_value` is {value!r}; give an integer, or a template that renders "
+                                 "one") from None
+        return self
+
+
+# What a stream's `incremental_sync` may be.
+IncrementalSync = Annotated[
+    DatetimeBasedCursor | IncrementingCountCursor | CustomIncrementalSync, Field(discriminator="type")
+]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from framework.models.base import BASE, Component, spec
 from framework.models.custom import CustomPartitionRouter
@@ -53,9 +53,22 @@ class ParentStreamConfig(Component):
         "Read the parent incrementally too, keeping its state beside the child's.", True, False
     )
     extra_fields: tuple[tuple[str, ...], ...] = spec(
-        "More parent fields (as paths) copied into `stream_partition`.", [["name"], ["owner", "id"]], (),
+        "More parent fields (as paths) copied into `stream_slice.extra_fields`, keyed by their dotted path.",
+        [["name"], ["owner", "id"]], (),
         template=BASE,
     )
+    lazy_read_pointer: tuple[str, ...] = spec(
+        "Path, in a parent record, of the child's first page that the parent already holds: on a first sync "
+        "(one window per partition) that page is read from there instead of requested; the child's paginator "
+        "requests the pages after it.",
+        ["orders"], (), template=BASE,
+    )
+
+    @model_validator(mode="after")
+    def _direct_pointer(self) -> ParentStreamConfig:
+        if any("*" in part for part in self.lazy_read_pointer):
+            raise ValueError("`lazy_read_pointer` takes a direct path; the `*` wildcard is not supported")
+        return self
 
 
 class SubstreamPartitionRouter(Component):
@@ -72,8 +85,91 @@ class SubstreamPartitionRouter(Component):
     )
 
 
+class UnionPartitionRouter(Component):
+    """The partitions of several routers, one after the other, each value once, under one `partition_field`."""
+
+    type: Literal["UnionPartitionRouter"] = spec("Component type.", "UnionPartitionRouter", "UnionPartitionRouter")
+    partition_field: str = spec(
+        "The one key of every partition: each child router must make partitions with this key.", "account_id",
+        template=BASE,
+    )
+    partition_routers: tuple[ChildRouter, ...] = spec(
+        "The routers whose partitions are joined (two or more); their request options are not used: read the "
+        "value through `stream_partition`.",
+        [{"type": "ListPartitionRouter", "values": ["1", "2"], "cursor_field": "account_id"},
+         {"type": "SubstreamPartitionRouter", "parent_stream_configs": [
+             {"type": "ParentStreamConfig", "stream": {"$ref": "#/definitions/accounts_stream"},
+              "parent_key": "id", "partition_field": "account_id"}]}],
+    )
+
+    @model_validator(mode="after")
+    def _two_or_more(self) -> UnionPartitionRouter:
+        if len(self.partition_routers) < 2:
+            raise ValueError("`partition_routers` needs at least two routers; use the router itself for one")
+        for child in self.partition_routers:
+            _no_request_option(child, "UnionPartitionRouter")
+            if "{" not in self.partition_field:
+                for name in _static_fields(child):
+                    if name != self.partition_field:
+                        raise ValueError(f"the union's `partition_field` is `{self.partition_field}`, but a "
+                                         f"{child.type} in `partition_routers` names `{name}`; every child must "
+                                         f"make partitions keyed `{self.partition_field}`")
+        return self
+
+
+class GroupingPartitionRouter(Component):
+    """Several partitions of another router per request: each slice holds a list of their values."""
+
+    type: Literal["GroupingPartitionRouter"] = spec(
+        "Component type.", "GroupingPartitionRouter", "GroupingPartitionRouter"
+    )
+    group_size: int = spec("How many partitions go in one group (one request).", 50)
+    underlying_partition_router: ChildRouter = spec(
+        "The router whose partitions are grouped.",
+        {"type": "ListPartitionRouter", "values": ["1", "2", "3"], "cursor_field": "board_id"},
+    )
+    deduplicate: bool = spec("Put each partition in only one group (the first it would go in).", True, True)
+
+    @model_validator(mode="after")
+    def _positive_size(self) -> GroupingPartitionRouter:
+        if self.group_size < 1:
+            raise ValueError(f"`group_size` is {self.group_size}; it must be 1 or more")
+        _no_request_option(self.underlying_partition_router, "GroupingPartitionRouter")
+        return self
+
+
+def _no_request_option(child: Component, owner: str) -> None:
+    """Airbyte refuses request options under these routers: a grouped or joined value has no one request."""
+    options = [child.request_option] if isinstance(child, ListPartitionRouter) else \
+        [c.request_option for c in child.parent_stream_configs] if isinstance(child, SubstreamPartitionRouter) else []
+    if any(option is not None for option in options):
+        raise ValueError(f"a router under a {owner} cannot have a `request_option` (no single value to send); "
+                         "remove it and put `{{ stream_partition.<field> }}` in the request instead")
+
+
+def _static_fields(child: Component) -> list[str]:
+    """The partition fields a child router names, where they are plain text."""
+    if isinstance(child, ListPartitionRouter):
+        names = [child.cursor_field]
+    elif isinstance(child, SubstreamPartitionRouter):
+        names = [c.partition_field for c in child.parent_stream_configs]
+    elif isinstance(child, UnionPartitionRouter):
+        names = [child.partition_field]
+    else:
+        names = []
+    return [name for name in names if "{" not in name]
+
+
+# The routers a GroupingPartitionRouter or UnionPartitionRouter may hold (Airbyte's schema).
+ChildRouter = Annotated[
+    ListPartitionRouter | SubstreamPartitionRouter | UnionPartitionRouter | CustomPartitionRouter,
+    Field(discriminator="type"),
+]
+
 Router = Annotated[
-    ListPartitionRouter | SubstreamPartitionRouter | CustomPartitionRouter, Field(discriminator="type")
+    ListPartitionRouter | SubstreamPartitionRouter | GroupingPartitionRouter | UnionPartitionRouter
+    | CustomPartitionRouter,
+    Field(discriminator="type"),
 ]
 PartitionRouter = Router | tuple[Router, ...]
 

@@ -10,7 +10,6 @@ from pydantic import Field, model_validator
 from framework.models.base import BASE, Component, spec
 from framework.models.custom import (
     CustomDecoder,
-    CustomIncrementalSync,
     CustomRequester,
     CustomRetriever,
     CustomStateMigration,
@@ -27,7 +26,7 @@ from framework.models.decoders import (
 )
 from framework.models.error_handling import uses_action
 from framework.models.files import FileUploader
-from framework.models.incremental import DatetimeBasedCursor
+from framework.models.incremental import DatetimeBasedCursor, IncrementalSync
 from framework.models.pagination import (
     CursorPagination,
     DefaultPaginator,
@@ -170,7 +169,7 @@ class DeclarativeStream(Component):
         None,
         default_type="JsonFileSchemaLoader",
     )
-    incremental_sync: Annotated[DatetimeBasedCursor | CustomIncrementalSync, Field(discriminator="type")] | None = spec(
+    incremental_sync: IncrementalSync | None = spec(
         "How the stream is read incrementally; a full refresh every time when left out.",
         {"type": "DatetimeBasedCursor", "cursor_field": "updated_at", "datetime_format": "%Y-%m-%dT%H:%M:%SZ",
          "start_datetime": "{{ config['start_date'] }}"},

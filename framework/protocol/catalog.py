@@ -17,15 +17,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from framework.components.incremental import with_catalog_cursor_field
 from framework.errors import ConfigError, StateError
 
 
 @dataclass(frozen=True)
 class Selection:
-    """One stream to read, and whether incrementally."""
+    """One stream to read, and whether incrementally; ``cursor_field`` the catalog's cursor field where the
+    stream's cursor lets the catalog choose it (``allow_catalog_defined_cursor_field``)."""
 
     name: str
     incremental: bool
+    cursor_field: str | None = None
 
 
 def select_streams(available: Mapping[str, Any], catalog: Mapping[str, Any] | None,
@@ -58,7 +61,7 @@ def select_streams(available: Mapping[str, Any], catalog: Mapping[str, Any] | No
             if incremental and getattr(available[name], "cursor", None) is None:
                 raise ConfigError(f"catalog stream `{name}` asks for incremental, but the stream has no "
                                   "incremental_sync; use sync_mode: full_refresh")
-            chosen.append(Selection(name, incremental))
+            chosen.append(Selection(name, incremental, _catalog_cursor_field(available[name], entry, name)))
     if names is not None:
         wanted = list(names)
         missing = [n for n in wanted if n not in available]
@@ -67,6 +70,18 @@ def select_streams(available: Mapping[str, Any], catalog: Mapping[str, Any] | No
                               f"{', '.join(available)}")
         chosen = [s for s in chosen if s.name in wanted]
     return chosen
+
+
+def _catalog_cursor_field(stream: Any, entry: Mapping[str, Any], name: str) -> str | None:
+    cursor = getattr(stream, "cursor", None)
+    field = entry.get("cursor_field")
+    if cursor is None or not getattr(cursor, "catalog_cursor_field", False) or not isinstance(field, list):
+        return None
+    try:
+        chosen = with_catalog_cursor_field(cursor, [str(part) for part in field]).cursor_field
+    except ConfigError as exc:
+        raise ConfigError(f"catalog stream `{name}`: {exc}") from None
+    return chosen if chosen != cursor.cursor_field else None
 
 
 def parse_state(data: Any) -> dict[str, dict]:

@@ -77,7 +77,9 @@ def discover(manifest_path: str, config: Mapping[str, Any], *, config_path: str 
         if stream.file_uploader is not None:  # its records get `file_reference` (records/file_upload.py)
             schema = file_schema(schema)
         entries.append(catalog_entry(stream.name, schema, key_paths(stream.primary_key), _cursor_field(stream, ctx),
-                                     incremental=stream.incremental_sync is not None))
+                                     incremental=stream.incremental_sync is not None,
+                                     source_defined=not getattr(stream.incremental_sync,
+                                                                "allow_catalog_defined_cursor_field", None)))
         if stream.file_uploader is not None:
             entries[-1]["is_file_based"] = True
     return entries

@@ -9,6 +9,7 @@ other streams carry on. The exit code is 1 when any stream failed.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import sys
 import time
@@ -72,6 +73,9 @@ def _read_stream(connector: Connector, selection: Selection, states: Mapping[str
     """One stream's messages; its failure is reported (ERROR trace, INCOMPLETE, stderr), not raised."""
     write = out.write
     stream = connector.stream(selection.name)
+    if selection.cursor_field is not None and stream.cursor is not None:  # the catalog chose the cursor field
+        cursor = dataclasses.replace(stream.cursor, cursor_field=selection.cursor_field)
+        stream = dataclasses.replace(stream, cursor=cursor)
     result = StreamReport(stream.name)
     started = time.perf_counter()
     write(messages.encode(messages.stream_status(stream.name, "STARTED", float(_now_ms(connector)))))

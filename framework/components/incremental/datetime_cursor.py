@@ -29,9 +29,17 @@ from typing import Any
 
 from framework.components.http.request import Injection, RequestParts, injection_of
 from framework.components.incremental.min_max import MinMax, min_max_of
-from framework.components.incremental.windows import Step, datetime_windows, describe_duration, shift
+from framework.components.incremental.windows import (
+    Clamp,
+    Step,
+    clamp_of,
+    clamped_windows,
+    datetime_windows,
+    describe_duration,
+    shift,
+)
 from framework.components.registry import BuildContext, builds
-from framework.errors import DatetimeFormatError, DurationError, StateError, place_suffix
+from framework.errors import ConfigError, DatetimeFormatError, DurationError, StateError, place_suffix
 from framework.models.incremental import DatetimeBasedCursor
 from framework.temporal.clock import Clock
 from framework.temporal.datetime_formats import FormattedValue, format_datetime
@@ -75,6 +83,8 @@ class DatetimeCursor:
     is_client_side_incremental: bool = False
     is_compare_strictly: bool = False
     global_substream_cursor: bool = False
+    clamp: Clamp | None = None
+    catalog_cursor_field: bool = False  # allow_catalog_defined_cursor_field
     place: str | None = None
     # Record and state values are tried against these, in order (cursor formats, then datetime_format).
     formats: tuple[str, ...] = field(init=False)
@@ -90,42 +100,61 @@ class DatetimeCursor:
     # -- the range and its windows ---------------------------------------
 
     def bounds(self) -> tuple[datetime, datetime]:
-        """``start_datetime`` and ``min(end_datetime, now)``; ``now`` when there is no end."""
+        """``start_datetime`` and ``min(end_datetime, now)``; ``now`` when there is no end. With
+        ``clamping`` the end is the last instant of the last whole period before it."""
         now = _utc(self.clock.now())
         start = self.start.value()
         end = now if self.end is None else min(self.end.value(), now)
+        if self.clamp is not None:
+            end = self.clamp.end(end, self.granularity)
         return start, end
 
     def windows(self, state_value: datetime | None, *, min_lookback: Step | None = None) -> list[dict]:
         """The cursor slices to read, oldest first: ``{partition_field_start: ..., partition_field_end: ...}``.
 
         The range starts at ``start_datetime`` or, when a state is given, at
-        ``state - lookback_window`` if that is later. ``min_lookback`` widens
-        the lookback (a global substream cursor passes the previous sync's
-        duration); the larger of the two applies.
+        ``state - lookback_window`` if that is later. ``min_lookback`` (a global
+        substream cursor passes the previous sync's duration) is looked back
+        *as well*: the two add up, as in airbyte-cdk.
         """
         start, end = self.bounds()
         if state_value is not None:
             start = max(start, self.floor(state_value, min_lookback))
-        pairs = datetime_windows(start, end, self.step, self.granularity)
+        if self.clamp is not None:
+            pairs = clamped_windows(start, end, self.step, self.granularity, self.clamp)
+        else:
+            pairs = datetime_windows(start, end, self.step, self.granularity)
         if self.is_compare_strictly:
             pairs = [(low, high) for low, high in pairs if low < high]
         fmt, start_key, end_key = self.datetime_format, self.partition_field_start, self.partition_field_end
         return [{start_key: format_datetime(low, fmt), end_key: format_datetime(high, fmt)} for low, high in pairs]
 
     def floor(self, state_value: datetime, min_lookback: Step | None = None) -> datetime:
-        """The earliest instant to read again after ``state_value``: ``state - lookback``."""
+        """The earliest instant to read again after ``state_value``: ``state - min_lookback - lookback_window``."""
         key = (state_value, min_lookback)
         found = self._floors.get(key)
         if found is None:
             found = state_value
-            for back in (self.lookback, min_lookback):
+            for back in (min_lookback, self.lookback):
                 if back is not None:
-                    found = min(found, shift(state_value, back, -1) or _EARLIEST)
+                    found = shift(found, back, -1) or _EARLIEST
             if len(self._floors) >= _CACHE_LIMIT:
                 self._floors.clear()
             self._floors[key] = found
         return found
+
+    def keep_range(self, state_value: datetime | None, min_lookback: Step | None = None) -> tuple[datetime, datetime]:
+        """The cursor values a data feed or a client-side filter keeps, both ends inclusive (airbyte-cdk's rule).
+
+        From ``start_datetime`` on a first read; else from the state minus the
+        lookbacks, but not below ``min(state - min_lookback, start_datetime)``.
+        Up to the range's end (``min(end_datetime, now)``).
+        """
+        start, end = self.bounds()
+        if state_value is None:
+            return start, end
+        shifted = state_value if min_lookback is None else (shift(state_value, min_lookback, -1) or _EARLIEST)
+        return max(self.floor(state_value, min_lookback), min(shifted, start)), end
 
     # -- reading and writing values --------------------------------------
 
@@ -305,6 +334,14 @@ def _build(model: DatetimeBasedCursor, ctx: BuildContext, path: tuple) -> Dateti
     step = _duration(_rendered(model.step, ctx, parameters), "step", place)
     granularity = _duration(_rendered(model.cursor_granularity, ctx, parameters), "cursor_granularity", place)
     _check_durations(step, granularity, lookback, place)
+    clamp = None
+    if model.clamping is not None:
+        target = str(ctx.render(model.clamping.target, parameters) or "").strip()
+        weekday = (model.clamping.target_details or {}).get("weekday")
+        try:
+            clamp = clamp_of(target, weekday if isinstance(weekday, str) else None)
+        except ConfigError as exc:
+            raise ConfigError(f"{exc}{_where(ctx.place((*path, 'clamping')) or place)}") from None
     return DatetimeCursor(
         cursor_field=str(ctx.render(model.cursor_field, parameters)),
         datetime_format=fmt,
@@ -323,5 +360,7 @@ def _build(model: DatetimeBasedCursor, ctx: BuildContext, path: tuple) -> Dateti
         is_client_side_incremental=model.is_client_side_incremental,
         is_compare_strictly=model.is_compare_strictly,
         global_substream_cursor=model.global_substream_cursor,
+        clamp=clamp,
+        catalog_cursor_field=bool(model.allow_catalog_defined_cursor_field),
         place=place,
     )

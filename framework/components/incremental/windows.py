@@ -16,6 +16,7 @@ from January 31 the windows start on Jan 31, Feb 28, Mar 31, Apr 30, ...
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeAlias
 
@@ -23,7 +24,8 @@ import isodate
 
 from framework.errors import ConfigError, DurationError
 
-__all__ = ["MAX_WINDOWS", "Step", "datetime_windows", "describe_duration", "shift"]
+__all__ = ["MAX_WINDOWS", "Clamp", "Step", "clamp_of", "clamped_windows", "datetime_windows", "describe_duration",
+           "shift"]
 
 #: A window size or a lookback: a fixed length, or calendar months and years.
 Step: TypeAlias = timedelta | isodate.Duration
@@ -118,3 +120,100 @@ def datetime_windows(
         if len(windows) >= max_windows:
             raise _too_many(start, end, step, max_windows)
         window_start = next_start
+
+
+# -- clamping: windows aligned on whole days, weeks or months --------------------------------------------------
+
+_DAY = timedelta(days=1)
+_WEEKDAYS = ("MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY", "SUNDAY")
+
+
+def _midnight(instant: datetime) -> datetime:
+    return instant.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+@dataclass(frozen=True)
+class Clamp:
+    """A DatetimeBasedCursor's ``clamping``: ``DAY``, ``WEEK`` (weeks starting on ``weekday``, 0 = Monday)
+    or ``MONTH``, with airbyte-cdk's rounding (facts matched, quirks included):
+
+    * :meth:`up` rounds to the start of the next period, except that an instant
+      on the period's first day (a Monday for Monday weeks, the 1st for months)
+      goes to that day's midnight; for ``DAY`` it is a plain ceiling;
+    * :meth:`down` rounds to the start of the period;
+    * the sync ends at ``down(end) - granularity``: the last whole period. The
+      granularity is the cursor's, else a second for ``DAY`` and a day for the others.
+    """
+
+    target: str
+    weekday: int = 0
+
+    def up(self, instant: datetime) -> datetime:
+        day = _midnight(instant)
+        if self.target == "DAY":
+            return day if day == instant else day + _DAY
+        if self.target == "WEEK":
+            ahead = (self.weekday - instant.weekday()) % 7
+            return day + timedelta(days=ahead)
+        if instant.day == 1:
+            return day
+        return day.replace(year=day.year + (day.month == 12), month=day.month % 12 + 1, day=1)
+
+    def down(self, instant: datetime) -> datetime:
+        day = _midnight(instant)
+        if self.target == "DAY":
+            return day
+        if self.target == "WEEK":
+            return day - timedelta(days=(instant.weekday() - self.weekday) % 7)
+        return day.replace(day=1)
+
+    def end(self, end: datetime, granularity: Step | None) -> datetime:
+        gap = granularity if granularity is not None else (timedelta(seconds=1) if self.target == "DAY" else _DAY)
+        return shift(self.down(end), gap, -1) or end
+
+
+def clamp_of(target: str, weekday: str | None = None) -> Clamp:
+    """The :class:`Clamp` of a rendered ``target`` (``DAY``, ``WEEK``, ``MONTH``); :class:`ConfigError` otherwise."""
+    if target not in ("DAY", "WEEK", "MONTH"):
+        raise ConfigError(f"clamping `target` rendered {target!r}; it must be DAY, WEEK or MONTH")
+    if target != "WEEK":
+        return Clamp(target)
+    if weekday not in _WEEKDAYS:
+        raise ConfigError(f"a WEEK clamping needs `target_details: {{weekday: MONDAY}}` (MONDAY to SUNDAY), "
+                          f"not {weekday!r}")
+    return Clamp(target, _WEEKDAYS.index(weekday))
+
+
+def clamped_windows(start: datetime, end: datetime, step: Step | None, granularity: Step | None,
+                    clamp: Clamp, *, max_windows: int = MAX_WINDOWS) -> list[tuple[datetime, datetime]]:
+    """The windows of ``start .. end`` aligned by ``clamp``, as airbyte-cdk cuts them.
+
+    ``end`` is already the clamped end (:meth:`Clamp.end`). The range starts at
+    ``clamp.up(start)``; each window runs from its start to ``clamp.up(start + step)``
+    less one granularity, the last one to ``end`` itself.
+    """
+    if start > end or (start == end and granularity is None):
+        return []
+    lower = clamp.up(start)
+    if lower > end:
+        return []
+    if step is None or (shift(lower, step) or end) >= end:
+        return [(lower, end if granularity is not None else clamp.up(end))]
+    windows: list[tuple[datetime, datetime]] = []
+    current = lower
+    while len(windows) < max_windows:
+        reach = shift(current, step)
+        upper = end if reach is None else min(reach, end)
+        clamped = upper if upper == end else clamp.up(upper)
+        last = upper >= end or clamped == end
+        low = clamp.up(current)
+        if low >= clamped:
+            break
+        high = shift(clamped, granularity, -1) if granularity is not None and not last else clamped
+        windows.append((low, high or clamped))
+        if last:
+            return windows
+        current = clamped
+    if len(windows) >= max_windows:
+        raise _too_many(start, end, step, max_windows)
+    return windows

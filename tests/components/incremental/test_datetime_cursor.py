@@ -168,10 +168,25 @@ def test_a_lookback_that_renders_empty_means_none():
     assert cursor.windows(at(2022, 2, 15))[0]["start_time"] == "2022-02-15T00:00:00Z"
 
 
-def test_min_lookback_widens_but_never_narrows_the_lookback():
+def test_min_lookback_adds_to_the_lookback_as_airbyte_does():
+    """A global substream cursor's saved duration and the manifest's lookback_window add up (issue 16, 3)."""
     cursor = build({**DAILY, "lookback_window": "P3D"})
-    assert cursor.windows(at(2022, 2, 15), min_lookback=timedelta(days=5))[0]["start_time"] == "2022-02-10T00:00:00Z"
-    assert cursor.windows(at(2022, 2, 15), min_lookback=timedelta(days=1))[0]["start_time"] == "2022-02-12T00:00:00Z"
+    assert cursor.windows(at(2022, 2, 15), min_lookback=timedelta(days=5))[0]["start_time"] == "2022-02-07T00:00:00Z"
+    assert cursor.windows(at(2022, 2, 15), min_lookback=timedelta(days=1))[0]["start_time"] == "2022-02-11T00:00:00Z"
+    assert build(DAILY).windows(at(2022, 2, 15), min_lookback=timedelta(days=1))[0]["start_time"] == \
+        "2022-02-14T00:00:00Z"
+
+
+def test_keep_range_is_airbytes_should_be_synced_window():
+    cursor = build({**DAILY, "lookback_window": "P3D"})
+    start, end = cursor.bounds()
+    assert cursor.keep_range(None) == (start, end)  # a first read keeps from start_datetime
+    assert cursor.keep_range(at(2022, 2, 15)) == (at(2022, 2, 12), end)
+    assert cursor.keep_range(at(2022, 2, 15), timedelta(days=1)) == (at(2022, 2, 11), end)
+    # a state before start_datetime: kept from the state itself, not from the lookback before it
+    early = at(2021, 6, 1)
+    assert early < start
+    assert cursor.keep_range(early) == (early, end)
 
 
 # -- reading values -----------------------------------------------------------------
