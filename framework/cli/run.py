@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
 from typing import IO, Any
 
@@ -38,6 +39,7 @@ import orjson
 
 from framework.cli.progress import JsonReporter
 from framework.cli.sync_command import SyncOptions, run_sync
+from framework.engine.config_migration import NormalizedConfig, control_message, describe_rewrite, rewrite_config_file
 from framework.engine.connector import airbyte_spec, open_connector, read_config
 from framework.errors import ConfigError, FrameworkError, ManifestError
 from framework.manifest import load_manifest
@@ -130,11 +132,13 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
         config = read_config(args.config)
         if args.discover:  # from the schemas alone: no stream is built to be read
             entries = discover(args.manifest, config, config_path=args.config,
-                               allow_custom_code=True if args.allow_custom_code else None)
+                               allow_custom_code=True if args.allow_custom_code else None,
+                               on_config=lambda found: _announce(args, found, out))
             out.write(messages.encode(messages.catalog(entries)))
             return 0
         connector = open_connector(args.manifest, config, config_path=args.config,
-                                   allow_custom_code=True if args.allow_custom_code else None)
+                                   allow_custom_code=True if args.allow_custom_code else None,
+                                   on_config=lambda found: _announce(args, found, out))
     except ConfigError as exc:
         if args.check:  # Airbyte reads a failed check from CONNECTION_STATUS, whatever the exit code
             out.write(messages.encode(messages.connection_status(False, str(exc))))
@@ -152,6 +156,37 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
         return run_sync(_sync_options(args), connector, selections, states)
     report = read(connector, selections, states, out, concurrency=args.concurrency)
     return 1 if report.failed else 0
+
+
+def _announce(args: argparse.Namespace, normalized: NormalizedConfig, out: IO[bytes]) -> None:
+    """Say that the manifest's config migrations changed the config, and save it (as airbyte-cdk does).
+
+    Protocol modes print Airbyte's CONTROL message (CONNECTOR_CONFIG) first; the config file is then
+    rewritten atomically with a backup (in protocol modes a file that cannot be written is only logged,
+    the platform keeps the CONTROL message's config). Spark mode says it on stderr.
+    """
+    if not normalized.migrated_changed:
+        return
+    protocol = args.protocol or args.check or args.discover
+    if protocol:
+        out.write(messages.encode(control_message(normalized.migrated, time.time() * 1000)))
+    try:
+        backup = rewrite_config_file(args.config, normalized.migrated)
+    except OSError as exc:
+        text = f"the config migrations changed the config, but {args.config} could not be rewritten: {exc}"
+        if protocol:
+            out.write(messages.encode(messages.log(text, "WARN")))
+        elif args.log_format == "json":
+            JsonReporter(sys.stderr).config_migrated(args.config, None, text)
+        else:
+            print(f"run-manifest: warning: {text}; the migrated config is used for this run", file=sys.stderr)
+        return
+    if protocol:
+        out.write(messages.encode(messages.log(describe_rewrite(args.config, backup))))
+    elif args.log_format == "json":
+        JsonReporter(sys.stderr).config_migrated(args.config, backup)
+    else:
+        print(f"run-manifest: {describe_rewrite(args.config, backup)}", file=sys.stderr)
 
 
 def _sync_options(args: argparse.Namespace) -> SyncOptions:

@@ -46,6 +46,8 @@ _MODULES = (
     "framework.components.retriever",
     "framework.components.stream",
     "framework.components.custom.builders",
+    "framework.components.config_rules",  # config migrations, transformations and validations (issue 16)
+    "framework.components.delegating",  # StateDelegatingStream (issue 16)
 )
 _loaded = False
 

@@ -51,6 +51,17 @@ from framework.models.error_handling import (
     WaitUntilTimeFromHeader,
 )
 from framework.models.incremental import DatetimeBasedCursor, MinMaxDatetime
+from framework.models.migrations import (
+    ConfigAddFields,
+    ConfigMigration,
+    ConfigNormalizationRules,
+    ConfigRemapField,
+    ConfigRemoveFields,
+    DpathValidator,
+    LegacyToPerPartitionStateMigration,
+    PredicateValidator,
+    ValidateAdheresToSchema,
+)
 from framework.models.pagination import CursorPagination, DefaultPaginator, NoPagination, OffsetIncrement, PageIncrement
 from framework.models.partitions import ListPartitionRouter, ParentStreamConfig, SubstreamPartitionRouter
 from framework.models.records import (
@@ -67,10 +78,12 @@ from framework.models.requests import HttpRequester, JsonDecoder, RequestOption,
 from framework.models.source import (
     CheckStream,
     ConcurrencyLevel,
+    ConditionalStreams,
     DeclarativeSource,
     DeclarativeStream,
     SimpleRetriever,
     Spec,
+    StateDelegatingStream,
 )
 
 COMPONENTS: tuple[type[Component], ...] = (
@@ -90,6 +103,8 @@ COMPONENTS: tuple[type[Component], ...] = (
     CustomPartitionRouter, CustomRecordExtractor, CustomRecordFilter, CustomRequester, CustomRetriever,
     CustomSchemaLoader, CustomSchemaNormalization, CustomStateMigration, CustomTransformation,
     CustomConfigTransformation, CustomValidationStrategy, CustomDecoder,
+    # state and config migrations, conditional and state-delegating streams (issue 16)
+    LegacyToPerPartitionStateMigration, ConfigNormalizationRules, ConfigMigration, ConfigAddFields, ConfigRemapField, ConfigRemoveFields, DpathValidator, PredicateValidator, ValidateAdheresToSchema, ConditionalStreams, StateDelegatingStream,  # noqa: E501
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -99,21 +114,17 @@ REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in CO
 UNSUPPORTED: dict[str, str] = {
     name: "it is not implemented in this framework yet"
     for name in (
-        "AsyncRetriever", "StateDelegatingStream", "DynamicDeclarativeStream", "HttpComponentsResolver",
+        "AsyncRetriever", "DynamicDeclarativeStream", "HttpComponentsResolver",
         "ConfigComponentsResolver", "IncrementingCountCursor", "GroupingPartitionRouter",
         "UnionPartitionRouter", "CartesianProductStreamSlicer", "DatetimeStreamSlicer",
         "SubstreamSlicer", "ListStreamSlicer", "SingleSlice", "JwtAuthenticator",
         "LegacySessionTokenAuthenticator", "RateLimitedMultipleTokenAuthenticator", "XmlDecoder",
         "CsvDecoder", "JsonlDecoder", "GzipDecoder", "IterableDecoder", "ZipfileDecoder", "JsonItemsDecoder",
         "DynamicSchemaLoader", "KeysToLower", "KeysToSnakeCase", "FlattenFields", "DpathFlattenFields",
-        "KeysReplace", "ComponentMappingDefinition", "LegacyToPerPartitionStateMigration",
+        "KeysReplace", "ComponentMappingDefinition",
         "HTTPAPIBudget", "PropertiesFromEndpoint", "QueryProperties", "RecordExpander",
         "ParametrizedComponentsResolver", "PaginationReset", "RequestBodyJsonObject", "RequestBodyGraphQL",
         "RequestBodyPlainText", "RequestBodyUrlEncodedForm", "FileUploader",
-        # the spec's `config_normalization_rules` (where CustomConfigTransformation and
-        # CustomValidationStrategy are used): the config would reach the streams unchanged
-        "ConfigNormalizationRules", "ConfigMigration", "ConfigRemapField", "ConfigAddFields", "ConfigRemoveFields",
-        "DpathValidator", "PredicateValidator", "ValidateAdheresToSchema",
     )
 }
 

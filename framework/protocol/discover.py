@@ -17,21 +17,22 @@ is built and asked for its schema, since the schema is the answer.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
 from framework.components.custom.loader import CodeLoader, custom_code_allowed
 from framework.components.custom.names import resolve_class_name
+from framework.components.delegating import listed_streams
 from framework.components.records import load_schema
 from framework.components.registry import BuildContext
 from framework.components.stream import catalog_entry, key_paths
-from framework.errors import ConfigError, ManifestError
+from framework.engine.config_migration import NormalizedConfig
+from framework.engine.connector import prepare_config
+from framework.errors import ManifestError
 from framework.interpolation import TemplateEngine
-from framework.manifest.config_check import check_config, check_config_value, secret_values
-from framework.masking import Masker
-from framework.models import DeclarativeStream
+from framework.models import DeclarativeStream, StateDelegatingStream
 from framework.models.custom import CustomComponent, CustomIncrementalSync
 from framework.temporal.clock import SystemClock
 
@@ -39,7 +40,8 @@ __all__ = ["custom_components", "discover"]
 
 
 def discover(manifest_path: str, config: Mapping[str, Any], *, config_path: str | None = None,
-             allow_custom_code: bool | None = None) -> list[dict[str, Any]]:
+             allow_custom_code: bool | None = None,
+             on_config: Callable[[NormalizedConfig], None] | None = None) -> list[dict[str, Any]]:
     """The catalog entries of the manifest's streams, in manifest order, for ``config``.
 
     Raises :class:`~framework.errors.ManifestError` for a manifest with errors,
@@ -53,28 +55,27 @@ def discover(manifest_path: str, config: Mapping[str, Any], *, config_path: str 
     if not checked.ok or checked.source is None:
         raise ManifestError(checked.diagnostics)
     source = checked.source
-    spec = source.spec_.connection_specification if source.spec_ is not None else None
-    mask = Masker.of(secret_values(spec, config)) if spec else Masker()
-    if spec and config_path is not None:
-        problems = [d for d in check_config(spec, config_path) if d.severity == "error"]
-        if problems:
-            raise ConfigError("\n".join(d.format() for d in problems))
-    elif spec:
-        check_config_value(spec, config, mask)
     base_dir = os.path.dirname(os.path.abspath(manifest_path))
     clock = SystemClock()
     code = CodeLoader(base_dir, custom_code_allowed(allow_custom_code))
+    config, _, mask = prepare_config(checked, config, config_path, clock=clock, code=code, on_config=on_config)
     ctx = BuildContext(config=config, engine=TemplateEngine(clock), clock=clock, base_dir=base_dir,
                        locate=checked.locate, mask=mask, code=code)
     entries = []
-    for index, stream in enumerate(source.streams):
-        path = ("streams", index)
-        for class_name, kind, where in custom_components(stream, path):  # the gate, and imports that fail
+    for path, listed in listed_streams(source, ctx):  # a ConditionalStreams' streams when its condition holds
+        for class_name, kind, where in custom_components(listed, path):  # the gate, and imports that fail
             ref = resolve_class_name(class_name, base_dir)
             ctx.code.load_class(ref, kind, ctx.place(where + ("class_name",)) or ctx.place(where))
-        schema = load_schema(stream.schema_loader, ctx, stream.name, path + ("schema_loader",))
-        entries.append(catalog_entry(stream.name, schema, key_paths(stream.primary_key), _cursor_field(stream, ctx),
-                                     incremental=stream.incremental_sync is not None))
+        # a StateDelegatingStream is listed as its full-refresh definition (as airbyte-cdk lists it), incremental
+        # when either definition is
+        stream, other = (listed.full_refresh_stream, listed.incremental_stream) \
+            if isinstance(listed, StateDelegatingStream) else (listed, listed)
+        where = path + ("full_refresh_stream",) if stream is not other else path
+        schema = load_schema(stream.schema_loader, ctx, stream.name, where + ("schema_loader",))
+        entries.append(catalog_entry(stream.name, schema, key_paths(stream.primary_key),
+                                     _cursor_field(stream, ctx) or _cursor_field(other, ctx),
+                                     incremental=stream.incremental_sync is not None
+                                     or other.incremental_sync is not None))
     return entries
 
 
