@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections import Counter
 import sys
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +32,21 @@ import yaml
 from fakes.api_server import FakeApi, RecordedRequest, dated
 from parity.test_airbyte_parity import (
     ENABLE,
-    canonical,
     MANIFESTS,
     _cdk_available,
     _cdk_command,
     _write,
-    api,  # noqa: F401 - the fake API fixture
+    canonical,
     catalog_for,
     run_both,
 )
+
+
+@pytest.fixture
+def api() -> Iterator[FakeApi]:
+    with FakeApi() as server:
+        yield server
+
 
 pytestmark = [
     pytest.mark.parity,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +28,16 @@ from parity.test_airbyte_parity import (
     _cdk_available,
     _cdk_command,
     _write,
-    api,  # noqa: F401 - the fake API fixture
     catalog_for,
     run_both,
 )
+
+
+@pytest.fixture
+def api() -> Iterator[FakeApi]:
+    with FakeApi() as server:
+        yield server
+
 
 pytestmark = [
     pytest.mark.parity,
