@@ -125,7 +125,9 @@ class RemapConfigField:
 
     def _mapping(self, config: Mapping[str, Any]) -> Mapping[Any, Any]:
         if isinstance(self.map, str):
-            found = _render(self.engine, self.map, config, "object")
+            found = _render(self.engine, self.map, config, "any")
+            if isinstance(found, str):
+                found = _json(found, "map", self.place)
             if not isinstance(found, Mapping):
                 raise ConfigError(f"ConfigRemapField: `map` rendered {type(found).__name__}, not an object"
                                   f"{_at(self.place)}; make the template render a mapping")
