@@ -59,11 +59,15 @@ class ConfigTransformer(Protocol):
     def transform(self, config: dict) -> None: ...
 
 
+def _variables(config: Mapping[str, Any], **more: Any) -> dict[str, Any]:
+    return {"config": config, "parameters": {}, **more}
+
+
 def _render(engine: TemplateEngine, source: Any, config: Mapping[str, Any], result: str = "string",
             **more: Any) -> Any:
     if not isinstance(source, str) or not has_markup(source):
         return source
-    return engine.evaluate(source, {"config": config, "parameters": {}, **more}, result)
+    return engine.evaluate(source, _variables(config, **more), result)
 
 
 def _condition(engine: TemplateEngine, source: str, config: Mapping[str, Any], **more: Any) -> bool:
@@ -132,8 +136,9 @@ class RemapConfigField:
                 raise ConfigError(f"ConfigRemapField: `map` rendered {type(found).__name__}, not an object"
                                   f"{_at(self.place)}; make the template render a mapping")
             return found
-        return {_render(self.engine, key, config): _render(self.engine, value, config, "any")
-                for key, value in self.map.items()}
+        # as airbyte-cdk's mapping: keys rendered as text, text values read as literals too ("1" is 1)
+        return {_render(self.engine, key, config): self.engine.evaluate(value, _variables(config), "any")
+                if isinstance(value, str) else value for key, value in self.map.items()}
 
 
 @dataclass(frozen=True)

@@ -87,13 +87,23 @@ def test_remap_renders_its_path_and_map_and_a_map_template():
         transformed(whole, {"plan": "a", "plans": [1]})
 
 
+def test_remap_values_are_read_as_literals_as_airbyte_reads_them():
+    rule = {"type": "ConfigRemapField", "field_path": ["v"],
+            "map": {"a": "1", "b": "[1, 2]", "c": "x", "d": 5, "e": ""}}
+    assert [transformed(rule, {"v": v})["v"] for v in "abcde"] == [1, [1, 2], "x", 5, None]
+
+
 def test_remap_treats_a_star_as_a_key():
     rule = {"type": "ConfigRemapField", "field_path": ["*", "status"], "map": {"a": "b"}}
     assert transformed(rule, {"x": {"status": "a"}}) == {"x": {"status": "a"}}
     assert transformed(rule, {"*": {"status": "a"}}) == {"*": {"status": "b"}}
 
 
-@given(st.dictionaries(st.text(max_size=3), st.text(max_size=3), max_size=4), st.text(max_size=3))
+# no markup nor literals (a map's keys and values are templates; "1" reads as 1 and "" as None, as in airbyte-cdk)
+PLAIN = st.text(alphabet="ab-_", min_size=1, max_size=3)
+
+
+@given(st.dictionaries(PLAIN, PLAIN, max_size=4), PLAIN)
 def test_remap_result_is_the_map_value_or_the_old_one(mapping, value):
     rule = {"type": "ConfigRemapField", "field_path": ["v"], "map": mapping}
     assert transformed(rule, {"v": value})["v"] == mapping.get(value, value)
