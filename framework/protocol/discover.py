@@ -12,6 +12,12 @@ component is loaded (imported, not built), so code shipped with the manifest
 is refused without ``--allow-custom-code`` as for a read, and a module that
 cannot be imported fails here, naming what is missing. A ``CustomSchemaLoader``
 is built and asked for its schema, since the schema is the answer.
+
+The config is first brought up to date by the spec's ``config_normalization_rules``
+(``on_config`` hears of it, for the CONTROL message); streams of a
+``ConditionalStreams`` are listed when its condition holds for that config, and a
+``StateDelegatingStream`` is listed as its full-refresh definition (as airbyte-cdk
+lists it with no state), incremental when either definition is.
 """
 
 from __future__ import annotations

@@ -115,3 +115,75 @@ def test_a_rewrite_that_fails_leaves_the_old_file_whole(tmp_path, monkeypatch):
         rewrite_config_file(str(path), {"region": "eu"})
     assert json.loads(path.read_text()) == {"region": "europe"}
     assert sorted(os.listdir(tmp_path)) == ["config.json", "config.json.bak"]  # no temporary file left
+
+
+CUSTOM = """
+version: 6.7.0
+type: DeclarativeSource
+check: {type: CheckStream, stream_names: [items]}
+streams:
+  - type: DeclarativeStream
+    name: items
+    schema_loader: {type: InlineSchemaLoader, schema: {}}
+    retriever:
+      type: SimpleRetriever
+      requester: {type: HttpRequester, url_base: "https://x.io", path: /items}
+      record_selector: {type: RecordSelector, extractor: {type: DpathExtractor, field_path: []}}
+spec:
+  type: Spec
+  connection_specification: {type: object}
+  config_normalization_rules:
+    type: ConfigNormalizationRules
+    config_migrations:
+      - type: ConfigMigration
+        transformations:
+          - {type: CustomConfigTransformation, class_name: components.Nest, key: token}
+    validations:
+      - type: PredicateValidator
+        value: "{{ config['auth']['token'] }}"
+        validation_strategy: {type: CustomValidationStrategy, class_name: components.LooksLikeAToken}
+"""
+
+CUSTOM_CODE = '''
+from dataclasses import dataclass
+
+
+@dataclass
+class Nest:
+    key: str
+
+    def transform(self, config):
+        if self.key in config:
+            config["auth"] = {self.key: config.pop(self.key)}
+
+
+class LooksLikeAToken:
+    def validate(self, value):
+        if not str(value).startswith("tk_"):
+            raise ValueError("a token starts with tk_")
+'''
+
+
+@pytest.fixture
+def custom_manifest(tmp_path):
+    import sys
+
+    (tmp_path / "manifest.yaml").write_text(CUSTOM)
+    (tmp_path / "components.py").write_text(CUSTOM_CODE)
+    saved = sys.modules.pop("components", None)
+    yield str(tmp_path / "manifest.yaml")
+    sys.modules.pop("components", None)
+    if saved is not None:
+        sys.modules["components"] = saved
+
+
+def test_custom_transformations_and_validations_run_behind_the_gate(custom_manifest):
+    from framework.engine.connector import open_connector
+
+    with pytest.raises(ConfigError, match="allow-custom-code"):
+        open_connector(custom_manifest, {"token": "tk_1"}, allow_custom_code=False)
+    connector = open_connector(custom_manifest, {"token": "tk_1"}, allow_custom_code=True)
+    assert connector.config == {"auth": {"token": "tk_1"}} and connector.normalized.migrated_changed
+    assert "components.py" in "".join(connector.shipped_files)  # Spark executors get the code too
+    with pytest.raises(ConfigError, match="a token starts with tk_"):
+        open_connector(custom_manifest, {"token": "nope"}, allow_custom_code=True)
