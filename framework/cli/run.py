@@ -22,6 +22,12 @@ beside it, a ``source_<name>/`` package folder) run only with
 ``AIRBYTE_ENABLE_UNSAFE_CODE=true`` too); refused, the command exits 2 before
 anything is read.
 
+When the manifest's ``spec.config_normalization_rules`` migrate the config,
+the migrated config is announced (protocol modes: a CONTROL message of type
+CONNECTOR_CONFIG, first; Spark mode: a line on stderr) and the ``--config``
+file is rewritten atomically, the previous one kept as ``<file>.bak``. A config
+the rules' validations reject exits 2 before anything is read.
+
 Exit codes: 0 success; 1 a stream failed (the failure is in a TRACE message
 or the summary, and on stderr); 2 bad command line, manifest, config, catalog
 or state.
