@@ -39,6 +39,11 @@ with milliseconds, such as ``"2026-11-03T10:15:02.418Z"``):
     ``sync_id``, ``output``, ``ok`` (no stream failed), ``records`` (all
     streams), ``seconds`` (the whole command), ``streams`` (a list of objects
     with the keys of ``stream_done`` but ``event`` and ``time``).
+``config_migrated``
+    before Spark starts, when the manifest's config migrations changed the
+    config: ``config`` (the file rewritten), ``backup`` (the previous file),
+    ``error`` (why it could not be rewritten, or ``null``). Sent even with
+    ``--quiet``.
 ``stream_normalized``
     after the summary, with ``--normalize``: ``stream``, ``mode``
     (``overwrite``, ``append`` or ``append_dedup``), ``incremental``
@@ -257,6 +262,10 @@ class JsonReporter:
 
     def failure(self, error: str, stream: str | None = None) -> None:
         self._emit("failure", always=True, stream=stream, error=error)
+
+    def config_migrated(self, config: str, backup: str | None, error: str | None = None) -> None:
+        """The manifest's config migrations changed the config: rewritten (its ``backup``), or not (``error``)."""
+        self._emit("config_migrated", always=True, config=config, backup=backup, error=error)
 
     def normalized(self, outcome: StreamOutcome) -> None:
         self._emit("stream_normalized", stream=outcome.stream, mode=outcome.mode,

@@ -22,6 +22,12 @@ beside it, a ``source_<name>/`` package folder) run only with
 ``AIRBYTE_ENABLE_UNSAFE_CODE=true`` too); refused, the command exits 2 before
 anything is read.
 
+When the manifest's ``spec.config_normalization_rules`` migrate the config,
+the migrated config is announced (protocol modes: a CONTROL message of type
+CONNECTOR_CONFIG, first; Spark mode: a line on stderr) and the ``--config``
+file is rewritten atomically, the previous one kept as ``<file>.bak``. A config
+the rules' validations reject exits 2 before anything is read.
+
 Exit codes: 0 success; 1 a stream failed (the failure is in a TRACE message
 or the summary, and on stderr); 2 bad command line, manifest, config, catalog
 or state.
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
 from typing import IO, Any
 
@@ -39,6 +46,7 @@ import orjson
 from framework.cli.progress import JsonReporter
 from framework.cli.retry_log import showing_retries
 from framework.cli.sync_command import SyncOptions, run_sync
+from framework.engine.config_migration import NormalizedConfig, control_message, describe_rewrite, rewrite_config_file
 from framework.engine.connector import airbyte_spec, open_connector
 from framework.errors import ConfigError, FrameworkError, ManifestError
 from framework.manifest import load_manifest
@@ -134,11 +142,13 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
         config = config_file.data
         if args.discover:  # from the schemas alone: no stream is built to be read
             entries = discover(args.manifest, config, config_path=config_file,
-                               allow_custom_code=True if args.allow_custom_code else None)
+                               allow_custom_code=True if args.allow_custom_code else None,
+                               on_config=lambda found: _announce(args, found, out))
             out.write(messages.encode(messages.catalog(entries)))
             return 0
         connector = open_connector(args.manifest, config, config_path=config_file,
-                                   allow_custom_code=True if args.allow_custom_code else None)
+                                   allow_custom_code=True if args.allow_custom_code else None,
+                                   on_config=lambda found: _announce(args, found, out))
     except ConfigError as exc:
         if args.check:  # Airbyte reads a failed check from CONNECTION_STATUS, whatever the exit code
             out.write(messages.encode(messages.connection_status(False, str(exc))))
@@ -165,6 +175,37 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
         return run_sync(_sync_options(args), connector, selections, states)
     report = read(connector, selections, states, out, concurrency=args.concurrency)
     return 1 if report.failed else 0
+
+
+def _announce(args: argparse.Namespace, normalized: NormalizedConfig, out: IO[bytes]) -> None:
+    """Say that the manifest's config migrations changed the config, and save it (as airbyte-cdk does).
+
+    Protocol modes print Airbyte's CONTROL message (CONNECTOR_CONFIG) first; the config file is then
+    rewritten atomically with a backup (in protocol modes a file that cannot be written is only logged,
+    the platform keeps the CONTROL message's config). Spark mode says it on stderr.
+    """
+    if not normalized.migrated_changed:
+        return
+    protocol = args.protocol or args.check or args.discover
+    if protocol:
+        out.write(messages.encode(control_message(normalized.migrated, time.time() * 1000)))
+    try:
+        backup = rewrite_config_file(args.config, normalized.migrated)
+    except OSError as exc:
+        text = f"the config migrations changed the config, but {args.config} could not be rewritten: {exc}"
+        if protocol:
+            out.write(messages.encode(messages.log(text, "WARN")))
+        elif args.log_format == "json":
+            JsonReporter(sys.stderr).config_migrated(args.config, None, text)
+        else:
+            print(f"run-manifest: warning: {text}; the migrated config is used for this run", file=sys.stderr)
+        return
+    if protocol:
+        out.write(messages.encode(messages.log(describe_rewrite(args.config, backup))))
+    elif args.log_format == "json":
+        JsonReporter(sys.stderr).config_migrated(args.config, backup)
+    else:
+        print(f"run-manifest: {describe_rewrite(args.config, backup)}", file=sys.stderr)
 
 
 def _sync_options(args: argparse.Namespace) -> SyncOptions:

@@ -51,6 +51,8 @@ _MODULES = (
     "framework.components.query_properties",
     "framework.components.stream",
     "framework.components.custom.builders",
+    "framework.components.config_rules",  # config migrations, transformations and validations (issue 16)
+    "framework.components.delegating",  # StateDelegatingStream (issue 16)
 )
 _loaded = False
 

@@ -24,9 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from framework.components.custom.loader import CodeLoader, custom_code_allowed
+from framework.components.delegating import Delegation, listed_streams
 from framework.components.query_properties import with_catalog
 from framework.components.registry import BuildContext
+from framework.components.state_migrations import build_state_migrations
 from framework.components.stream import Stream
+from framework.engine.config_migration import NormalizedConfig, has_rules, normalize_config, validate_config
 from framework.errors import ConfigError, FrameworkError, ManifestError
 from framework.interpolation import TemplateEngine
 from framework.manifest.config_check import (
@@ -53,6 +56,22 @@ class Connector:
     manifest: Mapping[str, Any] = field(default_factory=dict)
     #: what this process built to read units of streams airbyte-cdk reads (one per stream and start state)
     readers: dict[tuple[str, bytes], Any] = field(default_factory=dict, compare=False, repr=False)
+    #: the StateDelegatingStreams' two definitions, by stream name (``streams`` holds the incremental one)
+    delegations: Mapping[str, Delegation] = field(default_factory=dict)
+    #: the config as given, migrated and transformed by the spec's ``config_normalization_rules``
+    #: (None without rules: ``config`` is the config as given)
+    normalized: NormalizedConfig | None = None
+
+    @property
+    def given_config(self) -> Mapping[str, Any]:
+        """The config as it was given (what a worker rebuilds the connector from: it normalizes it again)."""
+        return self.normalized.given if self.normalized is not None else self.config
+
+    def stream_for_start(self, stream: Stream, start_state: Mapping[str, Any] | None) -> Stream:
+        """The definition a unit of ``stream`` is read with, for a sync that started from ``start_state``
+        (a StateDelegatingStream's ``start_state``, see :mod:`framework.engine.delegating`)."""
+        found = self.delegations.get(stream.name)
+        return found.for_start(start_state) if found is not None and stream.bridge is None else stream
 
     @property
     def shipped_files(self) -> dict[str, str]:
@@ -128,13 +147,20 @@ def read_config(path: str) -> dict[str, Any]:
 
 def open_connector(manifest_path: str, config: Mapping[str, Any], *, config_path: str | ConfigFile | None = None,
                    transport: Any = None, clock: Clock | None = None,
-                   sleep: Callable[[float], None] = time.sleep, allow_custom_code: bool | None = None) -> Connector:
-    """Load ``manifest_path`` and build its streams for ``config``."""
+                   sleep: Callable[[float], None] = time.sleep, allow_custom_code: bool | None = None,
+                   on_config: Callable[[NormalizedConfig], None] | None = None) -> Connector:
+    """Load ``manifest_path`` and build its streams for ``config``.
+
+    ``on_config`` is called with the config's normalization (the spec's ``config_normalization_rules``) as soon
+    as it is known: before the config is checked against the spec and the rules' validations, as airbyte-cdk
+    announces a migrated config before it checks it.
+    """
     from framework.manifest import check_manifest
 
     checked = check_manifest(manifest_path)
     return _build(checked, config, os.path.dirname(os.path.abspath(manifest_path)), config_path=config_path,
-                  transport=transport, clock=clock, sleep=sleep, allow_custom_code=allow_custom_code)
+                  transport=transport, clock=clock, sleep=sleep, allow_custom_code=allow_custom_code,
+                  on_config=on_config)
 
 
 def open_connector_text(text: str, config: Mapping[str, Any], *, file: str = "<manifest>",
@@ -158,19 +184,15 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
            config_path: str | ConfigFile | None = None, transport: Any = None, clock: Clock | None = None,
            sleep: Callable[[float], None] = time.sleep,
            schemas: Mapping[str, Mapping[str, Any]] | None = None,
-           allow_custom_code: bool | None = None) -> Connector:
+           allow_custom_code: bool | None = None,
+           on_config: Callable[[NormalizedConfig], None] | None = None) -> Connector:
     if not checked.ok or checked.source is None:
         raise ManifestError(checked.diagnostics)
     source = checked.source
-    spec = source.spec_.connection_specification if source.spec_ is not None else None
-    mask = Masker.of(secret_values(spec, config)) if spec else Masker()
-    if spec and config_path is not None:
-        problems = [d for d in check_config(spec, config_path) if d.severity == "error"]
-        if problems:
-            raise ConfigError("\n".join(d.format() for d in problems))
-    elif spec:
-        check_config_value(spec, config, mask)
     clock = clock or SystemClock()
+    code = CodeLoader(base_dir, custom_code_allowed(allow_custom_code))
+    config, normalized, mask = prepare_config(checked, config, config_path, clock=clock, code=code,
+                                              on_config=on_config)
     context = BuildContext(
         config=config,
         engine=TemplateEngine(clock),
@@ -181,24 +203,68 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
         locate=checked.locate,
         mask=mask,
         schemas=schemas or {},
-        code=CodeLoader(base_dir, custom_code_allowed(allow_custom_code)),
+        code=code,
     )
-    streams = {}
+    streams: dict[str, Stream] = {}
     migrations = {}
+    delegations = {}
     try:
-        for index, model in enumerate(source.streams):
-            streams[model.name] = context.build(model, ("streams", index))
-            found = getattr(model, "state_migrations", None)
-            if found:
-                migrations[model.name] = tuple(context.build(m, ("streams", index, "state_migrations", i))
-                                               for i, m in enumerate(found))
+        for path, model in listed_streams(source, context):
+            built = context.build(model, path)
+            if isinstance(built, Delegation):
+                delegations[model.name] = built
+                built = built.incremental
+            streams[model.name] = built
+            # a StateDelegatingStream's saved state is read by its incremental definition: its migrations apply
+            owner, where = (model.incremental_stream, path + ("incremental_stream",)) \
+                if model.type == "StateDelegatingStream" else (model, path)
+            if owner.state_migrations:
+                migrations[model.name] = build_state_migrations(owner, context.within_stream(model.name), where)
     except FrameworkError as exc:  # a template rendered a secret into a value that is wrong where it went
         masked = mask(str(exc))
         if masked != str(exc):
             raise ConfigError(masked) from None
         raise
-    return Connector(source, config, context, streams, migrations, checked.data if isinstance(checked.data, Mapping)
-                     else {})
+    manifest = dict(checked.data) if isinstance(checked.data, Mapping) else {}
+    if normalized is not None and isinstance(manifest.get("spec"), Mapping):
+        # airbyte-cdk (the bridge) gets the normalized config: it must not normalize it again
+        manifest["spec"] = {k: v for k, v in manifest["spec"].items() if k != "config_normalization_rules"}
+    return Connector(source, config, context, streams, migrations, manifest, delegations=delegations,
+                     normalized=normalized)
 
 
-__all__ = ["Connector", "airbyte_spec", "open_connector", "open_connector_text", "read_config"]
+def prepare_config(checked: Any, config: Mapping[str, Any], config_path: str | ConfigFile | None, *, clock: Clock,
+                   code: CodeLoader, on_config: Callable[[NormalizedConfig], None] | None = None,
+                   ) -> tuple[Mapping[str, Any], NormalizedConfig | None, Masker]:
+    """The config the streams read, its normalization (None without rules) and the masker of its secrets.
+
+    As airbyte-cdk: the spec's config rules first (migrations, transformations), then the check against
+    the spec (of the file, with its lines, when no rule changed the config), then the rules' validations.
+    """
+    source = checked.source
+    spec = source.spec_.connection_specification if source.spec_ is not None else None
+    mask = Masker.of(secret_values(spec, config)) if spec else Masker()
+    normalized = None
+    if has_rules(source):
+        rules_ctx = BuildContext(config=config, engine=TemplateEngine(clock), clock=clock, base_dir=code.manifest_dir,
+                                 locate=checked.locate, mask=mask, code=code)
+        normalized = normalize_config(source, config, rules_ctx)
+        config = normalized.config
+        if on_config is not None:
+            on_config(normalized)
+        if spec:
+            mask = Masker.of(secret_values(spec, normalized.given) | secret_values(spec, config))
+    if spec and config_path is not None and (normalized is None or not normalized.changed):
+        problems = [d for d in check_config(spec, config_path) if d.severity == "error"]
+        if problems:
+            raise ConfigError("\n".join(d.format() for d in problems))
+    elif spec:
+        check_config_value(spec, config, mask)
+    if normalized is not None:
+        rules_ctx = BuildContext(config=config, engine=TemplateEngine(clock), clock=clock, base_dir=code.manifest_dir,
+                                 locate=checked.locate, mask=mask, code=code)
+        validate_config(source, config, rules_ctx)
+    return config, normalized, mask
+
+
+__all__ = ["Connector", "airbyte_spec", "open_connector", "open_connector_text", "prepare_config", "read_config"]

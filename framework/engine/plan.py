@@ -55,6 +55,12 @@ def open_sync(connector: Connector, stream: Stream, state: Mapping[str, Any] | N
 
         return BridgeSync(connector, stream, state, incremental=incremental)
     state = connector.migrate_state(stream.name, state)
+    delegation = connector.delegations.get(stream.name)
+    if delegation is not None:  # a StateDelegatingStream: the definition its state picks
+        from framework.engine.delegating import DelegatedSync
+
+        return DelegatedSync(delegation, connector.config, state, incremental=incremental,
+                             clock=connector.context.clock)
     return StreamSync(stream, connector.config, state, incremental=incremental, clock=connector.context.clock)
 
 

@@ -72,7 +72,7 @@ class ConnectorSource:
     @classmethod
     def of_connector(cls, connector: Connector, manifest_path: str, manifest_text: str) -> ConnectorSource:
         """The source of ``connector`` (opened from ``manifest_path``): every schema and the code it loaded."""
-        return cls.of(manifest_path, manifest_text, connector.config, all_schemas(connector),
+        return cls.of(manifest_path, manifest_text, connector.given_config, all_schemas(connector),
                       shipped=connector.shipped_files, allow_custom_code=connector.custom_code_allowed)
 
     def with_query_properties(self, connector: Connector, stream: str) -> ConnectorSource:
@@ -179,6 +179,7 @@ def read_group(connector: Connector, stream: Stream, units: Iterable[Any], typer
     its result's ``latest`` being the unit's most recent record and ``start_state`` the state the
     sync started from (a unit of ours carries its own).
     """
+    stream = connector.stream_for_start(stream, start_state)  # a StateDelegatingStream: the definition read
     bridged = stream.bridge is not None
     if bridged:
         from framework.engine.bridge import read_bridged_unit

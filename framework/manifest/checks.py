@@ -19,6 +19,7 @@ from framework.interpolation import DEPRECATED_VARIABLES, VARIABLES, TemplateEng
 from framework.manifest.components import Placement, Site, field_aliases
 from framework.manifest.custom_checks import custom_checks
 from framework.manifest.decoder_checks import decoder_checks
+from framework.manifest.migration_checks import listed_stream_group, migration_checks
 from framework.manifest.query_properties_checks import query_properties_checks
 from framework.models import (
     REGISTRY,
@@ -44,6 +45,7 @@ def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str
     found.extend(_stream_checks(sites, data, place, manifest_dir))
     found.extend(query_properties_checks(sites, place))
     found.extend(decoder_checks(sites, place))
+    found.extend(migration_checks(sites, place))
     if manifest_dir is not None:  # custom components are read from files beside the manifest
         found.extend(custom_checks(sites, place, manifest_dir))
     return found
@@ -128,17 +130,22 @@ def _format_checks(fmt: str, text: str, path: tuple, alias: str, place: Placemen
 
 
 def _stream_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str | None) -> Iterator[Diagnostic]:
-    streams = [s for s in sites if s.model is DeclarativeStream and len(s.path) == 2 and s.path[0] == "streams"]
+    # the streams the source lists: at the top, or in a ConditionalStreams (group: its index; None at the top)
+    streams = [(s, listed_stream_group(s)) for s in sites]
     names: dict[str, tuple] = {}
-    for site in streams:
-        name = site.data.get("name")
+    groups: dict[str, set] = {}
+    for site, group in streams:
+        name = site.data.get("name") if group is not False else None
         if isinstance(name, str):
-            if name in names:
+            seen = groups.get(name, set())
+            # streams of two ConditionalStreams may share a name (their conditions may exclude each other)
+            if seen and (group is None or None in seen or group in seen):
                 yield place.diagnostic(site.path + ("name",), "duplicate-stream",
                                        f"duplicate stream name `{name}` (also {_at(place, names[name])})",
                                        "give every stream a unique name")
             else:
-                names[name] = site.path + ("name",)
+                names.setdefault(name, site.path + ("name",))
+            groups.setdefault(name, set()).add(group)
     check = data.get("check") if isinstance(data, dict) else None
     if isinstance(check, dict) and isinstance(check.get("stream_names"), list):
         for index, name in enumerate(check["stream_names"]):

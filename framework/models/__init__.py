@@ -61,6 +61,17 @@ from framework.models.error_handling import (
 )
 from framework.models.files import FileUploader, ResponseToFileExtractor
 from framework.models.incremental import DatetimeBasedCursor, IncrementingCountCursor, MinMaxDatetime
+from framework.models.migrations import (
+    ConfigAddFields,
+    ConfigMigration,
+    ConfigNormalizationRules,
+    ConfigRemapField,
+    ConfigRemoveFields,
+    DpathValidator,
+    LegacyToPerPartitionStateMigration,
+    PredicateValidator,
+    ValidateAdheresToSchema,
+)
 from framework.models.pagination import (
     CursorPagination,
     DefaultPaginator,
@@ -108,10 +119,12 @@ from framework.models.schema_loaders import ComplexFieldType, DynamicSchemaLoade
 from framework.models.source import (
     CheckStream,
     ConcurrencyLevel,
+    ConditionalStreams,
     DeclarativeSource,
     DeclarativeStream,
     SimpleRetriever,
     Spec,
+    StateDelegatingStream,
 )
 from framework.models.transformations import (
     DpathFlattenFields,
@@ -151,6 +164,10 @@ COMPONENTS: tuple[type[Component], ...] = (
     ResponseToFileExtractor, FileUploader,  # files
     JsonlDecoder, CsvDecoder, XmlDecoder, GzipDecoder, ZipfileDecoder, IterableDecoder, JsonItemsDecoder,  # decoders
     IncrementingCountCursor, GroupingPartitionRouter, UnionPartitionRouter,  # cursors and routers (issue 16)
+    # state and config migrations, conditional and state-delegating streams (issue 16)
+    LegacyToPerPartitionStateMigration, ConfigNormalizationRules, ConfigMigration, ConfigAddFields, ConfigRemapField,
+    ConfigRemoveFields, DpathValidator, PredicateValidator, ValidateAdheresToSchema, ConditionalStreams,
+    StateDelegatingStream,
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -168,14 +185,8 @@ UNSUPPORTED: dict[str, str] = {
     **{name: _ISSUE_16.format("streams made from the API or the config") for name in (
         "DynamicDeclarativeStream", "HttpComponentsResolver", "ConfigComponentsResolver",
         "ParametrizedComponentsResolver", "ComponentMappingDefinition", "StreamConfig",
-        "StreamParametersDefinition", "CheckDynamicStream", "DynamicStreamCheckConfig", "ConditionalStreams")},
-    **{name: _ISSUE_16.format("streams and state") for name in (
-        "StateDelegatingStream", "BlockSimultaneousSyncsAction")},
-    # the spec's `config_normalization_rules` (where CustomConfigTransformation and
-    # CustomValidationStrategy are used): the config would reach the streams unchanged
-    **{name: _ISSUE_16.format("state and config migrations") for name in (
-        "LegacyToPerPartitionStateMigration", "ConfigNormalizationRules", "ConfigMigration", "ConfigRemapField",
-        "ConfigAddFields", "ConfigRemoveFields", "DpathValidator", "PredicateValidator", "ValidateAdheresToSchema")},
+        "StreamParametersDefinition", "CheckDynamicStream", "DynamicStreamCheckConfig")},
+    **{name: _ISSUE_16.format("streams and state") for name in ("BlockSimultaneousSyncsAction",)},
     **{name: _ISSUE_17.format("authentication") for name in ("JwtAuthenticator", "LegacySessionTokenAuthenticator")},
     "RateLimitedMultipleTokenAuthenticator": "not scheduled yet: several tokens taken in turn by their rate "
                                              "limits; it needs the sync-wide budgets of issue 17 first",

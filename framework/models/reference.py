@@ -57,6 +57,8 @@ GROUPS: tuple[tuple[str, str, str], ...] = (
     ("framework.models.incremental", "Incremental syncs",
      "Reading in datetime windows and remembering where to resume."),
     ("framework.models.partitions", "Partitions", "Splitting a stream into partitions read independently."),
+    ("framework.models.migrations", "State and config migrations",
+     "A saved state of an older shape made current, and the config migrated, transformed and validated."),
     ("framework.models.custom", "Custom components",
      "A Python class named by `class_name`, where the language has no component for a need; "
      "the component's other keys go to the class."),

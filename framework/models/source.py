@@ -27,6 +27,7 @@ from framework.models.decoders import (
 from framework.models.error_handling import uses_action
 from framework.models.files import FileUploader
 from framework.models.incremental import DatetimeBasedCursor, IncrementalSync
+from framework.models.migrations import ConfigNormalizationRules, LegacyToPerPartitionStateMigration
 from framework.models.pagination import (
     CursorPagination,
     DefaultPaginator,
@@ -180,7 +181,8 @@ class DeclarativeStream(Component):
         [{"type": "RemoveFields", "field_pointers": [["_links"]]}],
         (),
     )
-    state_migrations: tuple[CustomStateMigration, ...] = spec(
+    state_migrations: tuple[Annotated[LegacyToPerPartitionStateMigration | CustomStateMigration,
+                                      Field(discriminator="type")], ...] = spec(
         "Turn a saved state of an older shape into the current one before the read, in order.",
         [{"type": "CustomStateMigration", "class_name": "components.LegacyStateMigration"}],
         (),
@@ -224,6 +226,12 @@ class Spec(Component):
     advanced_auth: Mapping[str, Any] | None = spec(
         "OAuth flow settings passed through to the SPEC message.", {"auth_flow_type": "oauth2.0"}, None
     )
+    config_normalization_rules: ConfigNormalizationRules | None = spec(
+        "How a config is migrated, transformed and validated before a run.",
+        {"type": "ConfigNormalizationRules", "transformations": [
+            {"type": "ConfigRemapField", "field_path": ["region"], "map": {"eu-west": "eu"}}]},
+        None,
+    )
 
 
 class CheckStream(Component):
@@ -245,13 +253,61 @@ class ConcurrencyLevel(Component):
     max_concurrency: int | None = spec("Upper bound for a value taken from the config.", 20, None)
 
 
+class StateDelegatingStream(Component):
+    """One stream read by one definition on its first sync and by another once it has a state.
+
+    The full-refresh definition reads when the stream has no saved state (and
+    when ``api_retention_period`` says the saved cursor is too old for the
+    incremental API); the incremental one reads from the saved state. Both must
+    have the stream's name; the catalog shows the full-refresh definition.
+    """
+
+    type: Literal["StateDelegatingStream"] = spec("Component type.", "StateDelegatingStream",
+                                                  "StateDelegatingStream")
+    name: str = spec("Name of the stream, the same as both definitions'.", "events")
+    full_refresh_stream: DeclarativeStream = spec(
+        "The definition read when there is no saved state.", {"$ref": "#/definitions/events_full_refresh"}
+    )
+    incremental_stream: DeclarativeStream = spec(
+        "The definition read once the stream has a saved state.", {"$ref": "#/definitions/events_incremental"}
+    )
+    api_retention_period: str | None = spec(
+        "How far back the incremental API keeps data (ISO 8601 duration, may be a template); a saved cursor "
+        "older than that is read again in full by the full-refresh definition.",
+        "P30D",
+        None,
+        template=BASE,
+        format="duration",
+    )
+
+
+class ConditionalStreams(Component):
+    """Streams that exist only when a condition over the config holds."""
+
+    type: Literal["ConditionalStreams"] = spec("Component type.", "ConditionalStreams", "ConditionalStreams")
+    condition: str = spec(
+        "Template that renders true when the streams exist (rendered with `config`).",
+        "{{ config['include_sandbox_streams'] }}",
+        template=BASE,
+        result="boolean",
+    )
+    streams: tuple[DeclarativeStream, ...] = spec(
+        "The streams.", [{"$ref": "#/definitions/sandbox_stream"}], default_type="DeclarativeStream"
+    )
+
+
+AnyStream = Annotated[DeclarativeStream | StateDelegatingStream | ConditionalStreams, Field(discriminator="type")]
+
+
 class DeclarativeSource(Component):
     """A connector: its streams, how to check a connection, and what its config holds."""
 
     type: Literal["DeclarativeSource"] = spec("Component type.", "DeclarativeSource", "DeclarativeSource")
     version: str = spec("Version of the manifest language the file was written for.", "6.7.0")
-    streams: tuple[DeclarativeStream, ...] = spec(
-        "The streams.", [{"$ref": "#/definitions/orders_stream"}], default_type="DeclarativeStream"
+    streams: tuple[AnyStream, ...] = spec(
+        "The streams: a DeclarativeStream, a StateDelegatingStream, or ConditionalStreams holding streams "
+        "that exist only when their condition holds.",
+        [{"$ref": "#/definitions/orders_stream"}], default_type="DeclarativeStream"
     )
     check: CheckStream = spec("How a connection is checked.", {"type": "CheckStream", "stream_names": ["orders"]})
     spec_: Spec | None = spec(

@@ -12,27 +12,35 @@ component is loaded (imported, not built), so code shipped with the manifest
 is refused without ``--allow-custom-code`` as for a read, and a module that
 cannot be imported fails here, naming what is missing. A ``CustomSchemaLoader``
 is built and asked for its schema, since the schema is the answer.
+
+The config is first brought up to date by the spec's ``config_normalization_rules``
+(``on_config`` hears of it, for the CONTROL message); streams of a
+``ConditionalStreams`` are listed when its condition holds for that config, and a
+``StateDelegatingStream`` is listed as its full-refresh definition (as airbyte-cdk
+lists it with no state), incremental when either definition is.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
 from framework.components.custom.loader import CodeLoader, custom_code_allowed
 from framework.components.custom.names import resolve_class_name
+from framework.components.delegating import listed_streams
 from framework.components.records import load_schema
 from framework.components.records.file_upload import file_schema
 from framework.components.registry import BuildContext
 from framework.components.stream import catalog_entry, key_paths
-from framework.errors import ConfigError, ManifestError
+from framework.engine.config_migration import NormalizedConfig
+from framework.engine.connector import prepare_config
+from framework.errors import ManifestError
 from framework.interpolation import TemplateEngine
-from framework.manifest.config_check import ConfigFile, check_config, check_config_value, secret_values
-from framework.masking import Masker
-from framework.models import DeclarativeStream
+from framework.manifest.config_check import ConfigFile
+from framework.models import DeclarativeStream, StateDelegatingStream
 from framework.models.custom import CustomComponent, CustomIncrementalSync
 from framework.temporal.clock import SystemClock
 
@@ -40,7 +48,8 @@ __all__ = ["custom_components", "discover"]
 
 
 def discover(manifest_path: str, config: Mapping[str, Any], *, config_path: str | ConfigFile | None = None,
-             allow_custom_code: bool | None = None) -> list[dict[str, Any]]:
+             allow_custom_code: bool | None = None,
+             on_config: Callable[[NormalizedConfig], None] | None = None) -> list[dict[str, Any]]:
     """The catalog entries of the manifest's streams, in manifest order, for ``config``.
 
     Raises :class:`~framework.errors.ManifestError` for a manifest with errors,
@@ -54,32 +63,31 @@ def discover(manifest_path: str, config: Mapping[str, Any], *, config_path: str 
     if not checked.ok or checked.source is None:
         raise ManifestError(checked.diagnostics)
     source = checked.source
-    spec = source.spec_.connection_specification if source.spec_ is not None else None
-    mask = Masker.of(secret_values(spec, config)) if spec else Masker()
-    if spec and config_path is not None:
-        problems = [d for d in check_config(spec, config_path) if d.severity == "error"]
-        if problems:
-            raise ConfigError("\n".join(d.format() for d in problems))
-    elif spec:
-        check_config_value(spec, config, mask)
     base_dir = os.path.dirname(os.path.abspath(manifest_path))
     clock = SystemClock()
     code = CodeLoader(base_dir, custom_code_allowed(allow_custom_code))
+    config, _, mask = prepare_config(checked, config, config_path, clock=clock, code=code, on_config=on_config)
     ctx = BuildContext(config=config, engine=TemplateEngine(clock), clock=clock, base_dir=base_dir,
                        locate=checked.locate, mask=mask, code=code)
     entries = []
-    for index, stream in enumerate(source.streams):
-        path = ("streams", index)
-        for class_name, kind, where in custom_components(stream, path):  # the gate, and imports that fail
+    for path, listed in listed_streams(source, ctx):  # a ConditionalStreams' streams when its condition holds
+        for class_name, kind, where in custom_components(listed, path):  # the gate, and imports that fail
             ref = resolve_class_name(class_name, base_dir)
             ctx.code.load_class(ref, kind, ctx.place(where + ("class_name",)) or ctx.place(where))
-        schema = load_schema(stream.schema_loader, ctx, stream.name, path + ("schema_loader",))
+        # a StateDelegatingStream is listed as its full-refresh definition (as airbyte-cdk lists it), incremental
+        # when either definition is
+        stream, other = (listed.full_refresh_stream, listed.incremental_stream) \
+            if isinstance(listed, StateDelegatingStream) else (listed, listed)
+        where = path + ("full_refresh_stream",) if stream is not other else path
+        schema = load_schema(stream.schema_loader, ctx, stream.name, where + ("schema_loader",))
         if stream.file_uploader is not None:  # its records get `file_reference` (records/file_upload.py)
             schema = file_schema(schema)
-        entries.append(catalog_entry(stream.name, schema, key_paths(stream.primary_key), _cursor_field(stream, ctx),
-                                     incremental=stream.incremental_sync is not None,
-                                     source_defined=not getattr(stream.incremental_sync,
-                                                                "allow_catalog_defined_cursor_field", None)))
+        cursor_model = stream.incremental_sync or other.incremental_sync
+        entries.append(catalog_entry(stream.name, schema, key_paths(stream.primary_key),
+                                     _cursor_field(stream, ctx) or _cursor_field(other, ctx),
+                                     incremental=cursor_model is not None,
+                                     source_defined=not getattr(cursor_model, "allow_catalog_defined_cursor_field",
+                                                                None)))
         if stream.file_uploader is not None:
             entries[-1]["is_file_based"] = True
     return entries

@@ -151,10 +151,11 @@ class _ManifestReader(DataSourceReader):
         sync = open_sync(connector, connector.stream(source.stream), source.state,
                          incremental=source.state is not None)
         groups = contiguous_groups(sync.plan(), source.partitions)
-        return [_UnitPartition(pickle.dumps(group, protocol=pickle.HIGHEST_PROTOCOL)) for group in groups]
+        start = getattr(sync, "start_state", None)  # what the plan started from (airbyte-cdk's, a delegating stream's)
+        return [_UnitPartition(pickle.dumps((group, start), protocol=pickle.HIGHEST_PROTOCOL)) for group in groups]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        group: list[Any] = pickle.loads(partition.value)
+        group, start_state = pickle.loads(partition.value)
         if not group:  # a stream with nothing to read
             return
         source = self.source
@@ -163,7 +164,6 @@ class _ManifestReader(DataSourceReader):
         converter = RecordConverter(parse_schema(source.connector.schemas[source.stream], stream=stream.name),
                                     stream=stream.name)
         target = self.arrow_schema
-        start_state = source.state if stream.bridge is not None else None  # what the driver's plan started from
         for item in read_group(connector, stream, group, PageTyper(converter), start_state=start_state):
             if isinstance(item, UnitResult):
                 if item.error:  # already masked

@@ -53,7 +53,7 @@ def test_every_custom_kind_is_registered_and_none_is_unsupported():
     assert len(CUSTOM_KINDS) == 17
     for name, model in CUSTOM_KINDS.items():
         assert REGISTRY[name] is model and name not in UNSUPPORTED
-    assert "LegacyToPerPartitionStateMigration" in UNSUPPORTED
+    assert "LegacyToPerPartitionStateMigration" in REGISTRY and "AsyncRetriever" in UNSUPPORTED
 
 
 # (text replaced in MINIMAL, its replacement, how to get the component from the source, its model)
@@ -167,11 +167,11 @@ def test_components_in_a_custom_components_keys_are_checked():
     assert {"unknown-field", "unsupported-component"} <= codes
 
 
-def test_legacy_state_migration_stays_unsupported():
+def test_legacy_state_migration_needs_a_substream_router():
     text = MINIMAL.replace("    retriever:", "    state_migrations: [{type: LegacyToPerPartitionStateMigration}]\n"
                                              "    retriever:")
     [problem] = check_manifest_text(text).errors
-    assert problem.code == "unsupported-component" and "LegacyToPerPartitionStateMigration" in problem.message
+    assert problem.code == "legacy-migration" and "SubstreamPartitionRouter" in problem.message
 
 
 def test_a_custom_kind_in_the_wrong_field_is_reported():
@@ -187,12 +187,17 @@ def test_class_name_must_be_text():
     assert problem.code == "bad-class-name"
 
 
-def test_config_normalization_rules_are_an_error_not_silently_ignored():
+def test_config_normalization_rules_take_custom_transformations_and_validations():
     text = MINIMAL + """spec:
   connection_specification: {type: object}
   config_normalization_rules:
     type: ConfigNormalizationRules
     transformations: [{type: CustomConfigTransformation, class_name: components.Fix}]
+    validations:
+      - type: PredicateValidator
+        value: "{{ config['x'] }}"
+        validation_strategy: {type: CustomValidationStrategy, class_name: components.Check}
 """
-    [problem] = check_manifest_text(text).errors
-    assert problem.code == "unsupported-component" and "ConfigNormalizationRules" in problem.message
+    rules = checked_ok(text).source.spec_.config_normalization_rules
+    assert rules.transformations[0].class_name == "components.Fix"
+    assert rules.validations[0].validation_strategy.class_name == "components.Check"
