@@ -174,6 +174,10 @@ def _unique(routed: Iterable[RoutedPartition]) -> list[RoutedPartition]:
     return out
 
 
+#: the state Airbyte ends a full-refresh sync with (no cursor value in it)
+NO_CURSOR_STATE = "__ab_no_cursor_state_message"
+
+
 def _unknown_shape(saved: Mapping[str, Any], expected: str) -> StateError:
     """A saved state none of whose keys this stream's cursor reads: reading it would silently read everything."""
     keys = ", ".join(f"`{key}`" for key in list(saved)[:5])
@@ -233,6 +237,8 @@ class StreamSync:
     def _read_saved_state(self) -> None:
         saved, cursor = self.saved, self.cursor
         if not saved or cursor is None:  # a state is kept only for incremental streams, which have a cursor
+            return
+        if saved.keys() <= {NO_CURSOR_STATE}:  # Airbyte's end of a full refresh: no cursor value yet
             return
         field = cursor.cursor_field
         if not self.partitioned:
