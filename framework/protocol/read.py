@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from framework.components.stream import Stream
 from framework.engine.connector import Connector
 from framework.engine.plan import Sync, open_sync
 from framework.engine.report import StreamReport, any_failed
@@ -72,10 +73,7 @@ def _read_stream(connector: Connector, selection: Selection, states: Mapping[str
                  out: IO[bytes], err: IO[str], level: int, checkpoint_seconds: float) -> StreamReport:
     """One stream's messages; its failure is reported (ERROR trace, INCOMPLETE, stderr), not raised."""
     write = out.write
-    stream = connector.stream(selection.name)
-    if selection.cursor_field is not None and stream.cursor is not None:  # the catalog chose the cursor field
-        cursor = dataclasses.replace(stream.cursor, cursor_field=selection.cursor_field)
-        stream = dataclasses.replace(stream, cursor=cursor)
+    stream = selected_stream(connector, selection)
     result = StreamReport(stream.name)
     started = time.perf_counter()
     write(messages.encode(messages.stream_status(stream.name, "STARTED", float(_now_ms(connector)))))
@@ -145,7 +143,16 @@ def check_states(connector: Connector, selections: Sequence[Selection],
     for selection in selections:
         saved = states.get(selection.name)
         if saved and selection.incremental:
-            open_sync(connector, connector.stream(selection.name), saved, incremental=True)
+            open_sync(connector, selected_stream(connector, selection), saved, incremental=True)
+
+
+def selected_stream(connector: Connector, selection: Selection) -> Stream:
+    """The selection's stream, with the cursor field the catalog chose where the stream lets it choose."""
+    stream = connector.stream(selection.name)
+    if selection.cursor_field is not None and stream.cursor is not None:
+        cursor = dataclasses.replace(stream.cursor, cursor_field=selection.cursor_field)
+        stream = dataclasses.replace(stream, cursor=cursor)
+    return stream
 
 
 def describe_failure(exc: BaseException, stream: str) -> str:
@@ -159,4 +166,5 @@ def describe_failure(exc: BaseException, stream: str) -> str:
     return f"stream `{stream}`: unexpected {type(exc).__name__}: {exc}"
 
 
-__all__ = ["NO_CURSOR_STATE", "ReadReport", "StreamReport", "check_states", "describe_failure", "read"]
+__all__ = ["NO_CURSOR_STATE", "ReadReport", "StreamReport", "check_states", "describe_failure", "read",
+           "selected_stream"]
