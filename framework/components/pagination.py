@@ -260,6 +260,17 @@ def _shown_token(token: Any, mask: Mask) -> str:
     return f"`{text}`"
 
 
+#: How often the API may send one page token again with other records before pagination fails.
+MAX_TOKEN_REPEATS = 5
+
+
+def _page_signature(records: list) -> tuple:
+    """What tells one page from another cheaply: its size and its first and last records."""
+    if not records:
+        return (0,)
+    return (len(records), _token_key(records[0]), _token_key(records[-1]))
+
+
 def _token_key(token: Any) -> Any:
     """A hashable stand-in for a token (tokens rendered as `any` may be lists or dicts)."""
     if isinstance(token, (str, int, float, bool)):
@@ -299,7 +310,7 @@ class StrategyPager:
         self.paginator = paginator
         self._state, self.token = paginator.strategy.first()
         self.pages = 0  # pages read so far
-        self._seen: set = set()
+        self._seen: dict[Any, tuple[Any, int]] = {}  # token key -> (signature of the page that gave it, times)
         self._variables: dict | None = None
         self._done = False
         # a smaller page size asked for after REDUCE_PAGE_SIZE (framework.components.retriever)
@@ -355,7 +366,7 @@ class StrategyPager:
             return False
         state, token = step
         if strategy.checks_loops:
-            self._check_loop(token, response)
+            self._check_loop(token, response, records)
         self._state = state
         self.token = token
         self._variables = None
@@ -372,22 +383,49 @@ class StrategyPager:
         (following, _), token = step
         return (following, size), token
 
-    def _check_loop(self, token: Any, response: HttpResponse) -> None:
+    def _check_loop(self, token: Any, response: HttpResponse, records: list) -> None:
+        """Fail when pagination would never end: the API sends a token again with the same page (a loop).
+
+        The same token with other records is a repeat (a cursor many records share, say): allowed, up to
+        :data:`MAX_TOKEN_REPEATS` times. A next-page URL equal to the URL just read is a loop at once.
+        """
         seen = self._seen
-        if self.paginator.token_is_path and response.request.method == "GET":
+        signature = _page_signature(records)
+        paginator = self.paginator
+        pages = f"{self.pages} page" + ("" if self.pages == 1 else "s")
+        if paginator.token_is_path and response.request.method == "GET":
             # a next-page URL equal to the URL just read is a loop as well
-            seen.add(_token_key(response.request.full_url()))
+            seen.setdefault(_token_key(response.request.full_url()), (None, 0))
         key = _token_key(token)
-        if key in seen:
-            paginator = self.paginator
-            pages = f"{self.pages} page" + ("" if self.pages == 1 else "s")
-            raise PaginationLoopError(
-                f"the API returned the page token {_shown_token(token, paginator.mask)} again after {pages}: "
-                "pagination would never end; check `cursor_value` / `stop_condition`",
-                request=response.request.describe(paginator.mask),
-                place=paginator.place,
-            )
-        seen.add(key)
+        found = seen.get(key)
+        if key == _token_key(self.token):  # the token this page was asked with: the next request is this one
+            found = (None, 0)
+        if found is not None:
+            before, times = found
+            if before is None or before == signature:
+                what = ("the token this page was asked with" if before is None else
+                        "after an empty page, as when it first sent it" if not records else
+                        f"after the same {len(records)} record{'' if len(records) == 1 else 's'} as when it "
+                        "first sent it")
+                raise PaginationLoopError(
+                    f"the API returned the page token {_shown_token(token, paginator.mask)} again after {pages}: "
+                    f"{what}, so pagination would never end; check `cursor_value` "
+                    "(the token of the next page) and give a `stop_condition` that says when the last page is "
+                    "read (`{{ not response.next_cursor }}`, `{{ response.data | length == 0 }}`)",
+                    request=response.request.describe(paginator.mask),
+                    place=paginator.place,
+                )
+            if times >= MAX_TOKEN_REPEATS:
+                raise PaginationLoopError(
+                    f"the API returned the page token {_shown_token(token, paginator.mask)} {times + 1} times "
+                    f"(after {pages}), each time with other records: a repeat that does not end; check "
+                    "`cursor_value` and `stop_condition`",
+                    request=response.request.describe(paginator.mask),
+                    place=paginator.place,
+                )
+            seen[key] = (signature, times + 1)
+            return
+        seen[key] = (signature, 1)
 
 
 class _OnePage:

@@ -320,18 +320,42 @@ def test_parse_link_header():
 # -- loop detection ------------------------------------------------------------------
 
 
-def test_a_repeated_cursor_raises_a_pagination_loop_error():
+def test_a_repeated_cursor_with_the_same_page_raises_a_pagination_loop_error():
     paginator = build(paginator_spec(
         {"type": "CursorPagination", "cursor_value": "{{ response.next }}"}, param("cursor"),
     ), locate=lambda path: "manifest.yaml:12:7" if path[-1] == "paginator" else None)
-    server = cursor_server({None: ([1], "a"), "a": ([2], "b"), "b": ([3], "a")})
+    server = cursor_server({None: ([1], "a"), "a": ([2], "b"), "b": ([1], "a")})
     with pytest.raises(PaginationLoopError) as caught:
         read(paginator, server)
     error = caught.value
-    assert "the API returned the page token `a` again after 3 pages" in error.reason
+    assert "the API returned the page token `a` again after 3 pages: after the same 1 record" in error.reason
     assert "cursor_value" in error.reason and "stop_condition" in error.reason
     assert error.place == "manifest.yaml:12:7"
     assert error.request == "GET https://api.test/v1/items?cursor=b"
+
+
+def test_a_token_sent_again_with_other_records_is_a_repeat_not_a_loop():
+    paginator = build(paginator_spec(
+        {"type": "CursorPagination", "cursor_value": "{{ response.next }}"}, param("cursor"),
+    ))
+    # a cursor shared by records across pages (a timestamp, say): `t1` comes twice, after different pages
+    pager = paginator.start()
+    assert pager.advance(response({"next": "t1"}), [1], VARIABLES)
+    assert pager.advance(response({"next": "t2"}), [2], VARIABLES)
+    assert pager.advance(response({"next": "t1"}), [3], VARIABLES)  # a repeat: other records
+    empty = paginator.start()  # an empty page with a next token is fine once; the same again is a loop
+    assert empty.advance(response({"next": "e"}), [], VARIABLES)
+    assert empty.advance(response({"next": "f"}), [5], VARIABLES)
+    with pytest.raises(PaginationLoopError, match="after an empty page"):
+        empty.advance(response({"next": "e"}), [], VARIABLES)
+
+
+def test_a_token_repeated_with_ever_other_records_fails_after_a_bound():
+    paginator = build(paginator_spec({"type": "CursorPagination", "cursor_value": "{{ response.next }}"}))
+    pager = paginator.start()
+    with pytest.raises(PaginationLoopError, match="each time with other records"):
+        for page in range(20):
+            pager.advance(response({"next": "same" if page % 2 else f"other{page}"}), [page], VARIABLES)
 
 
 def test_a_cursor_equal_to_the_last_one_is_a_loop_after_two_pages():
@@ -383,7 +407,7 @@ def test_a_next_url_equal_to_the_url_just_read_is_a_loop():
     def serve(request: HttpRequest) -> tuple[dict, Any]:
         return {}, {"data": [1], "next": request.full_url()}
 
-    with pytest.raises(PaginationLoopError, match="after 1 page:"):
+    with pytest.raises(PaginationLoopError, match="after 1 page: the token this page was asked with"):
         read(paginator, serve)
 
 
