@@ -14,6 +14,7 @@ so a caller can catch that one class. The subclasses say *what* went wrong::
         ├── TransportError     the connection failed or timed out, retries exhausted
         ├── HttpStatusError    the API answered with an error status
         ├── DecodeError        a response body is not what the manifest expects
+        │   └── UnreadableBodyError  the body could not be read at all (retried like a 5xx)
         ├── PaginationLoopError  the API sent the same page token twice
         └── AuthenticationError  credentials were refused or could not be obtained
 
@@ -139,6 +140,11 @@ class HttpStatusError(ReadError):
 
 class DecodeError(ReadError):
     """A response body could not be decoded (not JSON, say) or lacks what the manifest reads."""
+
+
+class UnreadableBodyError(DecodeError):
+    """A response body the decoder could not read at all (truncated, an HTML page sent with 200):
+    retried like a 5xx, and the stream fails with it only when the retries are spent."""
 
 
 class PaginationLoopError(ReadError):

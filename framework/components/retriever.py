@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -30,6 +31,7 @@ from urllib.parse import parse_qs, urlsplit
 import isodate
 
 from framework.components.http.client import (
+    RETRY_LOG,
     PageSizeReductionRequired,
     PaginationResetRequired,
     RequestWindowSplitRequired,
@@ -44,7 +46,7 @@ from framework.components.records import DpathExtractor, RecordSelector
 from framework.components.records.decoders import ResponseDecoder, XmlDocument, pagination_capable
 from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
-from framework.errors import ConfigError, InterpolationError, ReadError, place_suffix
+from framework.errors import ConfigError, InterpolationError, ReadError, UnreadableBodyError, place_suffix
 from framework.models import (
     CustomDecoder,
     DefaultPaginator,
@@ -396,19 +398,44 @@ class Retriever:
         pager.apply(parts)
         _drop_params_in_url(parts)
         embedded = stream_slice.extra_fields.get(LAZY_KEY, _SEND) if first else _SEND
-        # a parent record may hold this first page (lazy_read_pointer): then it is not requested
-        response = self.requester.send(parts) if embedded is _SEND else embedded_response(embedded)
-        if response is None:
-            return None, [], []
-        if self.decode is not None and embedded is _SEND:
-            response = self.decode(response)
-        if self.decoder is not None and self.decoder.streamed and self.query_properties is None:
-            return response, None, []  # the caller reads the body in batches as it streams in
-        try:
-            page, records = self.selector.select_page(response, variables)
-        except (ReadError, InterpolationError) as exc:
-            raise self._failure(exc, response) from None
-        return response, page, records
+        attempt = 0
+        while True:
+            # a parent record may hold this first page (lazy_read_pointer): then it is not requested
+            response = self.requester.send(parts) if embedded is _SEND else embedded_response(embedded)
+            if response is None:
+                return None, [], []
+            if self.decode is not None and embedded is _SEND:
+                response = self.decode(response)
+            if self.decoder is not None and self.decoder.streamed and self.query_properties is None:
+                return response, None, []  # the caller reads the body in batches as it streams in
+            try:
+                page, records = self.selector.select_page(response, variables)
+            except UnreadableBodyError as exc:  # truncated, or an error page sent with 200: retried as a 5xx
+                attempt += 1
+                if embedded is not _SEND or not self._retry_unreadable(exc, response, attempt):
+                    raise self._failure(exc, response) from None
+                continue
+            except (ReadError, InterpolationError) as exc:
+                raise self._failure(exc, response) from None
+            return response, page, records
+
+    def _retry_unreadable(self, exc: UnreadableBodyError, response: HttpResponse, attempt: int) -> bool:
+        """Wait before asking again for a body that could not be read; False when the retries are spent
+        (the error then says how many attempts were made)."""
+        client = self.requester.client
+        most = client.error_handler.max_retries
+        if attempt > most:
+            exc.reason = f"gave up after {attempt} attempts: {exc.reason}"
+            exc.args = (exc.reason,)
+            return False
+        wait = client.error_handler.backoff(response, attempt)
+        if RETRY_LOG.isEnabledFor(logging.WARNING):
+            stream = f"stream `{client.stream}`: " if client.stream else ""
+            RETRY_LOG.warning(self.requester.mask(
+                f"{stream}retrying {response.request.describe()} after a body that is not JSON "
+                f"(attempt {attempt} of {most}), waiting {wait:g} s"))
+        client.sleep(wait)
+        return True
 
     def _failure(self, exc: ReadError | InterpolationError, response: HttpResponse) -> ReadError:
         if isinstance(exc, ReadError):  # the body may echo a token: mask it again, with the credentials too

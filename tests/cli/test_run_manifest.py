@@ -564,3 +564,24 @@ def test_retry_lines_as_json_for_scripts(capsys):
     event = json.loads(line)
     assert event["event"] == "retry" and event["message"].startswith("stream `a`: retrying GET http://x")
     assert RETRY_LOG.level == logging.NOTSET and RETRY_LOG.propagate
+
+
+def test_a_body_that_is_not_json_is_retried_like_a_5xx_and_said_what_it_was(cli, api):
+    html = Reply(200, "<html><body>maintenance</body></html>", {"Content-Type": "text/html"})
+    answers = iter([html])
+    api.route("GET", "/broken", lambda request: next(answers, {"data": [{"id": 2}]}))
+    result = cli("--protocol")
+    assert result.code == 0 and result.records("broken") == [{"id": 2}]  # the second answer was JSON
+    assert "stream `broken`: retrying GET" in result.stderr and "after a body that is not JSON" in result.stderr
+
+    api.route("GET", "/broken", html)
+    message = assert_one_failure(cli("--protocol"), "broken", "gave up after 2 attempts",
+                                 "HTTP 200, Content-Type: text/html", "decoding failed at byte 0", "<html>")
+    assert "maintenance" in message
+
+
+def test_nan_and_infinity_in_a_body_are_read_as_null(cli, api):
+    api.route("GET", "/broken", Reply(200, b'{"data": [{"id": 2, "score": NaN, "limit": Infinity, "low": -Infinity}]}'))
+    result = cli("--protocol")
+    assert result.code == 0
+    assert result.records("broken") == [{"id": 2, "score": None, "limit": None, "low": None}]

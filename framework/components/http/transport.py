@@ -80,6 +80,11 @@ class HttpResponse:
         if stream is not None:
             stream.close()
 
+    def decoded_as(self, document: Any) -> Any:
+        """Keep ``document`` as this body's JSON (read another way than orjson's) and answer it."""
+        self._json = document
+        return document
+
     def with_json(self, document: Any) -> HttpResponse:
         """The same response whose ``json()`` is ``document`` (what a paginator reads of a non-JSON format)."""
         view = HttpResponse(self.status, self.headers, self._content, self.request, document)

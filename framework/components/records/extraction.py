@@ -23,13 +23,14 @@ and an empty object found there is no record, as in Airbyte.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from framework.components.http.transport import HttpResponse
 from framework.components.records.decoders import BODY_ERRORS, ResponseDecoder
-from framework.errors import DecodeError
+from framework.errors import DecodeError, UnreadableBodyError
 
 WILDCARD = "*"
 SHOWN_BODY_CHARS = 100
@@ -65,19 +66,37 @@ def describe_path(field_path: tuple[str, ...]) -> str:
 
 
 def decode_body(response: HttpResponse, mask: Mask = _no_mask, place: str | None = None) -> Any:
-    """The body as JSON (``None`` when empty); a DecodeError naming status, type and start of body if not JSON."""
+    """The body as JSON (``None`` when empty); an :class:`UnreadableBodyError` naming status, type, the start of
+    the body and where decoding failed if it is not JSON.
+
+    ``NaN``, ``Infinity`` and ``-Infinity``, which JSON does not have but Airbyte's reader accepts, are read
+    as null (orjson refuses them; the standard library reads them, only for such a body).
+    """
     try:
         return response.json()
-    except ValueError:
+    except ValueError as exc:
+        offset = getattr(exc, "pos", None)
+        if b"NaN" in response.content or b"Infinity" in response.content:
+            try:
+                return response.decoded_as(json.loads(response.content, parse_constant=_no_constant))
+            except ValueError:
+                pass
         content_type = response.headers.get("Content-Type") or "not given"
         start = mask(response.text[:SHOWN_BODY_CHARS])
-        raise DecodeError(
-            f"the response body is not JSON (HTTP {response.status}, Content-Type: {content_type}); "
-            f"it starts with {start!r}. The API did not return JSON; check url_base/path "
-            "or the API's error page",
+        where = f" at byte {offset}" if isinstance(offset, int) else ""
+        raise UnreadableBodyError(
+            f"the response body is not JSON (HTTP {response.status}, Content-Type: {content_type}, "
+            f"{len(response.content)} bytes, decoding failed{where}); it starts with {start!r}. "
+            "The API did not return JSON (an error page, a truncated body?); check url_base/path, "
+            "or the API's status",
             request=response.request.describe(mask),
             place=place,
         ) from None
+
+
+def _no_constant(name: str) -> None:
+    """``NaN`` / ``Infinity`` in a body: null, as a JSON value cannot be either."""
+    return None
 
 
 def _step(value: Any, key: str) -> Any:
