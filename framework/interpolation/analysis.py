@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from jinja2 import meta
+from jinja2 import meta, nodes
 from jinja2.exceptions import TemplateError, TemplateSyntaxError
 
 from framework.interpolation import checks
 from framework.interpolation.environment import SandboxEnvironment, build_environment
+from framework.interpolation.limits import TemplateLimitError, check_binop
 from framework.interpolation.macros import GLOBALS
 from framework.interpolation.variables import DEPRECATED_VARIABLES, VARIABLES
 from framework.temporal.clock import SystemClock
@@ -157,6 +158,46 @@ def _name_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w.'\"]){re.escape(name)}\b")
 
 
+_FOLDED: dict[type[nodes.Node], str] = {nodes.Mul: "*", nodes.Pow: "**", nodes.Mod: "%", nodes.Add: "+"}
+
+
+def _oversized_constants(tree: nodes.Node) -> list[tuple[int, str]]:
+    """Operations on constants whose result would pass the run-time limits (``'a' * 10**9``): found by
+    folding constants with the run-time checks applied before each step, so nothing large is built."""
+    found: list[tuple[int, str]] = []
+
+    def fold(node: nodes.Node) -> Any:
+        if isinstance(node, nodes.Const):
+            return node.value
+        operator = _FOLDED.get(type(node))
+        if operator is None:
+            return _UNKNOWN
+        left, right = fold(node.left), fold(node.right)  # type: ignore[attr-defined]
+        if left is _UNKNOWN or right is _UNKNOWN:
+            return _UNKNOWN
+        try:
+            check_binop(operator, left, right)
+            if operator == "+" and isinstance(left, str) and isinstance(right, str) \
+                    and len(left) + len(right) > 1_000_000:
+                raise TemplateLimitError("a joined text would be too long")
+            return {"*": lambda a, b: a * b, "**": lambda a, b: a ** b, "%": lambda a, b: a % b,
+                    "+": lambda a, b: a + b}[operator](left, right)
+        except TemplateLimitError as exc:
+            found.append((node.lineno, str(exc)))
+        except Exception:  # a type error, say: the run time says it
+            pass
+        return _UNKNOWN
+
+    for node in tree.find_all(nodes.BinExpr):
+        if not any(node is child for parent in tree.find_all(nodes.BinExpr) if parent is not node
+                   for child in (parent.left, parent.right)):  # top-level expressions only
+            fold(node)
+    return found
+
+
+_UNKNOWN = object()
+
+
 @lru_cache(maxsize=4096)
 def analyze_template(source: str) -> TemplateInfo:
     """Analyse ``source`` without rendering it; results are cached by text."""
@@ -200,6 +241,11 @@ def analyze_template(source: str) -> TemplateInfo:
                 offset,
             )
         )
+
+    for lineno, reason in _oversized_constants(tree):
+        forbidden.append(_problem(source, "template-too-large", f"template asks for too large a value: {reason}",
+                                  _offset_on_line(source, lineno, None),
+                                  fix="build smaller values: rendering refuses this at run time too"))
 
     private = checks.private_names(tree)
     name_problems = []

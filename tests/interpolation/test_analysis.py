@@ -109,7 +109,8 @@ def test_deprecated_stream_state_is_a_warning():
 
 def test_analysis_does_not_render():
     info = analyze_template("{{ 1 / 0 }}{{ 'x' * 10**12 }}")
-    assert info.ok and info.variables == frozenset()
+    assert info.variables == frozenset()  # 1 / 0 is never evaluated; the huge value is seen, not built
+    assert [p.code for p in info.problems] == ["template-too-large"]
 
 
 def test_problems_are_sorted_by_position():
@@ -122,3 +123,18 @@ def test_problems_are_sorted_by_position():
 def test_results_are_cached():
     source = "{{ config.cached }}"
     assert analyze_template(source) is analyze_template(source)
+
+
+def test_constants_too_large_for_the_run_time_limits_are_found_without_building_them():
+    import time
+
+    from framework.interpolation.analysis import analyze_template as analyse
+
+    started = time.perf_counter()
+    for source in ("{{ 'a' * 10**9 }}", "{{ 2 ** 1000000 }}", "{{ ('ab' * 1000) * 1000 }}", "{{ '%999999999d' % 1 }}"):
+        info = analyse(source)
+        assert [p.code for p in info.forbidden] == ["template-too-large"], source
+        assert "too large a value" in info.forbidden[0].message
+    assert time.perf_counter() - started < 1.0  # folded with the limits checked first: nothing large is built
+    for fine in ("{{ 'a' * 3 }}", "{{ 2 ** 10 }}", "{{ config.n * 10**9 }}", "{{ '%5d' % 3 }}"):
+        assert analyse(fine).forbidden == (), fine
