@@ -442,23 +442,29 @@ class FakeApi:
         with self._lock:
             index = len(self.requests)
             self.requests.append(request)
-        try:
-            fault = self._take_fault(path)
-            if fault is not None:
-                if fault.hang and self._stopping.wait(fault.hang):
-                    _drop(exchange)
-                    return
-                if fault.close_connection:
-                    _drop(exchange)
-                    return
-                if fault.status is not None:
-                    _send(exchange, fault.reply())
-                    return
-            _send(exchange, self._answer(route, request))
-        finally:
+
+        def answered() -> None:  # stamped before the answer goes out, so a client that has it sees the time
             with self._lock:  # (unless the test cleared the log meanwhile)
                 if index < len(self.requests) and self.requests[index] is request:
                     self.requests[index] = dataclasses.replace(request, answered_at=time.time())
+
+        fault = self._take_fault(path)
+        if fault is not None:
+            if fault.hang and self._stopping.wait(fault.hang):
+                answered()
+                _drop(exchange)
+                return
+            if fault.close_connection:
+                answered()
+                _drop(exchange)
+                return
+            if fault.status is not None:
+                answered()
+                _send(exchange, fault.reply())
+                return
+        reply = self._answer(route, request)
+        answered()
+        _send(exchange, reply)
 
     def _answer(self, route: _Route | None, request: RecordedRequest) -> Reply:
         if route is None:
