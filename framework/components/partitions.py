@@ -45,6 +45,7 @@ from framework.models import (
 from framework.models.partitions import PartitionRouter
 
 if TYPE_CHECKING:
+    from framework.components.delegating import Delegation
     from framework.components.stream import Stream
 
 # A parent's records as the sync reads them: (tag, records) pairs, where the tag says which unit
@@ -103,6 +104,9 @@ class ParentConfig:
     incremental_dependency: bool
     extra_fields: tuple[tuple[str, ...], ...]
     lazy: tuple[str, ...] = ()
+    #: a StateDelegatingStream parent's two definitions (``stream`` is its incremental one): the parent's
+    #: state kept in the child's picks which reads (:class:`~framework.components.delegating.Delegation`)
+    delegation: Delegation | None = None
 
 
 def embedded_response(body: Any) -> HttpResponse:
@@ -285,8 +289,15 @@ def _substream_router(model: SubstreamPartitionRouter, ctx: BuildContext, path: 
     for i, config in enumerate(model.parent_stream_configs):
         here = path + ("parent_stream_configs", i)
         parent_key = ctx.render(config.parent_key, config.parameters)
+        from framework.components.delegating import Delegation  # it imports this module (through stream)
+
+        stream = ctx.build(config.stream, here + ("stream",))
+        delegation = None
+        if isinstance(stream, Delegation):  # a StateDelegatingStream parent
+            delegation, stream = stream, stream.incremental
         parents.append(ParentConfig(
-            stream=ctx.build(config.stream, here + ("stream",)),
+            stream=stream,
+            delegation=delegation,
             parent_key=tuple(parent_key.split("/")),
             partition_field=ctx.render(config.partition_field, config.parameters),
             option=injection_of(config.request_option, ctx) if config.request_option else None,

@@ -53,6 +53,7 @@ _MODULES = (
     "framework.components.custom.builders",
     "framework.components.config_rules",  # config migrations, transformations and validations (issue 16)
     "framework.components.delegating",  # StateDelegatingStream (issue 16)
+    "framework.components.stream_groups",  # stream groups (issue 16)
 )
 _loaded = False
 

@@ -26,7 +26,7 @@ from framework.components.registry import BuildContext, builds
 from framework.components.retriever import Retriever
 from framework.components.slices import StreamSlice
 from framework.errors import ConfigError, ReadError, place_suffix
-from framework.models import DeclarativeStream
+from framework.models import DeclarativeStream, StateDelegatingStream
 from framework.models.custom import CustomComponent, CustomPartitionRouter, CustomRequester, CustomRetriever
 
 if TYPE_CHECKING:
@@ -184,8 +184,11 @@ def bridge_reason(model: DeclarativeStream,
                         "(incremental_dependency)")
         for parent in getattr(one, "parent_stream_configs", None) or ():
             stream = getattr(parent, "stream", None)
-            if isinstance(stream, DeclarativeStream) and bridge_reason(stream, airbyte_class) is not None:
-                return f"its parent stream `{stream.name}` is read through airbyte-cdk"
+            inner = (stream.full_refresh_stream, stream.incremental_stream) \
+                if isinstance(stream, StateDelegatingStream) else (stream,)
+            if any(isinstance(one_stream, DeclarativeStream) and bridge_reason(one_stream, airbyte_class) is not None
+                   for one_stream in inner):
+                return f"its parent stream `{getattr(stream, 'name', '?')}` is read through airbyte-cdk"
     return None
 
 

@@ -29,6 +29,7 @@ from framework.components.query_properties import with_catalog
 from framework.components.registry import BuildContext
 from framework.components.state_migrations import build_state_migrations
 from framework.components.stream import Stream
+from framework.components.stream_groups import StreamGroups, build_stream_groups
 from framework.engine.config_migration import NormalizedConfig, has_rules, normalize_config, validate_config
 from framework.errors import ConfigError, FrameworkError, ManifestError
 from framework.interpolation import TemplateEngine
@@ -61,6 +62,8 @@ class Connector:
     #: the config as given, migrated and transformed by the spec's ``config_normalization_rules``
     #: (None without rules: ``config`` is the config as given)
     normalized: NormalizedConfig | None = None
+    #: the source's ``stream_groups``: :meth:`StreamGroups.reading` keeps two streams of a group from being read at once
+    groups: StreamGroups = field(default_factory=StreamGroups, compare=False, repr=False)
 
     @property
     def given_config(self) -> Mapping[str, Any]:
@@ -229,8 +232,9 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
     if normalized is not None and isinstance(manifest.get("spec"), Mapping):
         # airbyte-cdk (the bridge) gets the normalized config: it must not normalize it again
         manifest["spec"] = {k: v for k, v in manifest["spec"].items() if k != "config_normalization_rules"}
+    groups = build_stream_groups(source.stream_groups, streams, context)
     return Connector(source, config, context, streams, migrations, manifest, delegations=delegations,
-                     normalized=normalized)
+                     normalized=normalized, groups=groups)
 
 
 def prepare_config(checked: Any, config: Mapping[str, Any], config_path: str | ConfigFile | None, *, clock: Clock,

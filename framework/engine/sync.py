@@ -354,7 +354,13 @@ class StreamSync:
         name = parent.stream.name
         dependent = parent.incremental_dependency and parent.stream.cursor is not None
         saved = (self.saved.get("parent_state") or {}).get(name) if dependent else None
-        sync = StreamSync(parent.stream, self.config, saved, incremental=dependent, clock=self.clock)
+        if parent.delegation is not None:  # a StateDelegatingStream: the parent's state picks the definition
+            from framework.engine.delegating import DelegatedSync  # it imports this module
+
+            sync: StreamSync = DelegatedSync(parent.delegation, self.config, saved, incremental=dependent,
+                                             clock=self.clock)
+        else:
+            sync = StreamSync(parent.stream, self.config, saved, incremental=dependent, clock=self.clock)
         if dependent:
             self._parents[name] = sync
         for unit in sync.plan():

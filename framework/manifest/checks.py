@@ -21,6 +21,7 @@ from framework.manifest.custom_checks import custom_checks
 from framework.manifest.decoder_checks import decoder_checks
 from framework.manifest.migration_checks import listed_stream_group, migration_checks
 from framework.manifest.query_properties_checks import query_properties_checks
+from framework.manifest.stream_group_checks import stream_group_checks
 from framework.models import (
     REGISTRY,
     DeclarativeStream,
@@ -46,6 +47,7 @@ def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str
     found.extend(query_properties_checks(sites, place))
     found.extend(decoder_checks(sites, place))
     found.extend(migration_checks(sites, place))
+    found.extend(stream_group_checks(sites, data, place))
     if manifest_dir is not None:  # custom components are read from files beside the manifest
         found.extend(custom_checks(sites, place, manifest_dir))
     return found

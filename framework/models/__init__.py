@@ -126,6 +126,7 @@ from framework.models.source import (
     Spec,
     StateDelegatingStream,
 )
+from framework.models.stream_groups import BlockSimultaneousSyncsAction
 from framework.models.transformations import (
     DpathFlattenFields,
     FlattenFields,
@@ -168,6 +169,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     LegacyToPerPartitionStateMigration, ConfigNormalizationRules, ConfigMigration, ConfigAddFields, ConfigRemapField,
     ConfigRemoveFields, DpathValidator, PredicateValidator, ValidateAdheresToSchema, ConditionalStreams,
     StateDelegatingStream,
+    BlockSimultaneousSyncsAction,  # stream groups (issue 16)
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -186,7 +188,6 @@ UNSUPPORTED: dict[str, str] = {
         "DynamicDeclarativeStream", "HttpComponentsResolver", "ConfigComponentsResolver",
         "ParametrizedComponentsResolver", "ComponentMappingDefinition", "StreamConfig",
         "StreamParametersDefinition", "CheckDynamicStream", "DynamicStreamCheckConfig")},
-    **{name: _ISSUE_16.format("streams and state") for name in ("BlockSimultaneousSyncsAction",)},
     **{name: _ISSUE_17.format("authentication") for name in ("JwtAuthenticator", "LegacySessionTokenAuthenticator")},
     "RateLimitedMultipleTokenAuthenticator": "not scheduled yet: several tokens taken in turn by their rate "
                                              "limits; it needs the sync-wide budgets of issue 17 first",

@@ -35,7 +35,10 @@ class ParentStreamConfig(Component):
     """A parent stream whose records each make one partition of the child."""
 
     type: Literal["ParentStreamConfig"] = spec("Component type.", "ParentStreamConfig", "ParentStreamConfig")
-    stream: DeclarativeStream = spec("The parent stream.", {"$ref": "#/definitions/accounts_stream"})
+    stream: Annotated[DeclarativeStream | StateDelegatingStream, Field(discriminator="type")] = spec(
+        "The parent stream: a DeclarativeStream, or a StateDelegatingStream (its incremental definition reads "
+        "when the child's state holds the parent's, the full-refresh one otherwise).",
+        {"$ref": "#/definitions/accounts_stream"}, default_type="DeclarativeStream")
     parent_key: str = spec(
         "Field of the parent record that identifies the partition; dots or a path for nested fields.",
         "id",
@@ -175,4 +178,4 @@ PartitionRouter = Router | tuple[Router, ...]
 
 # Last, because source imports this module (a stream has a partition router, and a substream router
 # has parent streams): pydantic resolves `DeclarativeStream` above from here.
-from framework.models.source import DeclarativeStream  # noqa: E402
+from framework.models.source import DeclarativeStream, StateDelegatingStream  # noqa: E402

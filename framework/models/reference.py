@@ -57,6 +57,8 @@ GROUPS: tuple[tuple[str, str, str], ...] = (
     ("framework.models.incremental", "Incremental syncs",
      "Reading in datetime windows and remembering where to resume."),
     ("framework.models.partitions", "Partitions", "Splitting a stream into partitions read independently."),
+    ("framework.models.stream_groups", "Stream groups",
+     "Streams that share a resource of the API and are never read at the same time."),
     ("framework.models.migrations", "State and config migrations",
      "A saved state of an older shape made current, and the config migrated, transformed and validated."),
     ("framework.models.custom", "Custom components",

@@ -334,6 +334,12 @@ class DeclarativeSource(Component):
         default_factory=dict,
     )
     description: str | None = spec("What the connector reads.", "Orders and accounts of the Example API.", None)
+    stream_groups: Mapping[str, StreamGroup] = spec(
+        "Groups of streams (by group name) that share a resource of the API and are never read at the same time.",
+        {"reports": {"streams": [{"$ref": "#/definitions/orders_stream"}, {"$ref": "#/definitions/refunds_stream"}],
+                     "action": {"type": "BlockSimultaneousSyncsAction"}}},
+        default_factory=dict,
+    )
 
 
 # A PropertiesFromEndpoint (imported before this module, through the requester) holds a SimpleRetriever.
@@ -343,3 +349,6 @@ _query_properties.SimpleRetriever = SimpleRetriever  # type: ignore[misc]
 
 # Last: the dynamic schema loader has a retriever (SimpleRetriever, above).
 from framework.models.schema_loaders import StreamSchemaLoader  # noqa: E402
+
+# Last: a stream group holds streams (DeclarativeStream, above).
+from framework.models.stream_groups import StreamGroup  # noqa: E402

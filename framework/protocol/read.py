@@ -64,7 +64,8 @@ def _read(connector: Connector, selections: Sequence[Selection], states: Mapping
     report = ReadReport()
     level = connector.concurrency(concurrency)
     for selection in selections:
-        report.streams.append(_read_stream(connector, selection, states, out, err, level, checkpoint_seconds))
+        with connector.groups.reading(selection.name):  # its stream groups: never two members at once
+            report.streams.append(_read_stream(connector, selection, states, out, err, level, checkpoint_seconds))
         out.flush()
     return report
 

@@ -147,7 +147,9 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
         results.append(result)
         started = time.perf_counter()
         try:
-            _sync_stream(run, selection, saved, given_states or {}, result, progress)
+            # its stream groups: every Spark job of this stream has ended (see _run_groups) before the gate opens
+            with connector.groups.reading(selection.name):
+                _sync_stream(run, selection, saved, given_states or {}, result, progress)
         except FrameworkError as exc:
             result.error = result.error or connector.mask(str(exc))
         result.seconds = time.perf_counter() - started

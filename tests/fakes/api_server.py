@@ -29,12 +29,14 @@ lies within the bounds given in query parameters.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as dt
 import itertools
 import math
 import re
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -112,7 +114,9 @@ class RecordedRequest:
     its values (blank values kept). ``path_params`` holds the values matched
     by ``{name}`` placeholders of the route, percent-decoded. ``connection``
     numbers the client connections (1, 2, ...): requests with the same number
-    came over one kept-alive connection.
+    came over one kept-alive connection. ``received_at`` and ``answered_at``
+    are the server's ``time.time()`` when the request came in and when its
+    answer was sent (0.0 until then, and for requests built by hand).
     """
 
     method: str
@@ -123,6 +127,8 @@ class RecordedRequest:
     body: bytes = b""
     path_params: Mapping[str, str] = field(default_factory=dict)
     connection: int = 0
+    received_at: float = 0.0
+    answered_at: float = 0.0
 
     @classmethod
     def build(
@@ -431,21 +437,34 @@ class FakeApi:
             body=body,
             path_params=params,
             connection=exchange.connection_id,
+            received_at=time.time(),
         )
         with self._lock:
+            index = len(self.requests)
             self.requests.append(request)
+
+        def answered() -> None:  # stamped before the answer goes out, so a client that has it sees the time
+            with self._lock:  # (unless the test cleared the log meanwhile)
+                if index < len(self.requests) and self.requests[index] is request:
+                    self.requests[index] = dataclasses.replace(request, answered_at=time.time())
+
         fault = self._take_fault(path)
         if fault is not None:
             if fault.hang and self._stopping.wait(fault.hang):
+                answered()
                 _drop(exchange)
                 return
             if fault.close_connection:
+                answered()
                 _drop(exchange)
                 return
             if fault.status is not None:
+                answered()
                 _send(exchange, fault.reply())
                 return
-        _send(exchange, self._answer(route, request))
+        reply = self._answer(route, request)
+        answered()
+        _send(exchange, reply)
 
     def _answer(self, route: _Route | None, request: RecordedRequest) -> Reply:
         if route is None:
