@@ -156,7 +156,9 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
     if args.check:
         ok, message = check_connection(connector)
         out.write(messages.encode(messages.connection_status(ok, message)))
-        return 0
+        if not ok:  # protocol consumers read the message; `--check && run-manifest ...` must stop here
+            print(f"run-manifest: the connection check failed: {message}", file=sys.stderr)
+        return 0 if ok else 1
     catalog = _load_json(args.catalog, "catalog") if args.catalog else None
     states = parse_state(_load_json(args.state, "state")) if args.state else {}
     names = [n.strip() for n in args.streams.split(",") if n.strip()] if args.streams else None

@@ -272,7 +272,8 @@ def test_a_config_that_is_not_json_exits_2(tmp_path, write_manifest, capsys):
 def test_check_with_the_api_down_reports_failed(cli, api):
     api.route("GET", "/first", Reply(503, {"error": f"down for {SECRET}"}))
     result = cli("--check")
-    assert result.code == 0
+    assert result.code == 1  # so that `run-manifest --check && run-manifest ...` stops
+    assert "run-manifest: the connection check failed: stream `first`" in result.stderr
     (message,) = result.messages
     assert message["connectionStatus"]["status"] == "FAILED"
     assert "stream `first`" in message["connectionStatus"]["message"]
@@ -353,7 +354,7 @@ def test_oauth_secrets_and_tokens_never_appear_in_any_output(cli, api, scenario)
     if scenario in ("ok", "check"):
         assert result.code == 0 and "FAILED" not in result.stdout
     elif scenario == "check_echo":
-        assert result.code == 0 and '"FAILED"' in result.stdout and "not JSON" in result.stdout
+        assert result.code == 1 and '"FAILED"' in result.stdout and "not JSON" in result.stdout
     else:
         assert result.code == 1 and len(result.errors()) == 1
 

@@ -313,7 +313,7 @@ def test_check_succeeds_when_the_check_stream_reads(cli, api):
 def test_check_fails_with_a_useful_message_and_no_secret(cli, api):
     config = {"base_url": api.url, "api_key": "wrong-key-also-secret", "start_date": "2024-01-01"}
     result = cli("--check", config=config)
-    assert result.code == 0
+    assert result.code == 1  # a failed check exits 1 (the message is on stdout all the same)
     (message,) = result.messages
     status = message["connectionStatus"]
     assert status["status"] == "FAILED"
