@@ -57,6 +57,8 @@ class TemplateInfo:
     * ``forbidden`` - constructs the engine refuses (``self``, ``{% include %}``,
       dunder attributes).
     * ``deprecated_names`` - deprecated variables it reads (``stream_state``).
+    * ``config_keys`` - top-level keys of ``config`` it reads by a constant name (``config['api_key']``,
+      ``config.api_key``, ``config.get('api_key')``).
     """
 
     is_template: bool
@@ -68,6 +70,7 @@ class TemplateInfo:
     forbidden: tuple[TemplateProblem, ...] = ()
     deprecated_names: frozenset[str] = frozenset()
     name_problems: tuple[TemplateProblem, ...] = ()
+    config_keys: frozenset[str] = frozenset()
 
     @property
     def ok(self) -> bool:
@@ -159,6 +162,26 @@ def _name_pattern(name: str) -> re.Pattern[str]:
 
 
 _FOLDED: dict[type[nodes.Node], str] = {nodes.Mul: "*", nodes.Pow: "**", nodes.Mod: "%", nodes.Add: "+"}
+
+
+def _config_keys(tree: nodes.Node) -> frozenset[str]:
+    """Top-level config keys read by a constant name."""
+    def is_config(node: nodes.Node) -> bool:
+        return isinstance(node, nodes.Name) and node.name == "config"
+
+    keys: set[str] = set()
+    for node in tree.find_all((nodes.Getitem, nodes.Getattr, nodes.Call)):
+        if isinstance(node, nodes.Getitem) and is_config(node.node) and isinstance(node.arg, nodes.Const) \
+                and isinstance(node.arg.value, str):
+            keys.add(node.arg.value)
+        elif isinstance(node, nodes.Getattr) and is_config(node.node) and node.attr not in ("get", "items", "keys",
+                                                                                              "values"):
+            keys.add(node.attr)
+        elif isinstance(node, nodes.Call) and isinstance(node.node, nodes.Getattr) and is_config(node.node.node) \
+                and node.node.attr == "get" and node.args and isinstance(node.args[0], nodes.Const) \
+                and isinstance(node.args[0].value, str):
+            keys.add(node.args[0].value)
+    return frozenset(keys)
 
 
 def _oversized_constants(tree: nodes.Node) -> list[tuple[int, str]]:
@@ -287,4 +310,5 @@ def analyze_template(source: str) -> TemplateInfo:
         forbidden=tuple(forbidden),
         deprecated_names=deprecated,
         name_problems=tuple(name_problems),
+        config_keys=_config_keys(tree) if "config" in variables else frozenset(),
     )

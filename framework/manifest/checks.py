@@ -39,8 +39,9 @@ from framework.temporal.durations import duration_problem
 
 def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str | None) -> list[Diagnostic]:
     found: list[Diagnostic] = []
+    declared = _declared_config_keys(data)
     for site in sites:
-        found.extend(_field_checks(site, place))
+        found.extend(_field_checks(site, place, declared))
         if site.model is RequestBodyGraphQL:
             found.extend(_graphql_checks(site, place))
     found.extend(_stream_checks(sites, data, place, manifest_dir))
@@ -70,7 +71,31 @@ def _strings(value: Any, path: tuple) -> Iterator[tuple[tuple, str]]:
             yield from _strings(item, path + (index,))
 
 
-def _field_checks(site: Site, place: Placement) -> Iterator[Diagnostic]:
+def _declared_config_keys(data: Any) -> frozenset[str] | None:
+    """The config keys the spec declares at its top level (and any key the config rules name), or None when
+    the manifest has no spec listing its properties (then nothing is said about config keys)."""
+    spec = data.get("spec") if isinstance(data, dict) else None
+    connection = spec.get("connection_specification") if isinstance(spec, dict) else None
+    properties = connection.get("properties") if isinstance(connection, dict) else None
+    if not isinstance(properties, dict) or not properties:
+        return None
+    keys = {str(key) for key in properties}
+
+    def words(node: Any) -> None:  # migrations and transformations may add keys: every string they name
+        if isinstance(node, str):
+            keys.add(node)
+        elif isinstance(node, dict):
+            for item in node.values():
+                words(item)
+        elif isinstance(node, list):
+            for item in node:
+                words(item)
+
+    words(spec.get("config_normalization_rules") if isinstance(spec, dict) else None)
+    return frozenset(keys)
+
+
+def _field_checks(site: Site, place: Placement, declared: frozenset[str] | None = None) -> Iterator[Diagnostic]:
     aliases = field_aliases(site.model)
     for alias, value in site.data.items():
         if alias not in aliases:
@@ -80,7 +105,7 @@ def _field_checks(site: Site, place: Placement) -> Iterator[Diagnostic]:
         fmt = format_of(info)
         if spec is not None:
             for path, text in _strings(value, site.path + (alias,)):
-                yield from _template_checks(text, path, alias, spec.variables, place)
+                yield from _template_checks(text, path, alias, spec.variables, place, declared)
         if fmt is not None:
             for path, text in _strings(value, site.path + (alias,)):
                 if "{{" in text or "{%" in text:
@@ -88,10 +113,19 @@ def _field_checks(site: Site, place: Placement) -> Iterator[Diagnostic]:
                 yield from _format_checks(fmt, text, path, alias, place)
 
 
-def _template_checks(text: str, path: tuple, alias: str, allowed: frozenset, place: Placement) -> Iterator[Diagnostic]:
+def _template_checks(text: str, path: tuple, alias: str, allowed: frozenset, place: Placement,
+                     declared: frozenset[str] | None = None) -> Iterator[Diagnostic]:
     info = analyze_template(text)
     if not info.is_template:
         return
+    if declared is not None:
+        for key in sorted(info.config_keys - declared):
+            hint = _suggest(key, sorted(declared))
+            yield place.diagnostic(path, "config-key-undeclared",
+                                   f"`{alias}` reads `config['{key}']`, which the spec's connection_specification "
+                                   "does not declare: a config that fits the spec may lack it, and then it renders empty",
+                                   hint or f"declare `{key}` in spec.connection_specification.properties, or read "
+                                   f"one of: {', '.join(sorted(declared)[:8])}", severity="warning")
     if info.syntax_error is not None:
         problem = info.syntax_error
         where = f" (line {problem.line} of the template)" if problem.line and problem.line > 1 else ""

@@ -250,3 +250,29 @@ def test_every_problem_of_a_bad_spec_is_reported_at_its_place():
     assert [d.code for d in checked.diagnostics] == ["bad-spec", "bad-spec"]
     assert {d.path for d in checked.diagnostics} == {"spec.connection_specification.type",
                                                     "spec.connection_specification.properties.a.minLength"}
+
+
+SPEC = """
+spec:
+  connection_specification:
+    type: object
+    properties:
+      api_token: {type: string, airbyte_secret: true}
+      region: {type: string}
+"""
+
+
+def test_a_config_key_the_spec_does_not_declare_is_a_warning_with_the_likely_key():
+    assert "config-key-undeclared" not in by_code(check_manifest_text(BASE.replace("STREAM_EXTRA", "") + SPEC))
+    text = (BASE.replace("STREAM_EXTRA", "") + SPEC).replace(
+        "path: /items", "path: \"/items/{{ config['api_key'] }}/{{ config.region }}/{{ config.get('regoin') }}\"")
+    problems = by_code(check_manifest_text(text)).get("config-key-undeclared", [])
+    assert [(p.severity, p.fix) for p in problems] == [("warning", "did you mean `api_token`?"),
+                                                       ("warning", "did you mean `region`?")]
+    assert "`config['api_key']`" in problems[0].message and problems[0].line == text.splitlines().index(
+        next(line for line in text.splitlines() if "path:" in line)) + 1
+
+
+def test_config_keys_are_not_judged_without_a_spec_listing_them():
+    checked = check(**{"path: /items": "path: \"/{{ config['anything'] }}\""})
+    assert "config-key-undeclared" not in by_code(checked)
