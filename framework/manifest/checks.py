@@ -123,7 +123,8 @@ def _template_checks(text: str, path: tuple, alias: str, allowed: frozenset, pla
             hint = _suggest(key, sorted(declared))
             yield place.diagnostic(path, "config-key-undeclared",
                                    f"`{alias}` reads `config['{key}']`, which the spec's connection_specification "
-                                   "does not declare: a config that fits the spec may lack it, and then it renders empty",
+                                   "does not declare: a config that fits the spec may lack it, and then it "
+                                   "renders empty",
                                    hint or f"declare `{key}` in spec.connection_specification.properties, or read "
                                    f"one of: {', '.join(sorted(declared)[:8])}", severity="warning")
     if info.syntax_error is not None:
