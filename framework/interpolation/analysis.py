@@ -59,6 +59,7 @@ class TemplateInfo:
     * ``deprecated_names`` - deprecated variables it reads (``stream_state``).
     * ``config_keys`` - top-level keys of ``config`` it reads by a constant name (``config['api_key']``,
       ``config.api_key``, ``config.get('api_key')``).
+    * ``partition_keys`` - the same for ``stream_partition``.
     """
 
     is_template: bool
@@ -71,6 +72,7 @@ class TemplateInfo:
     deprecated_names: frozenset[str] = frozenset()
     name_problems: tuple[TemplateProblem, ...] = ()
     config_keys: frozenset[str] = frozenset()
+    partition_keys: frozenset[str] = frozenset()
 
     @property
     def ok(self) -> bool:
@@ -164,10 +166,10 @@ def _name_pattern(name: str) -> re.Pattern[str]:
 _FOLDED: dict[type[nodes.Node], str] = {nodes.Mul: "*", nodes.Pow: "**", nodes.Mod: "%", nodes.Add: "+"}
 
 
-def _config_keys(tree: nodes.Node) -> frozenset[str]:
-    """Top-level config keys read by a constant name."""
+def _config_keys(tree: nodes.Node, variable: str = "config") -> frozenset[str]:
+    """Top-level keys of ``variable`` (``config``, ``stream_partition``) read by a constant name."""
     def is_config(node: nodes.Node) -> bool:
-        return isinstance(node, nodes.Name) and node.name == "config"
+        return isinstance(node, nodes.Name) and node.name == variable
 
     keys: set[str] = set()
     for node in tree.find_all((nodes.Getitem, nodes.Getattr, nodes.Call)):
@@ -311,4 +313,5 @@ def analyze_template(source: str) -> TemplateInfo:
         deprecated_names=deprecated,
         name_problems=tuple(name_problems),
         config_keys=_config_keys(tree) if "config" in variables else frozenset(),
+        partition_keys=_config_keys(tree, "stream_partition") if "stream_partition" in variables else frozenset(),
     )

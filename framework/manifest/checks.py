@@ -40,8 +40,9 @@ from framework.temporal.durations import duration_problem
 def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str | None) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     declared = _declared_config_keys(data)
+    partitions = _partition_keys(data)
     for site in sites:
-        found.extend(_field_checks(site, place, declared))
+        found.extend(_field_checks(site, place, declared, _partitions_at(site.path, partitions)))
         if site.model is RequestBodyGraphQL:
             found.extend(_graphql_checks(site, place))
     found.extend(_stream_checks(sites, data, place, manifest_dir))
@@ -95,7 +96,64 @@ def _declared_config_keys(data: Any) -> frozenset[str] | None:
     return frozenset(keys)
 
 
-def _field_checks(site: Site, place: Placement, declared: frozenset[str] | None = None) -> Iterator[Diagnostic]:
+#: keys every partition may have besides its router's fields
+_PARTITION_ALWAYS = frozenset({"parent_slice", "extra_fields"})
+
+
+def _router_keys(router: Any) -> frozenset[str] | None:
+    """The partition keys a router gives (None when they cannot be known statically: a template, custom code)."""
+    if router is None:
+        return frozenset()
+    if isinstance(router, list):
+        keys: set[str] = set()
+        for one in router:
+            found = _router_keys(one)
+            if found is None:
+                return None
+            keys |= found
+        return frozenset(keys)
+    if not isinstance(router, dict):
+        return None
+    kind = router.get("type")
+    if kind == "ListPartitionRouter":
+        names = [router.get("cursor_field")]
+    elif kind == "SubstreamPartitionRouter":
+        names = [c.get("partition_field") if isinstance(c, dict) else None
+                 for c in router.get("parent_stream_configs") or [None]]
+    elif kind == "GroupingPartitionRouter":
+        return _router_keys(router.get("underlying_partition_router"))
+    elif kind == "UnionPartitionRouter":
+        return _router_keys(router.get("routers") or router.get("partition_routers"))
+    else:
+        return None
+    if not names or any(not isinstance(name, str) or "{" in name for name in names):
+        return None
+    return frozenset(names)  # type: ignore[arg-type]
+
+
+def _partition_keys(data: Any) -> dict[int, frozenset[str]]:
+    """Per stream index, the partition keys its router gives, where they are known."""
+    streams = data.get("streams") if isinstance(data, dict) else None
+    found: dict[int, frozenset[str]] = {}
+    for index, stream in enumerate(streams if isinstance(streams, list) else []):
+        retriever = stream.get("retriever") if isinstance(stream, dict) else None
+        if not isinstance(retriever, dict) or retriever.get("type", "SimpleRetriever") != "SimpleRetriever":
+            continue
+        keys = _router_keys(retriever.get("partition_router"))
+        if keys is not None:
+            found[index] = keys | _PARTITION_ALWAYS
+    return found
+
+
+def _partitions_at(path: tuple, partitions: dict[int, frozenset[str]]) -> frozenset[str] | None:
+    """The partition keys templates at ``path`` may read, when the path is a stream's own (not a parent's)."""
+    if len(path) < 2 or path[0] != "streams" or not isinstance(path[1], int) or "parent_stream_configs" in path:
+        return None
+    return partitions.get(path[1])
+
+
+def _field_checks(site: Site, place: Placement, declared: frozenset[str] | None = None,
+                  partition: frozenset[str] | None = None) -> Iterator[Diagnostic]:
     aliases = field_aliases(site.model)
     for alias, value in site.data.items():
         if alias not in aliases:
@@ -105,7 +163,7 @@ def _field_checks(site: Site, place: Placement, declared: frozenset[str] | None 
         fmt = format_of(info)
         if spec is not None:
             for path, text in _strings(value, site.path + (alias,)):
-                yield from _template_checks(text, path, alias, spec.variables, place, declared)
+                yield from _template_checks(text, path, alias, spec.variables, place, declared, partition)
         if fmt is not None:
             for path, text in _strings(value, site.path + (alias,)):
                 if "{{" in text or "{%" in text:
@@ -114,10 +172,20 @@ def _field_checks(site: Site, place: Placement, declared: frozenset[str] | None 
 
 
 def _template_checks(text: str, path: tuple, alias: str, allowed: frozenset, place: Placement,
-                     declared: frozenset[str] | None = None) -> Iterator[Diagnostic]:
+                     declared: frozenset[str] | None = None,
+                     partition: frozenset[str] | None = None) -> Iterator[Diagnostic]:
     info = analyze_template(text)
     if not info.is_template:
         return
+    if partition is not None:
+        for key in sorted(info.partition_keys - partition):
+            given = sorted(partition - _PARTITION_ALWAYS)
+            hint = _suggest(key, given)
+            yield place.diagnostic(path, "partition-key-unknown",
+                                   f"`{alias}` reads `stream_partition.{key}`, which the stream's partition router "
+                                   f"does not give ({'it gives ' + ', '.join(given) if given else 'it has none'}): "
+                                   "it renders empty", hint or "read a field the partition router names "
+                                   "(`cursor_field`, a parent's `partition_field`)", severity="warning")
     if declared is not None:
         for key in sorted(info.config_keys - declared):
             hint = _suggest(key, sorted(declared))

@@ -276,3 +276,21 @@ def test_a_config_key_the_spec_does_not_declare_is_a_warning_with_the_likely_key
 def test_config_keys_are_not_judged_without_a_spec_listing_them():
     checked = check(**{"path: /items": "path: \"/{{ config['anything'] }}\""})
     assert "config-key-undeclared" not in by_code(checked)
+
+
+def test_a_partition_key_no_router_gives_is_a_warning_with_the_likely_key():
+    router = """    retriever:
+      $ref: '#/definitions/retriever'
+      partition_router:
+        type: ListPartitionRouter
+        cursor_field: ticket_id
+        values: [1, 2]
+      requester:
+        url_base: https://api.example.com
+        path: "/tickets/{{ stream_partition.ticketid }}/{{ stream_partition.ticket_id }}"
+"""
+    text = BASE.replace("    retriever: {$ref: '#/definitions/retriever'}\nSTREAM_EXTRA", router)
+    (problem,) = by_code(check_manifest_text(text))["partition-key-unknown"]
+    assert problem.severity == "warning" and problem.fix == "did you mean `ticket_id`?"
+    assert "`stream_partition.ticketid`, which the stream's partition router does not give (it gives ticket_id)" \
+        in problem.message
