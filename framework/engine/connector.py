@@ -25,6 +25,7 @@ from typing import Any
 
 from framework.components.custom.loader import CodeLoader, custom_code_allowed
 from framework.components.delegating import Delegation, listed_streams
+from framework.components.dynamic import Templates, resolve_templates
 from framework.components.query_properties import with_catalog
 from framework.components.registry import BuildContext
 from framework.components.state_migrations import build_state_migrations
@@ -61,6 +62,8 @@ class Connector:
     #: the config as given, migrated and transformed by the spec's ``config_normalization_rules``
     #: (None without rules: ``config`` is the config as given)
     normalized: NormalizedConfig | None = None
+    #: the stream templates ``dynamic_streams`` made for the config (read once, on the driver; shipped to workers)
+    templates: Templates = ()
 
     @property
     def given_config(self) -> Mapping[str, Any]:
@@ -167,17 +170,18 @@ def open_connector_text(text: str, config: Mapping[str, Any], *, file: str = "<m
                         base_dir: str | None = None, schemas: Mapping[str, Mapping[str, Any]] | None = None,
                         transport: Any = None, clock: Clock | None = None,
                         sleep: Callable[[float], None] = time.sleep,
-                        allow_custom_code: bool | None = None) -> Connector:
+                        allow_custom_code: bool | None = None, templates: Templates | None = None) -> Connector:
     """Like :func:`open_connector` for manifest text in memory (what a Spark executor gets).
 
     ``schemas`` are stream schemas already loaded (by the driver), used instead of reading
-    schema files, which an executor on another machine may not have.
+    schema files, which an executor on another machine may not have; ``templates`` are the
+    streams ``dynamic_streams`` made on the driver (None: resolved here, reading their endpoints).
     """
     from framework.manifest import check_manifest_text
 
     checked = check_manifest_text(text, file, base_dir)
     return _build(checked, config, base_dir, transport=transport, clock=clock, sleep=sleep,
-                  schemas=schemas or {}, allow_custom_code=allow_custom_code)
+                  schemas=schemas or {}, allow_custom_code=allow_custom_code, templates=templates)
 
 
 def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
@@ -185,7 +189,8 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
            sleep: Callable[[float], None] = time.sleep,
            schemas: Mapping[str, Mapping[str, Any]] | None = None,
            allow_custom_code: bool | None = None,
-           on_config: Callable[[NormalizedConfig], None] | None = None) -> Connector:
+           on_config: Callable[[NormalizedConfig], None] | None = None,
+           templates: Templates | None = None) -> Connector:
     if not checked.ok or checked.source is None:
         raise ManifestError(checked.diagnostics)
     source = checked.source
@@ -209,7 +214,9 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
     migrations = {}
     delegations = {}
     try:
-        for path, model in listed_streams(source, context):
+        if templates is None:
+            templates = resolve_templates(source, checked.data, context)
+        for path, model in listed_streams(source, context, checked, templates):
             built = context.build(model, path)
             if isinstance(built, Delegation):
                 delegations[model.name] = built
@@ -230,7 +237,7 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
         # airbyte-cdk (the bridge) gets the normalized config: it must not normalize it again
         manifest["spec"] = {k: v for k, v in manifest["spec"].items() if k != "config_normalization_rules"}
     return Connector(source, config, context, streams, migrations, manifest, delegations=delegations,
-                     normalized=normalized)
+                     normalized=normalized, templates=templates)
 
 
 def prepare_config(checked: Any, config: Mapping[str, Any], config_path: str | ConfigFile | None, *, clock: Clock,

@@ -50,6 +50,15 @@ from framework.models.decoders import (
     XmlDecoder,
     ZipfileDecoder,
 )
+from framework.models.dynamic import (
+    ComponentMappingDefinition,
+    ConfigComponentsResolver,
+    DynamicDeclarativeStream,
+    HttpComponentsResolver,
+    ParametrizedComponentsResolver,
+    StreamConfig,
+    StreamParametersDefinition,
+)
 from framework.models.error_handling import (
     CompositeErrorHandler,
     ConstantBackoffStrategy,
@@ -168,6 +177,9 @@ COMPONENTS: tuple[type[Component], ...] = (
     LegacyToPerPartitionStateMigration, ConfigNormalizationRules, ConfigMigration, ConfigAddFields, ConfigRemapField,
     ConfigRemoveFields, DpathValidator, PredicateValidator, ValidateAdheresToSchema, ConditionalStreams,
     StateDelegatingStream,
+    # streams made from the API or the config (issue 16)
+    DynamicDeclarativeStream, HttpComponentsResolver, ConfigComponentsResolver, ParametrizedComponentsResolver,
+    ComponentMappingDefinition, StreamConfig, StreamParametersDefinition,
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -183,9 +195,7 @@ _OLD_NAME = "declined: an old name Airbyte's language no longer has; {}"
 #: :data:`REGISTRY` with Airbyte's schema file.
 UNSUPPORTED: dict[str, str] = {
     **{name: _ISSUE_16.format("streams made from the API or the config") for name in (
-        "DynamicDeclarativeStream", "HttpComponentsResolver", "ConfigComponentsResolver",
-        "ParametrizedComponentsResolver", "ComponentMappingDefinition", "StreamConfig",
-        "StreamParametersDefinition", "CheckDynamicStream", "DynamicStreamCheckConfig")},
+        "CheckDynamicStream", "DynamicStreamCheckConfig")},
     **{name: _ISSUE_16.format("streams and state") for name in ("BlockSimultaneousSyncsAction",)},
     **{name: _ISSUE_17.format("authentication") for name in ("JwtAuthenticator", "LegacySessionTokenAuthenticator")},
     "RateLimitedMultipleTokenAuthenticator": "not scheduled yet: several tokens taken in turn by their rate "

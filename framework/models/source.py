@@ -334,6 +334,7 @@ class DeclarativeSource(Component):
         default_factory=dict,
     )
     description: str | None = spec("What the connector reads.", "Orders and accounts of the Example API.", None)
+    dynamic_streams: tuple[DynamicDeclarativeStream, ...] = spec("Streams made from an endpoint's answer or from config values.", [{"$ref": "#/definitions/report_streams"}], (), default_type="DynamicDeclarativeStream")  # noqa: E501
 
 
 # A PropertiesFromEndpoint (imported before this module, through the requester) holds a SimpleRetriever.
@@ -341,5 +342,7 @@ from framework.models import query_properties as _query_properties  # noqa: E402
 
 _query_properties.SimpleRetriever = SimpleRetriever  # type: ignore[misc]
 
-# Last: the dynamic schema loader has a retriever (SimpleRetriever, above).
+# Last: the dynamic schema loader has a retriever (SimpleRetriever, above); a dynamic stream holds a stream
+# template and a retriever.
+from framework.models.dynamic import DynamicDeclarativeStream  # noqa: E402
 from framework.models.schema_loaders import StreamSchemaLoader  # noqa: E402
