@@ -70,19 +70,19 @@ def _resolve(definition: DynamicDeclarativeStream, template: Mapping[str, Any], 
              path: tuple) -> Iterator[dict[str, Any]]:
     resolver = definition.components_resolver
     where = path + ("components_resolver",)
-    template = _plain(template)
+    plain: dict[str, Any] = _plain(template)
     if isinstance(resolver, HttpComponentsResolver):
         for values, stream_slice in _endpoint_values(resolver, ctx, where, definition.name):
-            yield _mapped(template, resolver.components_mapping, resolver.parameters, ctx, where,
+            yield _mapped(plain, resolver.components_mapping, resolver.parameters, ctx, where,
                           {"components_values": values, "stream_slice": stream_slice}, kind="http")
         return
     if isinstance(resolver, ConfigComponentsResolver):
         for values in _config_values(resolver, ctx):
-            yield _mapped(template, resolver.components_mapping, resolver.parameters, ctx, where,
+            yield _mapped(plain, resolver.components_mapping, resolver.parameters, ctx, where,
                           {"components_values": values}, kind="config")
         return
     for values in resolver.stream_parameters.list_of_parameters_for_stream:
-        yield _mapped(template, resolver.components_mapping, resolver.parameters, ctx, where,
+        yield _mapped(plain, resolver.components_mapping, resolver.parameters, ctx, where,
                       {"components_values": _plain(values)}, kind="parametrized")
 
 
