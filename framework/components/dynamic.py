@@ -227,6 +227,24 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _push_parameters(node: Any, inherited: Mapping[str, Any], root: bool = True) -> None:
+    """Give the stream ``node`` and every component in it that holds ``$parameters`` (after preparation, each
+    that inherited some) its parent's parameters over its own."""
+    if isinstance(node, list):
+        for item in node:
+            _push_parameters(item, inherited, False)
+        return
+    if not isinstance(node, dict):
+        return
+    own = node.get("$parameters")
+    if isinstance(own, dict) or (root and inherited):
+        node["$parameters"] = {**(own if isinstance(own, dict) else {}), **inherited}
+        inherited = node["$parameters"]
+    for key, value in node.items():
+        if key != "$parameters":
+            _push_parameters(value, inherited, False)
+
+
 def template_streams(source: DeclarativeSource, templates: Templates, checked: Any,
                      ctx: BuildContext) -> Iterator[tuple[tuple, DeclarativeStream | StateDelegatingStream]]:
     """``(path, model)`` of every stream the templates make; ``path`` is its definition's template."""
@@ -239,11 +257,8 @@ def template_streams(source: DeclarativeSource, templates: Templates, checked: A
         inherited = written[index].get("$parameters", {}) if isinstance(written, list) else {}
         for template in made:
             data = copy.deepcopy(template)
-            parameters = dict(data.get("$parameters") or {})
-            if definition.use_parent_parameters:  # the definition's parameters win over the template's own
-                parameters.update(inherited)
-            if parameters:
-                data["$parameters"] = parameters
+            if definition.use_parent_parameters:  # the definition's parameters win over the template's own,
+                _push_parameters(data, inherited)  # and a component's parent's over its own, as airbyte-cdk
             data.setdefault("type", "DeclarativeStream")
             name = data.get("name")
             if not isinstance(name, str) or not name:

@@ -3,8 +3,8 @@
 * ``tables_from_api`` (HttpComponentsResolver): one stream per record of ``/tables``, its name and path
   written by mappings (one ``field_path`` key a glob);
 * ``reports_from_config`` (ConfigComponentsResolver): one stream per entry of the config's ``reports``, a
-  request parameter created by ``create_or_update`` and, where an entry says ``full_refresh``, another
-  one by a mapping with a ``condition``.
+  request parameter created by ``create_or_update``, a ``$parameters`` key created for the requester's
+  template and, where an entry says ``full_refresh``, a request parameter by a mapping with a ``condition``.
 
 Discover lists the same streams with the same catalog entries; two syncs (the second from each runner's
 own state) read the same records, send the same requests and keep the same state per made stream.
@@ -106,6 +106,8 @@ def test_two_syncs_of_the_made_streams(api: FakeApi, tmp_path: Path) -> None:
     queries = {path: dict(query) for _method, path, query in first.ours_requests}
     assert queries["/reports/weekly"].get("granularity") == "week" and "mode" not in queries["/reports/weekly"]
     assert queries["/reports/totals"].get("mode") == "full"  # the mapping whose condition holds
+    # a parameter a mapping created reaches the requester's template (the definition's parameters propagated)
+    assert queries["/reports/weekly"]["kind"] == "week_report" and queries["/tables/alpha/rows"]["kind"] == "table"
 
     second = run_both(api, tmp_path, "dynamic_streams.yaml", _config(api), catalog,
                       first.ours.state_input(), first.cdk.state_input())
