@@ -41,7 +41,7 @@ from framework.manifest.config_check import (
     secret_values,
 )
 from framework.masking import Masker
-from framework.models import DeclarativeSource
+from framework.models import CheckDynamicStream, DeclarativeSource
 from framework.temporal.clock import Clock, SystemClock
 
 
@@ -105,7 +105,23 @@ class Connector:
 
     @property
     def check_streams(self) -> tuple[str, ...]:
-        return tuple(self.source.check.stream_names)
+        """The streams the connection check reads from: a CheckStream's names, then the first streams of each
+        DynamicDeclarativeStream its ``dynamic_streams_check_configs`` names; a CheckDynamicStream's first
+        ``stream_count`` streams (none without ``use_check_availability``)."""
+        check = self.source.check
+        if isinstance(check, CheckDynamicStream):
+            return tuple(self.streams)[:max(0, check.stream_count)] if check.use_check_availability else ()
+        names = list(check.stream_names)
+        made = {(d.name or f"dynamic_stream_{i}"): [str(t.get("name")) for t in templates]
+                for i, (d, templates) in enumerate(zip(self.source.dynamic_streams, self.templates))}
+        for wanted in check.dynamic_streams_check_configs:
+            if wanted.dynamic_stream_name not in made:
+                known = ", ".join(made) or "none"
+                raise ConfigError(f"the check names dynamic stream `{wanted.dynamic_stream_name}`, which the manifest "
+                                  f"does not have; its dynamic streams are: {known}")
+            streams = made[wanted.dynamic_stream_name]
+            names.extend(streams if wanted.stream_count is None else streams[:wanted.stream_count])
+        return tuple(names)
 
     def stream(self, name: str) -> Stream:
         try:

@@ -4,7 +4,9 @@
 * its ``condition`` is read by a ConfigComponentsResolver only (elsewhere a warning that it is ignored,
   as airbyte-cdk ignores it);
 * an ``HttpComponentsResolver``'s retriever lists its partitions without reading parent streams
-  (a ListPartitionRouter, or several): the values are read once, before any stream exists.
+  (a ListPartitionRouter, or several): the values are read once, before any stream exists;
+* a ``DynamicStreamCheckConfig`` names a DynamicDeclarativeStream of the manifest, and counts (like a
+  ``CheckDynamicStream``) at least one stream.
 
 The stream template itself is a stream of the manifest for every other check.
 """
@@ -15,7 +17,14 @@ from collections.abc import Iterator
 
 from framework.diagnostics import Diagnostic
 from framework.manifest.components import Placement, Site
-from framework.models import ComponentMappingDefinition, ConfigComponentsResolver, HttpComponentsResolver
+from framework.models import (
+    CheckDynamicStream,
+    ComponentMappingDefinition,
+    ConfigComponentsResolver,
+    DynamicDeclarativeStream,
+    DynamicStreamCheckConfig,
+    HttpComponentsResolver,
+)
 
 __all__ = ["dynamic_checks", "in_template"]
 
@@ -29,7 +38,23 @@ def in_template(site: Site) -> bool:
 
 def dynamic_checks(sites: list[Site], place: Placement) -> Iterator[Diagnostic]:
     by_path = {site.path: site for site in sites}
+    definitions = [site for site in sites if site.model is DynamicDeclarativeStream]
+    names = [site.data.get("name") or f"dynamic_stream_{site.path[1]}" for site in definitions]
     for site in sites:
+        if site.model in (DynamicStreamCheckConfig, CheckDynamicStream):
+            count = site.data.get("stream_count")
+            if isinstance(count, int) and count < 1:
+                yield place.diagnostic(site.path + ("stream_count",), "bad-count",
+                                       f"`stream_count` is {count}; the check reads from at least one stream",
+                                       "give a positive count" + (", or leave it out to check them all"
+                                                                  if site.model is DynamicStreamCheckConfig else ""))
+        if site.model is DynamicStreamCheckConfig:
+            wanted = site.data.get("dynamic_stream_name")
+            if isinstance(wanted, str) and wanted not in names:
+                yield place.diagnostic(site.path + ("dynamic_stream_name",), "unknown-stream",
+                                       f"no DynamicDeclarativeStream is named `{wanted}`",
+                                       f"dynamic streams are: {', '.join(names)}" if names
+                                       else "add the DynamicDeclarativeStream to `dynamic_streams`")
         if site.model is ComponentMappingDefinition:
             if site.data.get("field_path") == []:
                 yield place.diagnostic(site.path + ("field_path",), "empty-path", "`field_path` is empty",

@@ -51,9 +51,11 @@ from framework.models.decoders import (
     ZipfileDecoder,
 )
 from framework.models.dynamic import (
+    CheckDynamicStream,
     ComponentMappingDefinition,
     ConfigComponentsResolver,
     DynamicDeclarativeStream,
+    DynamicStreamCheckConfig,
     HttpComponentsResolver,
     ParametrizedComponentsResolver,
     StreamConfig,
@@ -179,7 +181,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     StateDelegatingStream,
     # streams made from the API or the config (issue 16)
     DynamicDeclarativeStream, HttpComponentsResolver, ConfigComponentsResolver, ParametrizedComponentsResolver,
-    ComponentMappingDefinition, StreamConfig, StreamParametersDefinition,
+    ComponentMappingDefinition, StreamConfig, StreamParametersDefinition, CheckDynamicStream, DynamicStreamCheckConfig,
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -194,8 +196,6 @@ _OLD_NAME = "declined: an old name Airbyte's language no longer has; {}"
 #: ``declined`` with the reason otherwise. tests/models/test_airbyte_types.py compares this and
 #: :data:`REGISTRY` with Airbyte's schema file.
 UNSUPPORTED: dict[str, str] = {
-    **{name: _ISSUE_16.format("streams made from the API or the config") for name in (
-        "CheckDynamicStream", "DynamicStreamCheckConfig")},
     **{name: _ISSUE_16.format("streams and state") for name in ("BlockSimultaneousSyncsAction",)},
     **{name: _ISSUE_17.format("authentication") for name in ("JwtAuthenticator", "LegacySessionTokenAuthenticator")},
     "RateLimitedMultipleTokenAuthenticator": "not scheduled yet: several tokens taken in turn by their rate "

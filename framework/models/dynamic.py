@@ -153,6 +153,29 @@ class DynamicDeclarativeStream(Component):
 
 
 
+class DynamicStreamCheckConfig(Component):
+    """The streams of one DynamicDeclarativeStream a CheckStream reads from too."""
+
+    takes_parameters = False
+
+    type: Literal["DynamicStreamCheckConfig"] = spec(
+        "Component type.", "DynamicStreamCheckConfig", "DynamicStreamCheckConfig")
+    dynamic_stream_name: str = spec("The `name` of the DynamicDeclarativeStream.", "custom_reports")
+    stream_count: int | None = spec("How many of its streams are read from, the first ones; all when left out.",
+                                    1, None)
+
+
+class CheckDynamicStream(Component):
+    """How a connection is checked: reading from the first streams, dynamic ones included."""
+
+    takes_parameters = False
+
+    type: Literal["CheckDynamicStream"] = spec("Component type.", "CheckDynamicStream", "CheckDynamicStream")
+    stream_count: int = spec("How many streams are read from: the first ones, in discover's order.", 1)
+    use_check_availability: bool = spec(
+        "Read from the streams; when false the check passes as soon as the source has a stream.", True, True)
+
+
 # Last: the source module (streams, retrievers) imports this one at its end; the partition routers' module must
 # come first (it imports the source module at its end).
 import framework.models.partitions  # noqa: E402, F401

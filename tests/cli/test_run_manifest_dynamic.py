@@ -14,14 +14,17 @@ import json
 
 import orjson
 import pytest
-from fakes.api_server import dated
+from fakes.api_server import ApiError, dated
 
 from framework.cli.run import main
 
 MANIFEST = """
 version: 6.7.0
 type: DeclarativeSource
-check: {type: CheckStream, stream_names: [tables]}
+check:
+  type: CheckStream
+  stream_names: [tables]
+  dynamic_streams_check_configs: [{type: DynamicStreamCheckConfig, dynamic_stream_name: tables_from_api, stream_count: 1}]
 definitions:
   requester: {type: HttpRequester, url_base: "{{ config['base_url'] }}", http_method: GET}
   selector: {type: RecordSelector, extractor: {type: DpathExtractor, field_path: [data]}}
@@ -151,6 +154,30 @@ def test_a_config_making_two_streams_of_one_name_exits_2(files, api):
     code, messages, stderr = run(files, "--protocol")
     assert code == 2
     assert "two streams made by dynamic_streams are named `weekly`" in stderr and "manifest.yaml:" in stderr
+
+
+def test_check_reads_the_first_made_stream_a_check_config_names(files, api):
+    code, messages, stderr = run(files, "--check")
+    assert code == 0, stderr
+    assert messages[-1]["connectionStatus"]["status"] == "SUCCEEDED"
+    assert {r.path for r in api.received()} == {"/tables", "/tables/alpha/rows"}  # not beta: stream_count 1
+
+
+def test_check_dynamic_stream_reads_the_first_streams_in_discovers_order(files, api):
+    text = MANIFEST.replace("  type: CheckStream\n  stream_names: [tables]\n", "  type: CheckDynamicStream\n"
+                            "  stream_count: 2\n").replace("  dynamic_streams_check_configs: [{type: "
+                                                            "DynamicStreamCheckConfig, dynamic_stream_name: "
+                                                            "tables_from_api, stream_count: 1}]\n", "")
+    assert "CheckDynamicStream" in text and "dynamic_streams_check_configs" not in text
+    with open(files[0], "w") as handle:
+        handle.write(text)
+    code, messages, stderr = run(files, "--check")
+    assert code == 0 and messages[-1]["connectionStatus"]["status"] == "SUCCEEDED", stderr
+    assert {r.path for r in api.received()} == {"/tables", "/tables/alpha/rows"}  # `tables` is the first stream
+    api.route("GET", "/tables/alpha/rows", lambda r: (_ for _ in ()).throw(ApiError(403, "no access")))
+    code, messages, stderr = run(files, "--check")
+    assert messages[-1]["connectionStatus"]["status"] == "FAILED"
+    assert "table_alpha" in messages[-1]["connectionStatus"]["message"]
 
 
 @pytest.mark.spark

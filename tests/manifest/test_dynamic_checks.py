@@ -80,3 +80,16 @@ def test_the_http_resolver_reads_no_parent_stream():
     assert [(s, c) for s, c, _line in found] == [("error", "resolver-router")]
     plain = "        partition_router: {type: ListPartitionRouter, values: [a, b], cursor_field: region}\n"
     assert problems(HEAD + resolver(kind="HttpComponentsResolver", more=plain)) == []
+
+
+def test_a_check_config_names_a_dynamic_stream_and_counts_at_least_one():
+    check = ("check:\n  type: CheckStream\n  stream_names: [a]\n  dynamic_streams_check_configs:\n"
+             "    - {type: DynamicStreamCheckConfig, dynamic_stream_name: %s, stream_count: %d}\n")
+    text = HEAD + resolver()
+    good = text.replace("check: {type: CheckStream, stream_names: [made_later]}\n", check % ("made", 1))
+    assert problems(good) == []
+    bad = text.replace("check: {type: CheckStream, stream_names: [made_later]}\n", check % ("mad", 0))
+    assert [(c, line) for _s, c, line in problems(bad)] == [("unknown-stream", 7), ("bad-count", 7)]
+    dynamic = text.replace("check: {type: CheckStream, stream_names: [made_later]}",
+                           "check: {type: CheckDynamicStream, stream_count: 0}")
+    assert [(c, line) for _s, c, line in problems(dynamic)] == [("bad-count", 3)]
