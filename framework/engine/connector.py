@@ -249,6 +249,9 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
             raise ConfigError(masked) from None
         raise
     manifest = dict(checked.data) if isinstance(checked.data, Mapping) else {}
+    if "dynamic_streams" in manifest:  # airbyte-cdk (the bridge) gets the made streams: it must not read the API
+        manifest["streams"] = [*manifest.get("streams", ()), *(made for group in templates for made in group)]
+        del manifest["dynamic_streams"]
     if normalized is not None and isinstance(manifest.get("spec"), Mapping):
         # airbyte-cdk (the bridge) gets the normalized config: it must not normalize it again
         manifest["spec"] = {k: v for k, v in manifest["spec"].items() if k != "config_normalization_rules"}
