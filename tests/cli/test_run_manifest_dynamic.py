@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import pickle
 
 import orjson
 import pytest
@@ -147,6 +148,20 @@ def test_a_sync_reads_the_made_streams_and_keeps_a_state_for_each(files, api, tm
     since = {r.path: r.param("since") for r in api.received() if r.path != "/tables"}
     assert since == {"/tables/alpha/rows": "2024-01-05", "/tables/beta/rows": "2024-01-03",
                      "/reports/weekly": "2024-01-04"}
+
+
+def test_a_worker_gets_the_made_streams_with_its_source_and_reads_no_listing(files, api):
+    from framework.engine.connector import open_connector
+    from framework.engine.worker import ConnectorSource, worker_connector
+
+    config = json.loads(files[1].read_text())
+    driver = open_connector(files[0], config)
+    source = ConnectorSource.of_connector(driver, files[0], MANIFEST)
+    api.requests.clear()
+    worker = worker_connector(pickle.loads(pickle.dumps(source)))  # as Spark ships it
+    assert list(worker.streams) == ["tables", "table_alpha", "table_beta", "weekly"]
+    assert worker.stream("table_beta").retriever.requester.path.value == "/tables/beta/rows"
+    assert api.received() == []
 
 
 def test_a_config_making_two_streams_of_one_name_exits_2(files, api):
