@@ -15,7 +15,8 @@ When either definition is read through airbyte-cdk (a custom retriever or
 requester), the whole stream is: airbyte-cdk then picks the definition itself.
 
 :func:`listed_streams` is the source's streams for a config: the
-``ConditionalStreams`` whose condition renders true contribute theirs, in place.
+``ConditionalStreams`` whose condition renders true contribute theirs, in place,
+and the streams ``dynamic_streams`` make follow.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from framework.components.dynamic import Templates, resolve_templates, template_streams
 from framework.components.registry import BuildContext, builds
 from framework.components.stream import Stream, _bridged_stream, _is_airbyte_class, bridge_reason
 from framework.errors import ConfigError, StateError, place_suffix
@@ -115,8 +117,11 @@ def build_delegation(model: StateDelegatingStream, ctx: BuildContext, path: tupl
                       ctx.build(model.incremental_stream, path + ("incremental_stream",)), retention, place)
 
 
-def listed_streams(source: DeclarativeSource, ctx: BuildContext) -> Iterator[tuple[tuple, Any]]:
-    """``(path, model)`` of each stream the source has for the context's config, in manifest order."""
+def listed_streams(source: DeclarativeSource, ctx: BuildContext, checked: Any = None,
+                   templates: Templates | None = None) -> Iterator[tuple[tuple, Any]]:
+    """``(path, model)`` of each stream the source has for the context's config, in manifest order, then
+    the streams ``dynamic_streams`` make (with ``checked``, the checked manifest: from ``templates`` when
+    given, resolved before, else resolved now, see :mod:`framework.components.dynamic`)."""
     for index, model in enumerate(source.streams):
         if isinstance(model, ConditionalStreams):
             where = ("streams", index)
@@ -130,3 +135,7 @@ def listed_streams(source: DeclarativeSource, ctx: BuildContext) -> Iterator[tup
                     yield where + ("streams", inner), stream
         else:
             yield ("streams", index), model
+    if checked is not None and source.dynamic_streams:
+        if templates is None:
+            templates = resolve_templates(source, checked.data, ctx)
+        yield from template_streams(source, templates, checked, ctx)

@@ -25,6 +25,7 @@ from typing import Any
 
 from framework.components.custom.loader import CodeLoader, custom_code_allowed
 from framework.components.delegating import Delegation, listed_streams
+from framework.components.dynamic import Templates, resolve_templates
 from framework.components.query_properties import with_catalog
 from framework.components.registry import BuildContext
 from framework.components.state_migrations import build_state_migrations
@@ -41,7 +42,7 @@ from framework.manifest.config_check import (
     secret_values,
 )
 from framework.masking import Masker
-from framework.models import DeclarativeSource
+from framework.models import CheckDynamicStream, DeclarativeSource
 from framework.temporal.clock import Clock, SystemClock
 
 
@@ -64,6 +65,8 @@ class Connector:
     normalized: NormalizedConfig | None = None
     #: the source's ``stream_groups``: :meth:`StreamGroups.reading` keeps two streams of a group from being read at once
     groups: StreamGroups = field(default_factory=StreamGroups, compare=False, repr=False)
+    #: the stream templates ``dynamic_streams`` made for the config (read once, on the driver; shipped to workers)
+    templates: Templates = ()
 
     @property
     def given_config(self) -> Mapping[str, Any]:
@@ -105,7 +108,23 @@ class Connector:
 
     @property
     def check_streams(self) -> tuple[str, ...]:
-        return tuple(self.source.check.stream_names)
+        """The streams the connection check reads from: a CheckStream's names, then the first streams of each
+        DynamicDeclarativeStream its ``dynamic_streams_check_configs`` names; a CheckDynamicStream's first
+        ``stream_count`` streams (none without ``use_check_availability``)."""
+        check = self.source.check
+        if isinstance(check, CheckDynamicStream):
+            return tuple(self.streams)[:max(0, check.stream_count)] if check.use_check_availability else ()
+        names = list(check.stream_names)
+        made = {(d.name or f"dynamic_stream_{i}"): [str(t.get("name")) for t in templates]
+                for i, (d, templates) in enumerate(zip(self.source.dynamic_streams, self.templates))}
+        for wanted in check.dynamic_streams_check_configs:
+            if wanted.dynamic_stream_name not in made:
+                known = ", ".join(made) or "none"
+                raise ConfigError(f"the check names dynamic stream `{wanted.dynamic_stream_name}`, which the manifest "
+                                  f"does not have; its dynamic streams are: {known}")
+            streams = made[wanted.dynamic_stream_name]
+            names.extend(streams if wanted.stream_count is None else streams[:wanted.stream_count])
+        return tuple(names)
 
     def stream(self, name: str) -> Stream:
         try:
@@ -170,17 +189,18 @@ def open_connector_text(text: str, config: Mapping[str, Any], *, file: str = "<m
                         base_dir: str | None = None, schemas: Mapping[str, Mapping[str, Any]] | None = None,
                         transport: Any = None, clock: Clock | None = None,
                         sleep: Callable[[float], None] = time.sleep,
-                        allow_custom_code: bool | None = None) -> Connector:
+                        allow_custom_code: bool | None = None, templates: Templates | None = None) -> Connector:
     """Like :func:`open_connector` for manifest text in memory (what a Spark executor gets).
 
     ``schemas`` are stream schemas already loaded (by the driver), used instead of reading
-    schema files, which an executor on another machine may not have.
+    schema files, which an executor on another machine may not have; ``templates`` are the
+    streams ``dynamic_streams`` made on the driver (None: resolved here, reading their endpoints).
     """
     from framework.manifest import check_manifest_text
 
     checked = check_manifest_text(text, file, base_dir)
     return _build(checked, config, base_dir, transport=transport, clock=clock, sleep=sleep,
-                  schemas=schemas or {}, allow_custom_code=allow_custom_code)
+                  schemas=schemas or {}, allow_custom_code=allow_custom_code, templates=templates)
 
 
 def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
@@ -188,7 +208,8 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
            sleep: Callable[[float], None] = time.sleep,
            schemas: Mapping[str, Mapping[str, Any]] | None = None,
            allow_custom_code: bool | None = None,
-           on_config: Callable[[NormalizedConfig], None] | None = None) -> Connector:
+           on_config: Callable[[NormalizedConfig], None] | None = None,
+           templates: Templates | None = None) -> Connector:
     if not checked.ok or checked.source is None:
         raise ManifestError(checked.diagnostics)
     source = checked.source
@@ -212,7 +233,9 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
     migrations = {}
     delegations = {}
     try:
-        for path, model in listed_streams(source, context):
+        if templates is None:
+            templates = resolve_templates(source, checked.data, context)
+        for path, model in listed_streams(source, context, checked, templates):
             built = context.build(model, path)
             if isinstance(built, Delegation):
                 delegations[model.name] = built
@@ -229,12 +252,15 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
             raise ConfigError(masked) from None
         raise
     manifest = dict(checked.data) if isinstance(checked.data, Mapping) else {}
+    if "dynamic_streams" in manifest:  # airbyte-cdk (the bridge) gets the made streams: it must not read the API
+        manifest["streams"] = [*manifest.get("streams", ()), *(made for group in templates for made in group)]
+        del manifest["dynamic_streams"]
     if normalized is not None and isinstance(manifest.get("spec"), Mapping):
         # airbyte-cdk (the bridge) gets the normalized config: it must not normalize it again
         manifest["spec"] = {k: v for k, v in manifest["spec"].items() if k != "config_normalization_rules"}
     groups = build_stream_groups(source.stream_groups, streams, context)
     return Connector(source, config, context, streams, migrations, manifest, delegations=delegations,
-                     normalized=normalized, groups=groups)
+                     normalized=normalized, groups=groups, templates=templates)
 
 
 def prepare_config(checked: Any, config: Mapping[str, Any], config_path: str | ConfigFile | None, *, clock: Clock,

@@ -2,7 +2,8 @@
 
 * :class:`ConnectorSource` - the manifest text, config, every stream's
   schema (:func:`all_schemas`), the custom components' code shipped with
-  the manifest and the query properties the driver read (:meth:`ConnectorSource.with_query_properties`):
+  the manifest, the query properties the driver read (:meth:`ConnectorSource.with_query_properties`)
+  and the streams ``dynamic_streams`` made on the driver (``templates``):
   all a worker needs to build the connector again, without the driver's files
   or a second read of a property endpoint;
 * :func:`worker_connector` - that connector, built once per process (the last
@@ -27,6 +28,7 @@ import orjson
 import pyarrow as pa
 
 from framework.components.custom.loader import materialize
+from framework.components.dynamic import Templates
 from framework.components.partitions import parents_of
 from framework.components.query_properties import resolved_query_properties, with_resolved_query_properties
 from framework.components.stream import Stream
@@ -60,6 +62,8 @@ class ConnectorSource:
     allow_custom_code: bool | None = None
     #: by stream: the query properties the driver read from an endpoint and the catalog's selection of them
     query_properties: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: the streams dynamic_streams made on the driver (None: made by whoever opens the source)
+    templates: Templates | None = None
 
     @classmethod
     def of(cls, manifest_path: str, manifest_text: str, config: Mapping[str, Any],
@@ -72,8 +76,9 @@ class ConnectorSource:
     @classmethod
     def of_connector(cls, connector: Connector, manifest_path: str, manifest_text: str) -> ConnectorSource:
         """The source of ``connector`` (opened from ``manifest_path``): every schema and the code it loaded."""
-        return cls.of(manifest_path, manifest_text, connector.given_config, all_schemas(connector),
-                      shipped=connector.shipped_files, allow_custom_code=connector.custom_code_allowed)
+        source = cls.of(manifest_path, manifest_text, connector.given_config, all_schemas(connector),
+                        shipped=connector.shipped_files, allow_custom_code=connector.custom_code_allowed)
+        return dataclasses.replace(source, templates=connector.templates)
 
     def with_query_properties(self, connector: Connector, stream: str) -> ConnectorSource:
         """This source carrying the query properties ``connector`` asks ``stream``'s API for: a
@@ -88,7 +93,7 @@ class ConnectorSource:
         """A new connector from this source (on the driver: schema files are read where ``schemas`` lack them)."""
         connector = open_connector_text(self.manifest_text, self.config, file=self.manifest_file,
                                         base_dir=self._code_dir(), schemas=self.schemas or None,
-                                        allow_custom_code=self.allow_custom_code)
+                                        allow_custom_code=self.allow_custom_code, templates=self.templates)
         if not self.query_properties:
             return connector
         return dataclasses.replace(connector, streams=with_resolved_query_properties(connector.streams,
@@ -117,16 +122,18 @@ def worker_connector(source: ConnectorSource) -> Connector:
 
     return _cached_connector(source.manifest_text, text(source.config), source.manifest_file, source.base_dir,
                              text(source.schemas), text(source.shipped), source.allow_custom_code,
-                             text(source.query_properties))
+                             text(source.query_properties), text(source.templates))
 
 
 @functools.lru_cache(maxsize=1)
 def _cached_connector(manifest_text: str, config_json: str, manifest_file: str, base_dir: str | None,
                       schemas_json: str, shipped_json: str, allow_custom_code: bool | None,
-                      query_properties_json: str = "{}") -> Connector:
+                      query_properties_json: str = "{}", templates_json: str = "null") -> Connector:
+    templates = orjson.loads(templates_json)
     return ConnectorSource(manifest_text, manifest_file, base_dir, orjson.loads(config_json),
                            orjson.loads(schemas_json), orjson.loads(shipped_json), allow_custom_code,
-                           orjson.loads(query_properties_json)).open()
+                           orjson.loads(query_properties_json),
+                           None if templates is None else tuple(tuple(made) for made in templates)).open()
 
 
 def all_schemas(connector: Connector) -> dict[str, dict]:

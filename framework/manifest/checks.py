@@ -19,6 +19,7 @@ from framework.interpolation import DEPRECATED_VARIABLES, VARIABLES, TemplateEng
 from framework.manifest.components import Placement, Site, field_aliases
 from framework.manifest.custom_checks import custom_checks
 from framework.manifest.decoder_checks import decoder_checks
+from framework.manifest.dynamic_checks import dynamic_checks, in_template
 from framework.manifest.migration_checks import listed_stream_group, migration_checks
 from framework.manifest.query_properties_checks import query_properties_checks
 from framework.manifest.stream_group_checks import stream_group_checks
@@ -50,6 +51,7 @@ def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str
     found.extend(decoder_checks(sites, place))
     found.extend(migration_checks(sites, place))
     found.extend(stream_group_checks(sites, data, place))
+    found.extend(dynamic_checks(sites, place))
     if manifest_dir is not None:  # custom components are read from files beside the manifest
         found.extend(custom_checks(sites, place, manifest_dir))
     return found
@@ -254,13 +256,13 @@ def _stream_checks(sites: list[Site], data: Any, place: Placement, manifest_dir:
     check = data.get("check") if isinstance(data, dict) else None
     if isinstance(check, dict) and isinstance(check.get("stream_names"), list):
         for index, name in enumerate(check["stream_names"]):
-            if isinstance(name, str) and names and name not in names:
+            if isinstance(name, str) and names and name not in names and not data.get("dynamic_streams"):
                 yield place.diagnostic(("check", "stream_names", index), "unknown-stream",
                                        f"check names stream `{name}`, which does not exist",
                                        _suggest(name, names) or f"streams are: {', '.join(names)}")
     yield from _parent_checks(sites, names, place)
     for site in sites:
-        if site.model is DeclarativeStream:
+        if site.model is DeclarativeStream and not in_template(site):  # a template's name comes from a mapping
             yield from _schema_checks(site, place, manifest_dir)
             yield from _count_cursor_checks(site, place)
         if site.model is Spec:

@@ -50,6 +50,17 @@ from framework.models.decoders import (
     XmlDecoder,
     ZipfileDecoder,
 )
+from framework.models.dynamic import (
+    CheckDynamicStream,
+    ComponentMappingDefinition,
+    ConfigComponentsResolver,
+    DynamicDeclarativeStream,
+    DynamicStreamCheckConfig,
+    HttpComponentsResolver,
+    ParametrizedComponentsResolver,
+    StreamConfig,
+    StreamParametersDefinition,
+)
 from framework.models.error_handling import (
     CompositeErrorHandler,
     ConstantBackoffStrategy,
@@ -170,6 +181,9 @@ COMPONENTS: tuple[type[Component], ...] = (
     ConfigRemoveFields, DpathValidator, PredicateValidator, ValidateAdheresToSchema, ConditionalStreams,
     StateDelegatingStream,
     BlockSimultaneousSyncsAction,  # stream groups (issue 16)
+    # streams made from the API or the config (issue 16)
+    DynamicDeclarativeStream, HttpComponentsResolver, ConfigComponentsResolver, ParametrizedComponentsResolver,
+    ComponentMappingDefinition, StreamConfig, StreamParametersDefinition, CheckDynamicStream, DynamicStreamCheckConfig,
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -184,10 +198,6 @@ _OLD_NAME = "declined: an old name Airbyte's language no longer has; {}"
 #: ``declined`` with the reason otherwise. tests/models/test_airbyte_types.py compares this and
 #: :data:`REGISTRY` with Airbyte's schema file.
 UNSUPPORTED: dict[str, str] = {
-    **{name: _ISSUE_16.format("streams made from the API or the config") for name in (
-        "DynamicDeclarativeStream", "HttpComponentsResolver", "ConfigComponentsResolver",
-        "ParametrizedComponentsResolver", "ComponentMappingDefinition", "StreamConfig",
-        "StreamParametersDefinition", "CheckDynamicStream", "DynamicStreamCheckConfig")},
     **{name: _ISSUE_17.format("authentication") for name in ("JwtAuthenticator", "LegacySessionTokenAuthenticator")},
     "RateLimitedMultipleTokenAuthenticator": "not scheduled yet: several tokens taken in turn by their rate "
                                              "limits; it needs the sync-wide budgets of issue 17 first",

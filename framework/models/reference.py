@@ -35,6 +35,8 @@ COMMAND = "python -m framework.models.reference docs/reference.md"
 GROUPS: tuple[tuple[str, str, str], ...] = (
     ("framework.models.source", "Source and streams",
      "The file's root, its streams and how each is read, the spec and the connection check."),
+    ("framework.models.dynamic", "Streams made from the API or the config",
+     "A stream template, and the values (an endpoint's records, config entries) each made stream gets."),
     ("framework.models.requests", "Requests", "Where requests go and what they carry."),
     ("framework.models.query_properties", "Query properties",
      "Which properties requests ask for, split over several requests and merged back by key."),

@@ -241,6 +241,7 @@ class CheckStream(Component):
 
     type: Literal["CheckStream"] = spec("Component type.", "CheckStream", "CheckStream")
     stream_names: tuple[str, ...] = spec("Streams to read one record from.", ["accounts"])
+    dynamic_streams_check_configs: tuple[DynamicStreamCheckConfig, ...] = spec("Streams made by `dynamic_streams` to read one record from too.", [{"type": "DynamicStreamCheckConfig", "dynamic_stream_name": "reports", "stream_count": 1}], (), default_type="DynamicStreamCheckConfig")  # noqa: E501
 
 
 class ConcurrencyLevel(Component):
@@ -309,7 +310,7 @@ class DeclarativeSource(Component):
         "that exist only when their condition holds.",
         [{"$ref": "#/definitions/orders_stream"}], default_type="DeclarativeStream"
     )
-    check: CheckStream = spec("How a connection is checked.", {"type": "CheckStream", "stream_names": ["orders"]})
+    check: Annotated[CheckStream | CheckDynamicStream, Field(discriminator="type")] = spec("How a connection is checked.", {"type": "CheckStream", "stream_names": ["orders"]}, default_type="CheckStream")  # noqa: E501
     spec_: Spec | None = spec(
         "The connection specification.",
         {"type": "Spec", "connection_specification": {"type": "object", "properties": {}}},
@@ -340,6 +341,9 @@ class DeclarativeSource(Component):
                      "action": {"type": "BlockSimultaneousSyncsAction"}}},
         default_factory=dict,
     )
+    dynamic_streams: tuple[DynamicDeclarativeStream, ...] = spec(
+        "Streams made from an endpoint's answer or from config values.", [{"$ref": "#/definitions/report_streams"}],
+        (), default_type="DynamicDeclarativeStream")
 
 
 # A PropertiesFromEndpoint (imported before this module, through the requester) holds a SimpleRetriever.
@@ -347,7 +351,9 @@ from framework.models import query_properties as _query_properties  # noqa: E402
 
 _query_properties.SimpleRetriever = SimpleRetriever  # type: ignore[misc]
 
-# Last: the dynamic schema loader has a retriever (SimpleRetriever, above).
+# Last: the dynamic schema loader has a retriever (SimpleRetriever, above); a dynamic stream holds a stream
+# template and a retriever.
+from framework.models.dynamic import CheckDynamicStream, DynamicDeclarativeStream, DynamicStreamCheckConfig  # noqa: E402
 from framework.models.schema_loaders import StreamSchemaLoader  # noqa: E402
 
 # Last: a stream group holds streams (DeclarativeStream, above).

@@ -9,7 +9,13 @@ from framework.protocol.read import describe_failure
 
 def check_connection(connector: Connector) -> tuple[bool, str | None]:
     """(True, None) when every check stream returns a first page (even an empty one), else (False, reason)."""
-    for name in connector.check_streams:
+    if not connector.streams:  # a CheckDynamicStream whose resolvers made nothing, say
+        return False, "the source has no streams to connect to"
+    try:
+        names = connector.check_streams
+    except Exception as exc:
+        return False, connector.mask(str(exc))
+    for name in names:
         try:
             stream = connector.stream(name)
             sync = open_sync(connector, stream, None, incremental=False)

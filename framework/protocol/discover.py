@@ -70,7 +70,8 @@ def discover(manifest_path: str, config: Mapping[str, Any], *, config_path: str 
     ctx = BuildContext(config=config, engine=TemplateEngine(clock), clock=clock, base_dir=base_dir,
                        locate=checked.locate, mask=mask, code=code)
     entries = []
-    for path, listed in listed_streams(source, ctx):  # a ConditionalStreams' streams when its condition holds
+    # a ConditionalStreams' streams when its condition holds; the streams dynamic_streams make (read now)
+    for path, listed in listed_streams(source, ctx, checked):
         for class_name, kind, where in custom_components(listed, path):  # the gate, and imports that fail
             ref = resolve_class_name(class_name, base_dir)
             ctx.code.load_class(ref, kind, ctx.place(where + ("class_name",)) or ctx.place(where))

@@ -130,7 +130,8 @@ class ManifestDataSource(DataSource):
         connector.stream(source.stream)  # an unknown stream fails here, on the driver
         source = dataclasses.replace(source, connector=dataclasses.replace(
             source.connector, schemas=all_schemas(connector), shipped=connector.shipped_files,
-            allow_custom_code=connector.custom_code_allowed).with_query_properties(connector, source.stream))
+            allow_custom_code=connector.custom_code_allowed, templates=connector.templates,
+        ).with_query_properties(connector, source.stream))
         return _ManifestReader(source, connector, schema)
 
 
