@@ -79,6 +79,7 @@ def test_variable_available_where_it_belongs():
       requester:
         url_base: https://x
         path: "/a/{{ stream_partition.id }}"
+      partition_router: {type: ListPartitionRouter, cursor_field: id, values: ["1", "2"]}
       record_selector:
         extractor: {field_path: []}
         record_filter: {condition: "{{ record.a > 1 }}"}
@@ -284,7 +285,7 @@ def test_a_partition_key_no_router_gives_is_a_warning_with_the_likely_key():
       partition_router:
         type: ListPartitionRouter
         cursor_field: ticket_id
-        values: [1, 2]
+        values: ["1", "2"]
       requester:
         url_base: https://api.example.com
         path: "/tickets/{{ stream_partition.ticketid }}/{{ stream_partition.ticket_id }}"
