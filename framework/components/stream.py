@@ -69,6 +69,13 @@ class Stream:
         if self.cursor is not None and stream_slice.cursor_slice:
             self.cursor.apply(parts, stream_slice.cursor_slice)
 
+    def with_cursor_field(self, cursor_field: str | None) -> Stream:
+        """This stream with the cursor field a configured catalog chose (where the stream lets it choose:
+        ``allow_catalog_defined_cursor_field``); itself when ``cursor_field`` is None or there is no cursor."""
+        if cursor_field is None or self.cursor is None or cursor_field == self.cursor.cursor_field:
+            return self
+        return dataclasses.replace(self, cursor=dataclasses.replace(self.cursor, cursor_field=cursor_field))
+
     def read_slice(self, stream_slice: StreamSlice, config: Mapping[str, Any],
                    stream_state: Mapping[str, Any] | None = None) -> Iterator[list[dict]]:
         """The records of one slice, one list per page; errors name this stream."""

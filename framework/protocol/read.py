@@ -9,7 +9,6 @@ other streams carry on. The exit code is 1 when any stream failed.
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import sys
 import time
@@ -149,11 +148,7 @@ def check_states(connector: Connector, selections: Sequence[Selection],
 
 def selected_stream(connector: Connector, selection: Selection) -> Stream:
     """The selection's stream, with the cursor field the catalog chose where the stream lets it choose."""
-    stream = connector.stream(selection.name)
-    if selection.cursor_field is not None and stream.cursor is not None:
-        cursor = dataclasses.replace(stream.cursor, cursor_field=selection.cursor_field)
-        stream = dataclasses.replace(stream, cursor=cursor)
-    return stream
+    return connector.stream(selection.name).with_cursor_field(selection.cursor_field)
 
 
 def describe_failure(exc: BaseException, stream: str) -> str:

@@ -139,7 +139,8 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
         cores=max(1, int(spark.sparkContext.defaultParallelism)), options=options,
     )
     CatalogStore(storage).merge([
-        configured_entry(connector.stream(s.name), s.incremental, options.sync_mode) for s in selections
+        configured_entry(connector.stream(s.name).with_cursor_field(s.cursor_field), s.incremental, options.sync_mode)
+        for s in selections
     ])
     results = []
     for selection in selections:
@@ -161,7 +162,7 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
 def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_states: Mapping[str, Any],
                  result: StreamResult, progress: Callable[[str, StreamResult], None] | None) -> None:
     connector, options = run.connector, run.options
-    stream = connector.stream(selection.name)
+    stream = connector.stream(selection.name).with_cursor_field(selection.cursor_field)  # the catalog's choice
     _check_schema(run, stream.name)
     change = realtime_stream(run.settings, stream, incremental=selection.incremental,
                              sync_id=run.connection.sync_id, namespace=options.namespace)
@@ -185,7 +186,8 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
             part_start=next_part_number(run.storage, run.settings, stream.name, options.namespace),
             tasks=len(groups), namespace=options.namespace, started_at=time.time(),
             cdc_staging=change.staging_prefix() if change is not None else "",
-            start_state=getattr(sync, "start_state", None),  # a BridgeSync's: its workers start from it too
+            start_state=getattr(sync, "start_state", None),
+            cursor_field=selection.cursor_field,  # a BridgeSync's: its workers start from it too
         )
         for results in _run_groups(run, job, groups):
             if _fold(sync, results, result, connector) and not overwrite:

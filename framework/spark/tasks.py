@@ -55,6 +55,7 @@ class TaskJob:
     started_at: float = 0.0  # epoch seconds of the sync's start, for object keys
     cdc_staging: str = ""  # realtime change data: the staging folder the typed records go to instead
     start_state: Mapping[str, Any] | None = None  # a stream airbyte-cdk reads: the state its sync started from
+    cursor_field: str | None = None  # the cursor field the configured catalog chose, where the stream allows it
 
 
 def encode_units(units: Iterable[Any]) -> pa.Table:
@@ -73,7 +74,7 @@ def _decode_units(batches: Iterator[pa.RecordBatch]) -> Iterator[Any]:
 
 def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -> Iterator[pa.RecordBatch]:
     connector = worker_connector(job.source)
-    stream = connector.stream(job.stream)
+    stream = connector.stream(job.stream).with_cursor_field(job.cursor_field)
     settings = DestinationSettings.model_validate(job.destination)
     record_type = parse_schema(job.source.schemas[job.stream], stream=job.stream)
     converter = RecordConverter(record_type, stream=job.stream)

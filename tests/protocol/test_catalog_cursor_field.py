@@ -55,3 +55,21 @@ def test_a_sync_keeps_the_catalogs_cursor_field_in_its_state(tmp_path, fake_api)
               if m["type"] == "STATE"]
     assert states[-1] == {"seq": 5}
     assert sync(path, fake_api).state == {"id": 9}  # without a catalog: the manifest's field
+
+
+@pytest.mark.spark
+def test_spark_mode_keeps_the_catalogs_cursor_field_on_the_driver_and_in_the_tasks(tmp_path, fake_api, spark):
+    from framework.models.destination import DestinationSettings
+    from framework.spark.pipeline import PipelineOptions, run_pipeline
+    from framework.storage.state_store import STATE_KEY
+
+    fake_api.route("GET", "/events", {"data": [{"id": 9, "seq": 1}, {"id": 3, "seq": 5}]})
+    path = write(tmp_path, manifest(True))
+    connector = open_connector(path, {"base_url": fake_api.url})
+    out = tmp_path / "out"
+    settings = DestinationSettings.model_validate({"output": str(out), "format": {"format_type": "Parquet"}})
+    result = run_pipeline(connector, path, select_streams(connector.streams, catalog(["seq"])), settings, spark,
+                          options=PipelineOptions(tasks_per_core=1))
+    assert result.streams[0].error is None and result.streams[0].records == 2
+    saved = orjson.loads((out / STATE_KEY).read_bytes())
+    assert saved["streams"]["events"]["state"] == {"seq": 5}  # the tasks read the catalog's field, as the driver
