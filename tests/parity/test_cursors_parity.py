@@ -31,6 +31,7 @@ from parity.test_airbyte_parity import (
     assert_same_records,
     assert_same_requests,
     catalog_for,
+    distinct_requests,
     run_cdk,
     run_ours,
 )
@@ -52,20 +53,16 @@ def api() -> Iterator[FakeApi]:
         yield server
 
 
-def requests_of(api: FakeApi) -> set[tuple[str, str, tuple]]:
-    return {(r.method, r.path, tuple(sorted((name, value) for name, values in r.query.items() for value in values)))
-            for r in api.received()}
-
 
 def run_both(api: FakeApi, folder: Path, manifest: str, config: dict, catalog: dict,
              ours_state: list | None = None, cdk_state: list | None = None) -> Both:
     path = MANIFESTS / manifest
     api.requests.clear()
     ours = run_ours(folder, path, config, catalog, ours_state)
-    ours_requests = requests_of(api)
+    ours_requests = distinct_requests(api)
     api.requests.clear()
     cdk = run_cdk(folder, path, config, catalog, cdk_state)
-    cdk_requests = requests_of(api)
+    cdk_requests = distinct_requests(api)
     cdk.check("source-declarative-manifest")
     ours.check("run-manifest --protocol")
     return Both(ours, cdk, ours_requests, cdk_requests)
