@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from framework import coordination
 from framework.components.custom.loader import CodeLoader, custom_code_allowed
 from framework.components.http.transport import RequestsTransport, Transport
 from framework.interpolation import TemplateEngine
@@ -97,6 +98,8 @@ class BuildContext:
     values in a message. ``schemas`` holds stream schemas loaded already (by the driver,
     for executors without the schema files). ``stream`` is the name of the stream whose
     components are being built (:meth:`within_stream`), None outside a stream.
+    ``services`` holds the sync-wide services offered by the components built
+    on this context (:meth:`service`), which the Spark driver serves to its tasks.
     """
 
     config: Mapping[str, Any]
@@ -110,6 +113,7 @@ class BuildContext:
     schemas: Mapping[str, Mapping[str, Any]]
     code: CodeLoader
     stream: str | None
+    services: dict[str, coordination.Handler]
 
     def __init__(self, config: Mapping[str, Any], engine: TemplateEngine | None = None,
                  transport: Transport | None = None, clock: Clock | None = None,
@@ -122,7 +126,7 @@ class BuildContext:
                   "sleep": sleep, "base_dir": base_dir, "locate": locate, "mask": mask,
                   "schemas": schemas if schemas is not None else {},
                   "code": code if code is not None else CodeLoader(base_dir, custom_code_allowed()),
-                  "stream": None}
+                  "stream": None, "services": {}}
         for name, value in values.items():
             object.__setattr__(self, name, value)
 
@@ -133,6 +137,17 @@ class BuildContext:
         found = copy.copy(self)
         object.__setattr__(found, "stream", name)
         return found
+
+    def service(self, name: str, handler: coordination.Handler) -> coordination.Handler:
+        """Offer ``handler`` as the sync-wide service ``name``; what to call to use it.
+
+        The first handler offered under a name is the one every component of the
+        connector shares (give equal names to components that must share state,
+        such as one token). In a Spark task the call goes to the driver's handler
+        (:mod:`framework.coordination`).
+        """
+        found = self.services.setdefault(name, handler)
+        return coordination.routed(name, found)
 
     def build(self, model: Component, path: tuple) -> Any:
         """The runtime component of ``model`` (found by its ``type``)."""

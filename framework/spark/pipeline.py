@@ -25,6 +25,7 @@ generation the next overwrite deletes.
 
 from __future__ import annotations
 
+import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from framework import coordination
 from framework.cdc import ChangeStream, apply_changes, realtime_stream
 from framework.engine.connector import Connector
 from framework.engine.plan import Sync, contiguous_groups, open_sync
@@ -107,6 +109,7 @@ class _Run:
     destination: dict[str, Any]  # the settings as JSON-able data, for the tasks
     cores: int
     options: PipelineOptions
+    coordinator: coordination.CoordinatorAddress | None = None  # the driver's sync-wide services, for the tasks
 
     def save(self, name: str, state: Mapping[str, Any] | None, generation: int) -> None:
         merge_stream(self.connection, name, state, generation)
@@ -142,7 +145,27 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
         configured_entry(connector.stream(s.name).with_cursor_field(s.cursor_field), s.incremental, options.sync_mode)
         for s in selections
     ])
-    results = []
+    results: list[StreamResult] = []
+    listen, advertised = _driver_host(spark)
+    with coordination.Coordinator(connector.context.services, host=listen, advertised=advertised) as coordinator:
+        run.coordinator = coordinator.address
+        _sync_streams(run, selections, saved, given_states, progress, results)
+    return PipelineResult(run.connection.sync_id, results)
+
+
+def _driver_host(spark: SparkSession) -> tuple[str, str | None]:
+    """Where the driver's services listen, and the address tasks use: loopback locally; on a cluster every
+    interface, reached at Spark's own ``spark.driver.host`` (which the executors reach already)."""
+    master = spark.conf.get("spark.master", "local") or "local"
+    if master.startswith("local"):
+        return "127.0.0.1", None
+    return "0.0.0.0", spark.conf.get("spark.driver.host", None) or socket.gethostname()
+
+
+def _sync_streams(run: _Run, selections: Sequence[Selection], saved: ConnectionState,
+                  given_states: Mapping[str, Any] | None, progress: Callable[[str, StreamResult], None] | None,
+                  results: list[StreamResult]) -> None:
+    connector = run.connector
     for selection in selections:
         result = StreamResult(selection.name)
         results.append(result)
@@ -156,7 +179,6 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
         result.seconds = time.perf_counter() - started
         if progress:
             progress("done", result)
-    return PipelineResult(run.connection.sync_id, results)
 
 
 def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_states: Mapping[str, Any],
@@ -188,6 +210,7 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
             cdc_staging=change.staging_prefix() if change is not None else "",
             start_state=getattr(sync, "start_state", None),
             cursor_field=selection.cursor_field,  # a BridgeSync's: its workers start from it too
+            coordinator=run.coordinator,
         )
         for results in _run_groups(run, job, groups):
             if _fold(sync, results, result, connector) and not overwrite:

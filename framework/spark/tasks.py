@@ -24,6 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from framework import coordination
 from framework.components.records.file_upload import landing, stream_landing
 from framework.engine.results import RESULT_SCHEMA, UnitResult, to_arrow
 from framework.engine.worker import ConnectorSource, PageTyper, read_group, worker_connector
@@ -56,6 +57,7 @@ class TaskJob:
     cdc_staging: str = ""  # realtime change data: the staging folder the typed records go to instead
     start_state: Mapping[str, Any] | None = None  # a stream airbyte-cdk reads: the state its sync started from
     cursor_field: str | None = None  # the cursor field the configured catalog chose, where the stream allows it
+    coordinator: coordination.CoordinatorAddress | None = None  # the driver's sync-wide services (one token, budget)
 
 
 def encode_units(units: Iterable[Any]) -> pa.Table:
@@ -101,7 +103,8 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
     try:
         layout = StreamLayout.of(settings, job.stream, job.namespace, started_at=job.started_at, sync_id=job.sync_id)
         files_beside = stream_landing(storage, layout.directory)
-        with landing(files_beside):  # a FileUploader's files go beside the stream's files
+        # a FileUploader's files go beside the stream's files; sync-wide services are the driver's
+        with landing(files_beside), coordination.attached(job.coordinator):
             results = [r for r in read_group(connector, stream, _decode_units(batches), typer, writer.write,
                                               start_state=job.start_state)
                        if isinstance(r, UnitResult)]

@@ -847,6 +847,11 @@ class BrokenSpark:
         def setJobGroup(group: str, description: str, interruptOnCancel: bool = False) -> None:
             pass
 
+    class conf:
+        @staticmethod
+        def get(key: str, default: str | None = None) -> str | None:
+            return {"spark.master": "local[2]"}.get(key, default)
+
     @staticmethod
     def createDataFrame(table: pa.Table) -> Any:
         raise RuntimeError("Job aborted due to stage failure: Task 0 in stage 3.0 failed\n"
