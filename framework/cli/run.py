@@ -15,6 +15,9 @@ Modes:
   schemas alone: nothing is read, no retriever is built;
   :mod:`framework.protocol.discover`).
 * ``--spec``: print the SPEC message (no config needed).
+* ``--test-read``: read the first pages (``--pages``) of each stream's first
+  unit and show the requests, the records and what looks wrong, with the fix
+  (:mod:`framework.cli.test_read`). Nothing is written; Spark never starts.
 
 Custom components whose code is shipped with the manifest (``components.py``
 beside it, a ``source_<name>/`` package folder) run only with
@@ -36,6 +39,7 @@ or state.
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 import time
 from collections.abc import Sequence
@@ -46,8 +50,11 @@ import orjson
 from framework.cli.progress import JsonReporter
 from framework.cli.retry_log import showing_retries
 from framework.cli.sync_command import SyncOptions, run_sync
+from framework.cli.test_read import show as show_test_read
+from framework.components.http.transport import RequestsTransport
 from framework.engine.config_migration import NormalizedConfig, control_message, describe_rewrite, rewrite_config_file
 from framework.engine.connector import airbyte_spec, open_connector
+from framework.engine.test_read import RecordingTransport, test_read
 from framework.errors import ConfigError, FrameworkError, ManifestError
 from framework.manifest import load_manifest
 from framework.manifest.config_check import read_config_file
@@ -67,6 +74,10 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--check", action="store_true", help="check the connection (CONNECTION_STATUS)")
     mode.add_argument("--discover", action="store_true", help="print the catalog (CATALOG)")
     mode.add_argument("--spec", action="store_true", help="print the connector's spec (SPEC)")
+    mode.add_argument("--test-read", action="store_true",
+                      help="read the first pages of each stream and show the requests, the records and what "
+                           "looks wrong (nothing is written; exit 1 when something was found)")
+    parser.add_argument("--pages", type=int, default=3, metavar="N", help="pages per stream in --test-read (3)")
     parser.add_argument("--catalog", metavar="CATALOG.json", help="configured catalog: streams and sync modes")
     parser.add_argument("--state", metavar="STATE.json", help="state from a previous sync (Airbyte's shapes)")
     parser.add_argument("--streams", metavar="a,b", help="read only these streams")
@@ -146,7 +157,8 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
                                on_config=lambda found: _announce(args, found, out))
             out.write(messages.encode(messages.catalog(entries)))
             return 0
-        connector = open_connector(args.manifest, config, config_path=config_file,
+        recorder = RecordingTransport(RequestsTransport()) if args.test_read else None
+        connector = open_connector(args.manifest, config, config_path=config_file, transport=recorder,
                                    allow_custom_code=True if args.allow_custom_code else None,
                                    on_config=lambda found: _announce(args, found, out))
     except ConfigError as exc:
@@ -172,6 +184,15 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
             out.write(messages.encode(messages.log(note, "WARN")))
         return 0
     connector = connector.with_catalog(catalog)
+    if recorder is not None:
+        if args.pages < 1:
+            raise ConfigError(f"--pages is {args.pages}; give 1 or more")
+        recorder.mask = connector.mask
+        text = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
+        try:
+            return show_test_read(test_read(connector, recorder, selections, pages=args.pages), text)
+        finally:
+            text.detach()
     check_states(connector, selections, states)
     if not args.protocol:
         return run_sync(_sync_options(args), connector, selections, states)

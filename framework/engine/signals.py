@@ -1,0 +1,222 @@
+"""Signs that a manifest reads the wrong data, found in what a read saw: each with the fix.
+
+A manifest can run "ok" and land wrong data: an extractor pointed at the
+wrong key finds nothing, a paginator whose next-page value renders empty
+stops after one page, a page counter starting at 0 on an API that counts from
+1 reads page 1 twice. These checks look at the records of a few pages and
+the response bodies they came from, and say what looks wrong and what to
+change. They are pure (records and JSON documents in, :class:`Signal` out):
+``run-manifest --test-read`` (:mod:`framework.engine.test_read`) runs all of
+them; a normal run runs the cheap ones on each stream's first pages.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+#: Keys whose value often names the next page (a token, a cursor, a URL) in a response.
+_NEXT_KEY = re.compile(r"(^|_|-|\b)(next|cursor|continuation|page_?token|after|more|nextpage|next_?url)"
+                       r"|next[A-Z_]|Cursor$|Token$", re.IGNORECASE)
+_MAX_DEPTH = 4
+_SHOW = 60  # characters of a value shown in a message
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One thing that looks wrong in a stream's data: what (``kind``), where it was seen, and the fix."""
+
+    stream: str
+    kind: str
+    message: str
+    fix: str
+
+    def format(self) -> str:
+        return f"{self.stream}: {self.message}\n  fix: {self.fix}"
+
+
+def _path_text(path: Sequence[Any]) -> str:
+    return ".".join(str(part) for part in path) if path else "(the body itself)"
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= _SHOW else text[: _SHOW - 1] + "…"
+
+
+def record_lists(document: Any, path: tuple = (), depth: int = 0) -> Iterator[tuple[tuple, int]]:
+    """Paths of the non-empty lists of objects in a JSON document, with their lengths (outermost first)."""
+    if isinstance(document, list):
+        if document and all(isinstance(item, Mapping) for item in document[:20]):
+            yield path, len(document)
+        return
+    if isinstance(document, Mapping) and depth < _MAX_DEPTH:
+        for key, value in document.items():
+            yield from record_lists(value, (*path, key), depth + 1)
+
+
+def next_page_fields(document: Any, path: tuple = (), depth: int = 0) -> Iterator[tuple[tuple, Any]]:
+    """Fields of a JSON document (not inside record lists) that look like a next-page value and are set."""
+    if not isinstance(document, Mapping) or depth >= _MAX_DEPTH:
+        return
+    for key, value in document.items():
+        here = (*path, key)
+        if isinstance(value, Mapping):
+            yield from next_page_fields(value, here, depth + 1)
+        elif isinstance(key, str) and _NEXT_KEY.search(key) and value not in (None, "", False, [], 0):
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                yield here, value
+
+
+def empty_extraction(stream: str, records: int, body: Any, field_path: Sequence[str] | None) -> Signal | None:
+    """The extractor found nothing, while the response holds a list of objects elsewhere."""
+    if records or body is None:
+        return None
+    lists = [(path, size) for path, size in record_lists(body) if tuple(path) != tuple(field_path or ())]
+    if not lists:
+        return None
+    path, size = max(lists, key=lambda found: found[1])
+    now = f"field_path: {list(field_path)}" if field_path else "the extractor"
+    return Signal(stream, "extractor-empty",
+                  f"{now} found no records, but the response has a list of {size} objects at "
+                  f"`{_path_text(path)}`",
+                  f"set the record selector's extractor to field_path: {list(path)}")
+
+
+def pagination_stopped(stream: str, pages: int, paginated: bool, last_body: Any, last_records: int,
+                       cursor_value: str | None) -> Signal | None:
+    """Paging stopped after the first page while the response names a next page."""
+    if not paginated or pages != 1 or last_body is None or not last_records:
+        return None
+    candidates = list(next_page_fields(last_body))
+    if not candidates:
+        return None
+    path, value = candidates[0]
+    where = ".".join(str(p) for p in path)
+    said = f" (cursor_value is `{cursor_value}`)" if cursor_value else ""
+    if any(str(part) == "has_more" or str(part).lower() in ("hasmore", "more") for part in path):
+        return Signal(stream, "pagination-stopped",
+                      f"paging stopped after page 1 while the response says `{where}`: {_short(value)}{said}",
+                      "check the paginator's stop_condition and the value it reads for the next page")
+    return Signal(stream, "pagination-stopped",
+                  f"paging stopped after page 1, but the response has `{where}` = {_short(value)}{said}",
+                  f"if that is the next page's value, use cursor_value: \"{{{{ response.{where} }}}}\" "
+                  f"and stop_condition: \"{{{{ not response.{where} }}}}\"")
+
+
+def _fingerprint(records: Sequence[Mapping[str, Any]]) -> bytes:
+    try:
+        return orjson.dumps(list(records), option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
+    except TypeError:  # an integer beyond 64 bits (Python's JSON reader keeps them)
+        return json.dumps(list(records), sort_keys=True, default=str).encode()
+
+
+def repeated_pages(stream: str, pages: Sequence[Sequence[Mapping[str, Any]]],
+                   strategy: Mapping[str, Any] | None) -> Signal | None:
+    """Two pages with identical records (page 1 read twice: a page counter that starts one too low)."""
+    seen: dict[bytes, int] = {}
+    for number, records in enumerate(pages, start=1):
+        if not records:
+            continue
+        key = _fingerprint(records)
+        if key in seen:
+            fix = "check what the paginator sends for each page"
+            if strategy and strategy.get("type") == "PageIncrement" and not strategy.get("start_from_page"):
+                fix = ("the page counter starts at 0; if the API's pages start at 1, set start_from_page: 1 in "
+                       "the PageIncrement")
+            elif strategy and strategy.get("type") == "OffsetIncrement":
+                fix = "check that the offset's request option reaches the API (its field_name and inject_into)"
+            return Signal(stream, "repeated-page",
+                          f"pages {seen[key]} and {number} have the same {len(records)} records: the next-page "
+                          f"value did not move to another page", fix)
+        seen[key] = number
+    return None
+
+
+def _lookup(record: Mapping[str, Any], path: Sequence[str]) -> Any:
+    value: Any = record
+    for part in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+def missing_fields(stream: str, records: Sequence[Mapping[str, Any]], primary_key: Sequence[Sequence[str]],
+                   cursor_field: str | None) -> list[Signal]:
+    """Records without the primary key or the cursor field (a typo, or a field the API nests)."""
+    found: list[Signal] = []
+    if not records:
+        return found
+    for key in primary_key:
+        missing = sum(1 for record in records if _lookup(record, key) is None)
+        if missing:
+            found.append(Signal(stream, "missing-key",
+                                f"{missing} of {len(records)} records have no primary key `{'.'.join(key)}`"
+                                f"{_nearest(records, key[-1])}",
+                                "point primary_key at a field every record has"))
+    if cursor_field:
+        missing = sum(1 for record in records if record.get(cursor_field) is None)
+        if missing:
+            found.append(Signal(stream, "missing-cursor",
+                                f"{missing} of {len(records)} records have no cursor field `{cursor_field}`"
+                                f"{_nearest(records, cursor_field)}",
+                                "point the incremental sync's cursor_field at a field every record has "
+                                "(records without it are never filtered and never move the state)"))
+    return found
+
+
+def _nearest(records: Sequence[Mapping[str, Any]], name: str) -> str:
+    import difflib
+
+    keys = sorted({key for record in records[:50] for key in record if isinstance(key, str)})
+    close = difflib.get_close_matches(name, keys, n=1, cutoff=0.6)
+    return f" (the records have `{close[0]}`)" if close else ""
+
+
+def outside_window(stream: str, records: Iterable[Mapping[str, Any]], in_window: Any, record_value: Any,
+                   window: Mapping[str, Any], cursor_field: str) -> Signal | None:
+    """Records whose cursor value is outside the window that was asked for (the API ignored the bounds)."""
+    outside = total = 0
+    example = None
+    for record in records:
+        value = record_value(record)
+        if value is None:
+            continue
+        total += 1
+        if not in_window(value, window):
+            outside += 1
+            example = example or value
+    if not outside:
+        return None
+    bounds = ", ".join(f"{k}={v}" for k, v in window.items())
+    return Signal(stream, "outside-window",
+                  f"{outside} of {total} records have `{cursor_field}` outside the requested window ({bounds}), "
+                  f"e.g. {example}",
+                  "send the window to the API: set start_time_option / end_time_option (field_name and "
+                  "inject_into as the API's docs say), or mark the cursor is_client_side_incremental: true if "
+                  "the API cannot filter")
+
+
+def undeclared_fields(stream: str, records: Sequence[Mapping[str, Any]], schema: Mapping[str, Any]
+                      ) -> Signal | None:
+    """Top-level fields of the records that the stream's schema does not declare (they land untyped or not)."""
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping) or not properties or not records:
+        return None
+    extra = sorted({key for record in records for key in record if key not in properties})
+    if not extra:
+        return None
+    shown = ", ".join(f"`{key}`" for key in extra[:8]) + (f" and {len(extra) - 8} more" if len(extra) > 8 else "")
+    return Signal(stream, "undeclared-fields",
+                  f"the records have fields the schema does not declare: {shown}",
+                  "add them to the stream's schema (or remove them with a RemoveFields transformation)")
+
+
+__all__ = ["Signal", "empty_extraction", "missing_fields", "next_page_fields", "outside_window",
+           "pagination_stopped", "record_lists", "repeated_pages", "undeclared_fields"]
