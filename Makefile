@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 $(AIRBYTE_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(AIRBYTE_VENV)
 	$(AIRBYTE_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(AIRBYTE_VENV)/bin/python -m pip install --quiet -e '.[test,airbyte]'
+	$(AIRBYTE_VENV)/bin/python -m pip install --quiet -e '.[test,spark,airbyte]'
 	touch $(AIRBYTE_STAMP)
 
 java:

@@ -19,8 +19,7 @@ from typing import IO
 from framework.cli.progress import normalized_line
 from framework.cli.settings import destination_settings, normalization_settings
 from framework.errors import FrameworkError
-from framework.normalization.runner import normalize
-from framework.spark.session import spark_session
+from framework.spark import require_spark_extra
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,6 +49,10 @@ def main(argv: Sequence[str] | None = None, err: IO[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace, err: IO[str]) -> int:
+    require_spark_extra("normalize-output")
+    from framework.normalization.runner import normalize
+    from framework.spark.session import spark_session
+
     destination = destination_settings(args.destination, args.output)
     settings = normalization_settings(destination, args.target, args.dialect)
     streams = [s.strip() for s in args.streams.split(",") if s.strip()] if args.streams else None

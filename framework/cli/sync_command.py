@@ -74,6 +74,9 @@ def run_sync(options: SyncOptions, connector: Connector, selections: Sequence[Se
 
 def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selection], states: Mapping[str, Any],
           reporter: Reporter) -> tuple[PipelineResult, DestinationSettings]:
+    from framework.spark import require_spark_extra
+
+    require_spark_extra()  # before anything else: the fix, not an ImportError
     from framework.spark.pipeline import PipelineOptions, run_pipeline
     from framework.spark.session import spark_session
 
