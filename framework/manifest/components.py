@@ -281,6 +281,10 @@ class Preparation:
                 fix = f"did you mean `{(typo or close)[0]}`?" if (typo or close) else f"remove it; {owner} accepts: " \
                     + ", ".join(sorted(a for a in aliases if a != "type"))
                 self.report(where, "unknown-field", f"unknown field `{key}` in {owner}", fix, key=True)
+                if typo and typo[0] not in data and typo[0] != "type":
+                    # checked under the name it was meant to have: one error for one misspelling, not a second
+                    # "missing required field" whose fix would show the reference's example value
+                    data[typo[0]] = value
             else:
                 fix = f"did you mean `{close[0]}`? otherwise remove it" if close else "remove it"
                 self.problems.append(self.place.diagnostic(

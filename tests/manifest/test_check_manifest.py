@@ -140,6 +140,19 @@ def test_misspelt_field_in_cursor():
     assert messages["unknown-field"].fix == "did you mean `cursor_granularity`?"
 
 
+def test_a_misspelt_required_field_is_one_error_whose_fix_is_the_rename():
+    text = MINIMAL.replace("    retriever:", """    incremental_sync:
+      type: DatetimeBasedCursor
+      cursor_feild: created_at
+      datetime_format: '%Y-%m-%d'
+      start_datetime: '2020-01-01'
+    retriever:""", 1)
+    checked = check_manifest_text(text)
+    errors = [d for d in checked.diagnostics if d.severity == "error"]
+    assert [(d.code, d.fix) for d in errors] == [("unknown-field", "did you mean `cursor_field`?")]
+    assert "updated_at" not in " ".join(d.format() for d in checked.diagnostics)  # no example value as a fix
+
+
 def test_missing_required_field_suggests_an_example():
     checked = check_manifest_text(MINIMAL.replace("    url_base: https://api.example.com\n", "    path: /x\n"))
     [problem] = checked.diagnostics
