@@ -25,6 +25,7 @@ from typing import Any
 
 from framework import coordination
 from framework.components.custom.loader import CodeLoader, custom_code_allowed
+from framework.components.http.circuit import HostCircuits
 from framework.components.http.transport import RequestsTransport, Transport
 from framework.interpolation import TemplateEngine
 from framework.models import Component
@@ -99,7 +100,8 @@ class BuildContext:
     for executors without the schema files). ``stream`` is the name of the stream whose
     components are being built (:meth:`within_stream`), None outside a stream.
     ``services`` holds the sync-wide services offered by the components built
-    on this context (:meth:`service`), which the Spark driver serves to its tasks.
+    on this context (:meth:`service`), which the Spark driver serves to its tasks;
+    ``circuits`` the connection failures per host that every request shares.
     """
 
     config: Mapping[str, Any]
@@ -114,6 +116,7 @@ class BuildContext:
     code: CodeLoader
     stream: str | None
     services: dict[str, coordination.Handler]
+    circuits: HostCircuits
 
     def __init__(self, config: Mapping[str, Any], engine: TemplateEngine | None = None,
                  transport: Transport | None = None, clock: Clock | None = None,
@@ -126,7 +129,7 @@ class BuildContext:
                   "sleep": sleep, "base_dir": base_dir, "locate": locate, "mask": mask,
                   "schemas": schemas if schemas is not None else {},
                   "code": code if code is not None else CodeLoader(base_dir, custom_code_allowed()),
-                  "stream": None, "services": {}}
+                  "stream": None, "services": {}, "circuits": HostCircuits()}
         for name, value in values.items():
             object.__setattr__(self, name, value)
 

@@ -44,6 +44,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from framework.components.http.circuit import ConnectError, HostCircuits
 from framework.components.http.error_handler import ErrorHandler, Resolution, excerpt, status_text
 from framework.components.http.request import HttpRequest, RequestParts
 from framework.components.http.transport import DEFAULT_TIMEOUT, HttpResponse, Transport
@@ -127,6 +128,7 @@ class HttpClient:
         max_rate_limit_wait: float = 3600.0,
         give_up: GiveUp | None = None,
         stream: str | None = None,
+        circuits: HostCircuits | None = None,
     ):
         self.transport = transport
         self.error_handler = error_handler
@@ -137,6 +139,7 @@ class HttpClient:
         self.max_rate_limit_wait = max_rate_limit_wait
         self.give_up = give_up
         self.stream = stream
+        self.circuits = circuits  # connection failures per host, shared by the process's requests
 
     def send(self, parts: RequestParts) -> HttpResponse | None:
         """The response of ``parts``; ``None`` when the error handler says IGNORE."""
@@ -145,10 +148,15 @@ class HttpClient:
         waited = 0.0
         may_refresh = self.authenticator is not None
         refreshed = False  # the token was renewed during this send
+        circuits = self.circuits
         while True:
             request = self._prepare(parts)
+            if circuits is not None:
+                self._circuit_check(circuits, request)
             response, error = self._exchange(request)
             sent += 1
+            if circuits is not None:
+                self._circuit_note(circuits, request, response, error)
             if may_refresh and response is not None and response.status == 401:
                 may_refresh = False
                 if self.authenticator is not None and self.authenticator.refresh():
@@ -211,6 +219,25 @@ class HttpClient:
             if response is not None:
                 response.close()  # a streamed body left unread
             self.sleep(wait)
+
+    def _circuit_check(self, circuits: HostCircuits, request: HttpRequest) -> None:
+        try:
+            circuits.check(request.url)
+        except ReadError as exc:
+            self._finish(exc, request)
+            raise
+
+    def _circuit_note(self, circuits: HostCircuits, request: HttpRequest, response: HttpResponse | None,
+                      error: TransportError | None) -> None:
+        """Tell the host's circuit how the attempt went; raise when the host has refused connections too long."""
+        if response is not None:
+            circuits.answered(request.url)
+        elif isinstance(error, ConnectError):
+            try:
+                circuits.failed(request.url, error)
+            except ReadError as exc:
+                self._finish(exc, request)
+                raise
 
     def _log_retry(self, request: HttpRequest, response: HttpResponse | None, error: TransportError | None,
                    action: str, attempt: int, most: int, wait: float) -> None:

@@ -22,6 +22,7 @@ import requests
 import requests.utils
 from requests.structures import CaseInsensitiveDict
 
+from framework.components.http.circuit import ConnectError
 from framework.components.http.request import HttpRequest
 from framework.errors import ReadError, TransportError
 
@@ -166,10 +167,14 @@ class RequestsTransport:
             raise ReadError(f"the request is invalid: {_reason(exc)}; check `url_base` and `path` in the manifest "
                             "and the URL values in the config (a URL needs http:// or https://)",
                             failure_type="config_error") from None
+        except requests.exceptions.ConnectTimeout:
+            raise ConnectError(f"could not connect: no answer within {timeout:g} s") from None
         except requests.exceptions.Timeout as exc:
             raise TransportError(f"the request timed out after {timeout:g} s ({type(exc).__name__})") from None
         except requests.exceptions.ConnectionError as exc:
-            raise TransportError(f"could not connect: {_reason(exc)}") from None
+            if isinstance(exc, requests.exceptions.ProxyError) or not _never_connected(exc):
+                raise TransportError(f"could not connect: {_reason(exc)}") from None
+            raise ConnectError(f"could not connect: {_reason(exc)}") from None
         except requests.exceptions.RequestException as exc:
             raise TransportError(f"the request failed: {_reason(exc)}") from None
         if request.stream:
@@ -245,6 +250,25 @@ def _reason(exc: BaseException) -> str:
     text = str(reason if reason is not None else inner)
     # urllib3 puts the connection object's repr in front of the reason
     return text.split(">: ", 1)[-1] if ">: " in text else text
+
+
+def _never_connected(exc: BaseException) -> bool:
+    """Whether a requests ConnectionError is a connection that was never made (refused, no such host), as
+    opposed to one that broke after the request went out (reset, remote closed)."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            break
+        name = type(seen).__name__
+        if name in ("NewConnectionError", "NameResolutionError", "ConnectionRefusedError", "gaierror"):
+            return True
+        seen = seen.__cause__ or seen.__context__ or (seen.args[0] if seen.args and isinstance(seen.args[0],
+                                                                                             BaseException) else None)
+        reason = getattr(seen, "reason", None)
+        if isinstance(reason, BaseException) and type(reason).__name__ in ("NewConnectionError",
+                                                                             "NameResolutionError"):
+            return True
+    return "Connection refused" in str(exc) or "Name or service not known" in str(exc)
 
 
 class FunctionTransport:
