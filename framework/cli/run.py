@@ -94,6 +94,9 @@ def _parser() -> argparse.ArgumentParser:
     spark.add_argument("--sync-mode", choices=["append", "overwrite"], default="append",
                        help="append to earlier files, or replace them once the sync succeeds")
     spark.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
+    spark.add_argument("--no-check", action="store_true",
+                       help="do not read the check streams' first page before Spark starts (a bad token or "
+                            "url_base then fails only once Spark is up)")
     spark.add_argument("--normalize", action="store_true",
                        help="normalize the landed records into typed tables after a successful sync")
     spark.add_argument("--log-format", choices=["text", "json"], default="text",
@@ -234,7 +237,8 @@ def _announce(args: argparse.Namespace, normalized: NormalizedConfig, out: IO[by
 def _sync_options(args: argparse.Namespace) -> SyncOptions:
     return SyncOptions(manifest=args.manifest, destination=args.destination, output=args.output, format=args.format,
                        master=args.master, sync_mode=args.sync_mode, given_state=bool(args.state),
-                       normalize=args.normalize, quiet=args.quiet, log_format=args.log_format)
+                       normalize=args.normalize, quiet=args.quiet, log_format=args.log_format,
+                       check_first=not args.no_check)
 
 
 if __name__ == "__main__":  # pragma: no cover

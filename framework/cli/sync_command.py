@@ -43,6 +43,7 @@ class SyncOptions:
     sync_mode: Literal["append", "overwrite"] = "append"
     given_state: bool = False  # --state was given (its states come to run_sync as ``states``)
     normalize: bool = False  # --normalize
+    check_first: bool = True  # read the check streams' first page before Spark starts (--no-check: don't)
     quiet: bool = False
     log_format: Literal["text", "json"] = "text"
 
@@ -56,6 +57,9 @@ def run_sync(options: SyncOptions, connector: Connector, selections: Sequence[Se
     began = time.perf_counter()
     try:
         result, settings = _sync(options, connector, selections, states, reporter)
+    except CheckFailed as exc:  # the API refused before Spark started: a failed sync, not bad input
+        reporter.failure(connector.mask(str(exc)))
+        return 1
     except FrameworkError as exc:
         if not isinstance(reporter, JsonReporter):
             raise  # run-manifest prints it as text
@@ -86,6 +90,8 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
     settings = destination_settings(options.destination, options.output, options.format)
     if settings.target == "local":  # before Spark starts: a folder that cannot take files fails at once
         LocalStorage(settings.base_uri).check_writable()
+    if options.check_first:  # a bad token or a wrong url_base fails in a second, not after Spark's start
+        _check_first(connector)
     started = time.perf_counter()
     # The session normalizes too when asked: that work runs in the JVM and wants its full JIT.
     spark = spark_session(options.master, full_jit=_normalizes(options, settings))
@@ -94,6 +100,28 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
     result = run_pipeline(connector, options.manifest, selections, settings, spark, given_states=states or None,
                           options=PipelineOptions(sync_mode=options.sync_mode), progress=reporter.progress)
     return result, settings
+
+
+class CheckFailed(FrameworkError):
+    """The connection check that runs before Spark starts failed."""
+
+
+def _check_first(connector: Connector) -> None:
+    """Read the first page of the check streams that take one request (no parent stream to read first, not
+    read through airbyte-cdk); raise :class:`CheckFailed` when one fails."""
+    from framework.protocol.check import check_connection
+
+    try:
+        names = [name for name in connector.check_streams
+                 if connector.stream(name).router is None and connector.stream(name).bridge is None]
+    except FrameworkError:
+        return  # the sync reports it, with its context
+    if not names:
+        return
+    ok, message = check_connection(connector, names)
+    if not ok:
+        raise CheckFailed(f"the connection check failed, so Spark was not started: {message} (run-manifest --check "
+                          "tells the same; --no-check skips it)")
 
 
 def _normalizes(options: SyncOptions, settings: DestinationSettings) -> bool:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from framework.engine.connector import Connector
 from framework.engine.plan import open_sync
 from framework.protocol.read import describe_failure
 
 
-def check_connection(connector: Connector) -> tuple[bool, str | None]:
-    """(True, None) when every check stream returns a first page (even an empty one), else (False, reason)."""
+def check_connection(connector: Connector, names: Sequence[str] | None = None) -> tuple[bool, str | None]:
+    """(True, None) when every check stream (or each of ``names``) returns a first page (even an empty one),
+    else (False, reason)."""
     if not connector.streams:  # a CheckDynamicStream whose resolvers made nothing, say
         return False, "the source has no streams to connect to"
     try:
-        names = connector.check_streams
+        names = connector.check_streams if names is None else tuple(names)
     except Exception as exc:
         return False, connector.mask(str(exc))
     for name in names:

@@ -135,8 +135,8 @@ def test_protocol_mode_never_reads_two_members_at_once_with_concurrency(files, a
 @pytest.mark.spark
 def test_spark_mode_never_reads_two_members_at_once(files, api, spark, tmp_path, capsys):
     out = tmp_path / "out"
-    code = main([files[0], "--config", files[1], "--output", str(out), "--streams", "orders,refunds"],
-                out=io.BytesIO())
+    code = main([files[0], "--config", files[1], "--output", str(out), "--streams", "orders,refunds",
+                 "--no-check"], out=io.BytesIO())  # counts the sync's own requests
     assert code == 0, capsys.readouterr().err
     assert len(api.received("/orders")) == 4 and len(api.received("/accounts")) == 1
     assert len([r for r in api.requests if r.path.startswith("/refunds/")]) == 3
