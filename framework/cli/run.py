@@ -125,6 +125,9 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
     try:
         with showing_retries("run-manifest", as_json=json_errors):
             return _run(args, out)
+    except KeyboardInterrupt:
+        _interrupted(args, json_errors)
+        return 130
     except ManifestError as exc:
         problems = [p for p in exc.diagnostics if p.severity == "error"]
         if json_errors:
@@ -140,6 +143,18 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
         else:
             print(f"run-manifest: {exc}", file=sys.stderr)
         return 2
+
+
+def _interrupted(args: argparse.Namespace, json_errors: bool) -> None:
+    """One line for Ctrl-C: what is kept, and that running again continues."""
+    protocol = args.protocol or args.check or args.discover or args.spec or args.test_read
+    text = ("interrupted; the state printed so far covers every record before it" if protocol else
+            "interrupted; the files and state saved so far are complete (no partial file is visible), and running "
+            "the same command again continues from the saved state")
+    if json_errors:
+        JsonReporter(sys.stderr).failure(text)
+    else:
+        print(f"run-manifest: {text}", file=sys.stderr)
 
 
 def _run(args: argparse.Namespace, out: IO[bytes]) -> int:

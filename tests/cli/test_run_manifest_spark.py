@@ -201,3 +201,35 @@ def test_a_killed_sync_leaves_only_complete_files_and_the_next_run_finishes(file
     assert {i for i in ids if ids.count(i) > 1} <= {6, 7, 8}
     assert ids.count(6) == 2 and all(ids.count(i) == 1 for i in range(1, 6))
     assert saved_state(out)["sync_id"] == 2
+
+
+def test_ctrl_c_stops_cleanly_with_one_line_and_exit_130_and_the_next_run_continues(files, shop, run, tmp_path):
+    """Ctrl-C in a terminal signals the whole foreground process group (Python and Spark's JVM alike)."""
+    out = tmp_path / "out"
+    shop.hang_since = {"2024-01-04T00:00:00Z"}
+    process = subprocess.Popen(command(*files, "--output", str(out), "--streams", "items"),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path,
+                               start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and process.poll() is None and not shop.hanging.is_set():
+            time.sleep(0.2)  # polling a real subprocess; nothing here runs on a fake clock
+        assert shop.hanging.is_set(), "the sync did not reach the hanging window in time"
+        time.sleep(1)  # let the finished windows be saved
+        os.killpg(process.pid, signal.SIGINT)
+        process.wait(timeout=90)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=60)
+        stderr = process.stderr.read().decode()
+        process.stderr.close()
+    assert process.returncode == 130, stderr
+    assert "run-manifest: interrupted; the files and state saved so far are complete" in stderr
+    assert "Traceback" not in stderr and "py4j" not in stderr, stderr
+
+    shop.hang_since = set()
+    shop.release.set()
+    code, _, stderr = run("--output", str(out), "--streams", "items", "--quiet")
+    assert code == 0, stderr
+    assert set(r["id"] for r in read_parquet(out, "items")) == set(range(1, 9))
