@@ -45,6 +45,10 @@ class FrameworkError(Exception):
     """Base class of every error the framework raises on purpose."""
 
 
+class StorageError(FrameworkError):
+    """Output or state could not be written (a full disk, a lost permission): what was committed before stands."""
+
+
 class ManifestError(FrameworkError):
     """A manifest could not be loaded; ``diagnostics`` lists every problem found."""
 

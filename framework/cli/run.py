@@ -55,7 +55,7 @@ from framework.components.http.transport import RequestsTransport
 from framework.engine.config_migration import NormalizedConfig, control_message, describe_rewrite, rewrite_config_file
 from framework.engine.connector import airbyte_spec, open_connector
 from framework.engine.test_read import RecordingTransport, test_read
-from framework.errors import ConfigError, FrameworkError, ManifestError
+from framework.errors import ConfigError, FrameworkError, ManifestError, StorageError
 from framework.manifest import load_manifest
 from framework.manifest.config_check import read_config_file
 from framework.protocol import messages
@@ -142,7 +142,7 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
             JsonReporter(sys.stderr).failure(str(exc))
         else:
             print(f"run-manifest: {exc}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(exc, StorageError) else 2  # a full disk is a failed run, not bad input
 
 
 def _interrupted(args: argparse.Namespace, json_errors: bool) -> None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from framework.errors import StateError
+from framework.errors import StateError, StorageError
 
 if TYPE_CHECKING:
     from framework.components.stream import Stream
@@ -67,7 +67,13 @@ class StateStore:
                              "to start from scratch, or pass --state with a good copy") from None
 
     def save(self, state: ConnectionState, updated_at: str) -> None:
-        self.storage.write_atomic(self.key, state.as_json(updated_at), {"content-type": "application/json"})
+        """Replace the saved state, atomically; :class:`StorageError` (the old state kept) when it cannot be."""
+        try:
+            self.storage.write_atomic(self.key, state.as_json(updated_at), {"content-type": "application/json"})
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise StorageError(f"the state could not be saved to {self.key} ({reason}); the state saved before "
+                               "is kept, so the next run reads again what this one read since") from None
 
 
 class CatalogStore:
@@ -100,8 +106,13 @@ class CatalogStore:
         """Put ``entries`` in place of the saved entries of the same streams; save; return all entries."""
         names = {entry["stream"]["name"] for entry in entries}
         merged = [e for e in self.load() if e.get("stream", {}).get("name") not in names] + list(entries)
-        self.storage.write_atomic(self.key, orjson.dumps({"streams": merged}, option=orjson.OPT_INDENT_2),
-                                  {"content-type": "application/json"})
+        try:
+            self.storage.write_atomic(self.key, orjson.dumps({"streams": merged}, option=orjson.OPT_INDENT_2),
+                                      {"content-type": "application/json"})
+        except OSError as exc:
+            raise StorageError(f"the landed catalog could not be saved to {self.key} ({exc.strerror or exc}); "
+                               "nothing was read: free space or fix the output's permissions, then run again"
+                               ) from None
         return merged
 
 
