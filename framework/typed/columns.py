@@ -135,9 +135,14 @@ class Direct:
     def build(self, values: list, where: Location, changes: Changes) -> pa.Array:
         if set(map(type, values)) <= self.kinds:
             try:
-                return pa.array(values, self.arrow_type)
+                built = pa.array(values, self.arrow_type)
             except Exception:  # out of range, not valid UTF-8...: sort it out value by value
                 pass
+            else:
+                # NaN and Infinity (Airbyte's JSON reader takes them) are nulled with a change, value by value;
+                # finding them is one vectorised pass over a double column
+                if not (pa.types.is_floating(built.type) and pc.any(pc.invert(pc.is_finite(built))).as_py()):
+                    return built
         return pa.array(convert_each(values, self.convert, where, changes), self.arrow_type)
 
 

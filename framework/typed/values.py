@@ -163,6 +163,8 @@ def to_integer(value: Any) -> int:
 def strict_number(value: Any) -> float:
     kind = value.__class__
     if kind is float:
+        if value != value or value in (_INF, _NEG_INF):  # NaN, Infinity: Airbyte's reader takes them, JSON has none
+            raise Unfit("not a finite number (NaN or Infinity)")
         return value
     if kind is int:
         try:
@@ -170,6 +172,9 @@ def strict_number(value: Any) -> float:
         except OverflowError:
             raise TooLarge("outside the range of a double") from None
     raise Unfit("not a number")
+
+
+_INF, _NEG_INF = float("inf"), float("-inf")
 
 
 def to_number(value: Any) -> float:

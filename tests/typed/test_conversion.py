@@ -107,6 +107,10 @@ def test_primitive_values(field_schema, value, expected):
     ({"type": "integer"}, [1], "DESTINATION_SERIALIZATION_ERROR"),
     ({"type": "number"}, True, "DESTINATION_SERIALIZATION_ERROR"),
     ({"type": "number"}, "NaN", "DESTINATION_SERIALIZATION_ERROR"),
+    ({"type": "number"}, float("nan"), "DESTINATION_SERIALIZATION_ERROR"),  # NaN in a body (Airbyte reads it)
+    ({"type": "number"}, float("inf"), "DESTINATION_SERIALIZATION_ERROR"),
+    ({"type": "number"}, float("-inf"), "DESTINATION_SERIALIZATION_ERROR"),
+    ({"type": "integer"}, float("nan"), "DESTINATION_SERIALIZATION_ERROR"),
     ({"type": "number"}, "1_000", "DESTINATION_SERIALIZATION_ERROR"),
     ({"type": "number"}, 10 ** 400, SIZE),
     ({"type": "number"}, "1e400", SIZE),
@@ -116,6 +120,13 @@ def test_primitive_values(field_schema, value, expected):
 ])
 def test_values_that_do_not_fit_are_nulled_with_their_reason(field_schema, value, reason):
     assert one(field_schema, value) == (None, [nulled("f", reason)])
+
+
+def test_a_non_finite_number_among_finite_ones_is_the_only_value_nulled():
+    conv = converter({"type": "number"})
+    batch = convert(conv, [{"f": 1.5}, {"f": float("nan")}, {"f": 2.0}, {"f": float("inf")}])
+    assert batch.column("f").to_pylist() == [1.5, None, 2.0, None]
+    assert [len(c) for c in changes(batch)] == [0, 1, 0, 1]
 
 
 def test_nulls_and_missing_fields_are_not_changes():

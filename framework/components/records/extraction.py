@@ -70,7 +70,8 @@ def decode_body(response: HttpResponse, mask: Mask = _no_mask, place: str | None
     the body and where decoding failed if it is not JSON.
 
     ``NaN``, ``Infinity`` and ``-Infinity``, which JSON does not have but Airbyte's reader accepts, are read
-    as null (orjson refuses them; the standard library reads them, only for such a body).
+    as Python floats (orjson refuses them; the standard library reads them, only for such a body): a typed
+    number column nulls them with a change in ``_airbyte_meta``, and JSON output writes them as null.
     """
     try:
         return response.json()
@@ -78,7 +79,7 @@ def decode_body(response: HttpResponse, mask: Mask = _no_mask, place: str | None
         offset = getattr(exc, "pos", None)
         if b"NaN" in response.content or b"Infinity" in response.content:
             try:
-                return response.decoded_as(json.loads(response.content, parse_constant=_no_constant))
+                return response.decoded_as(json.loads(response.content))
             except ValueError:
                 pass
         content_type = response.headers.get("Content-Type") or "not given"
@@ -92,11 +93,6 @@ def decode_body(response: HttpResponse, mask: Mask = _no_mask, place: str | None
             request=response.request.describe(mask),
             place=place,
         ) from None
-
-
-def _no_constant(name: str) -> None:
-    """``NaN`` / ``Infinity`` in a body: null, as a JSON value cannot be either."""
-    return None
 
 
 def _step(value: Any, key: str) -> Any:
