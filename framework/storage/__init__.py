@@ -12,9 +12,10 @@ it is complete:
   ``put_object`` when the object is small.
 * :meth:`Storage.write_atomic` puts a small document (state) in one step.
 
-Objects carry string metadata: S3 user metadata, or locally a hidden sidecar
-``.<name>.meta.json`` next to the file. Hidden files (names starting with a
-dot) are never listed; Spark and pyarrow skip them too. Data objects carry
+Objects carry string metadata: S3 user metadata, or locally a file in the
+root's hidden ``.metadata`` folder (``.metadata/<key>.json``), so that data
+folders hold data only. Hidden files and folders (names starting with a dot)
+are never listed; Spark and pyarrow skip them too. Data objects carry
 their generation under :data:`GENERATION_KEY`.
 
 The interfaces are in :mod:`.objects`, the two storages in :mod:`.local` and

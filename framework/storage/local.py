@@ -1,11 +1,15 @@
-"""A local folder as storage: temp file and rename, metadata in hidden sidecars.
+"""A local folder as storage: temp file and rename, metadata in a hidden folder of its own.
 
 An object ``a/b/f.parquet`` is written to ``a/b/.f.parquet.<random>.tmp`` and
 renamed to ``a/b/f.parquet`` at commit, after its bytes were synced to disk;
 the folder is synced after the rename so the new name survives a crash. Its
-metadata lives in ``a/b/.f.parquet.meta.json``, written (atomically) just
-before the rename, so an object never shows without its metadata. A crash
-before commit leaves only a hidden temp file, which is never listed.
+metadata lives in ``.metadata/a/b/f.parquet.json`` under the root, written
+(atomically) just before the rename, so an object never shows without its
+metadata, and data folders hold data only (``read_parquet('output/items/*')``
+in DuckDB or Spark reads them as they are). Outputs written before kept it in
+a hidden sidecar beside the file (``a/b/.f.parquet.meta.json``): still read,
+and removed with its object. A crash before commit leaves only a hidden temp
+file, which is never listed.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ from framework.errors import ConfigError, FrameworkError
 from framework.storage.objects import ObjectInfo, WriterContext
 
 _BUFFER = 1024 * 1024
+
+#: The hidden folder under the root that holds each object's metadata (``<key>.json``).
+METADATA_FOLDER = ".metadata"
 
 
 class LocalStorage:
@@ -58,8 +65,14 @@ class LocalStorage:
             raise ConfigError(f"object key {key!r} is not a clean relative path (no empty, `.` or `..` parts)")
         return os.path.join(self.root, *parts)
 
+    def metadata_path(self, path: str) -> str:
+        """Where the metadata of the object at ``path`` lives: under the root's hidden ``.metadata`` folder."""
+        relative = os.path.relpath(path, self.root)
+        return os.path.join(self.root, METADATA_FOLDER, relative + ".json")
+
     @staticmethod
     def sidecar(path: str) -> str:
+        """Where outputs written before kept an object's metadata: a hidden file beside it."""
         folder, name = os.path.split(path)
         return os.path.join(folder, f".{name}.meta.json")
 
@@ -94,13 +107,15 @@ class LocalStorage:
         return found
 
     def _metadata(self, path: str) -> dict[str, str]:
-        try:
-            with open(self.sidecar(path), "rb") as handle:
-                return {str(k): str(v) for k, v in orjson.loads(handle.read()).items()}
-        except FileNotFoundError:
-            return {}
-        except (orjson.JSONDecodeError, AttributeError) as exc:
-            raise FrameworkError(f"{self.sidecar(path)}: the metadata file is damaged ({exc}); delete it") from exc
+        for where in (self.metadata_path(path), self.sidecar(path)):
+            try:
+                with open(where, "rb") as handle:
+                    return {str(k): str(v) for k, v in orjson.loads(handle.read()).items()}
+            except FileNotFoundError:
+                continue
+            except (orjson.JSONDecodeError, AttributeError) as exc:
+                raise FrameworkError(f"{where}: the metadata file is damaged ({exc}); delete it") from exc
+        return {}
 
     def read(self, key: str) -> bytes | None:
         try:
@@ -117,7 +132,7 @@ class LocalStorage:
     def delete(self, keys: Iterable[str]) -> None:
         for key in keys:
             path = self.path(key)
-            for victim in (path, self.sidecar(path)):
+            for victim in (path, self.metadata_path(path), self.sidecar(path)):
                 try:
                     os.unlink(victim)
                 except FileNotFoundError:
@@ -130,6 +145,8 @@ class LocalObjectWriter(WriterContext):
     def __init__(self, storage: LocalStorage, key: str, metadata: Mapping[str, str] | None):
         self.key = key
         self.final = storage.path(key)
+        self._metadata_path = storage.metadata_path(self.final)
+        self._legacy_sidecar = storage.sidecar(self.final)
         self.metadata = {str(k): str(v) for k, v in (metadata or {}).items()}
         folder, name = os.path.split(self.final)
         os.makedirs(folder, exist_ok=True)
@@ -166,12 +183,15 @@ class LocalObjectWriter(WriterContext):
         if self._state == "aborted":
             raise FrameworkError(f"{self.final}: cannot commit an aborted object")
         self.seal()
-        sidecar = LocalStorage.sidecar(self.final)
         if self.metadata:
-            _replace_with(sidecar, orjson.dumps(self.metadata))
+            os.makedirs(os.path.dirname(self._metadata_path), exist_ok=True)
+            _replace_with(self._metadata_path, orjson.dumps(self.metadata))
+            stale: tuple[str, ...] = (self._legacy_sidecar,)
         else:
+            stale = (self._metadata_path, self._legacy_sidecar)
+        for path in stale:  # an older object of the same name may have left metadata
             try:
-                os.unlink(sidecar)  # an older object of the same name may have left one
+                os.unlink(path)
             except FileNotFoundError:
                 pass
         os.replace(self.temp, self.final)

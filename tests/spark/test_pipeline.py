@@ -598,7 +598,8 @@ def part_numbers(result: PipelineResult, name: str) -> list[int]:
 
 
 def sidecar(path: Path) -> dict:
-    return json.loads((path.parent / f".{path.name}.meta.json").read_text())
+    """The metadata of a landed file (in the output's hidden .metadata folder: <out>/.metadata/<stream>/<name>.json)."""
+    return json.loads((path.parent.parent / ".metadata" / path.parent.name / f"{path.name}.json").read_text())
 
 
 def test_append_continues_part_numbers_after_the_files_already_there(spark, shop, manifest, tmp_path):
@@ -624,8 +625,8 @@ def test_overwrite_replaces_older_generations_only_after_success(spark, shop, ma
     assert not over.failed
     gen1 = data_files(out, "items")
     assert not set(gen0) & set(gen1)  # generation 0 deleted
-    assert not [p for p in (out / "items").iterdir() if p.name.startswith(".") and
-                p.name[1:].removesuffix(".meta.json") in {g.name for g in gen0}]  # with its sidecars
+    assert not [p for p in (out / ".metadata" / "items").iterdir()
+                if p.name.removesuffix(".json") in {g.name for g in gen0}]  # with their metadata
     assert {sidecar(p)["ab-generation-id"] for p in gen1} == {"1"}
     rows = read_parquet(out, "items")
     assert [r["id"] for r in rows] == list(range(1, 9))  # an overwrite reads everything again

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from types import SimpleNamespace
 
@@ -99,12 +100,24 @@ def test_local_temp_files_and_sidecars_are_hidden(tmp_path):
     names = os.listdir(tmp_path / "x")
     assert len(names) == 1 and names[0].startswith(".f.parquet.") and names[0].endswith(".tmp")
     writer.commit()
-    assert sorted(os.listdir(tmp_path / "x")) == [".f.parquet.meta.json", "f.parquet"]
+    assert sorted(os.listdir(tmp_path / "x")) == ["f.parquet"]  # the data folder holds data only
+    assert (tmp_path / ".metadata" / "x" / "f.parquet.json").is_file()
     assert [i.key for i in storage.list("")] == ["x/f.parquet"]
+    assert storage.list("x/")[0].metadata == {GENERATION_KEY: "2"}
     # an object written again without metadata loses the old metadata
     storage.write_atomic("x/f.parquet", b"new")
     assert sorted(os.listdir(tmp_path / "x")) == ["f.parquet"]
+    assert not (tmp_path / ".metadata" / "x" / "f.parquet.json").exists()
     assert storage.list("x/") == [ObjectInfo("x/f.parquet", 3, {})]
+
+
+def test_metadata_of_older_outputs_in_sidecars_is_still_read_and_deleted_with_its_object(tmp_path):
+    storage = LocalStorage(str(tmp_path))
+    storage.write_atomic("x/f.parquet", b"old")
+    (tmp_path / "x" / ".f.parquet.meta.json").write_text(json.dumps({GENERATION_KEY: "7"}))
+    assert storage.list("x/")[0].metadata == {GENERATION_KEY: "7"}
+    storage.delete(["x/f.parquet"])
+    assert os.listdir(tmp_path / "x") == []
 
 
 def test_local_abort_removes_the_temp_file(tmp_path):
