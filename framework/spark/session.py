@@ -56,6 +56,8 @@ def spark_session(master: str | None = None, app_name: str = "run-manifest", *, 
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.shuffle.partitions": "8",
         "spark.python.worker.reuse": "true",
+        # workers forked with the framework imported already (framework/spark/daemon.py)
+        "spark.python.daemon.module": "framework.spark.daemon",
     }
     java_options = []
     log_config = _quiet_log_config()

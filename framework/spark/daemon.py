@@ -1,0 +1,35 @@
+"""Spark's Python worker daemon, with the framework imported once, before it forks the workers.
+
+Spark starts one daemon per executor (``python -m <spark.python.daemon.module>``)
+and forks a Python worker from it for each task slot. With PySpark's own
+daemon every worker imports the framework (pydantic models, jinja2, pyarrow,
+the typing code) on its first task: about a second of CPU per worker, paid by
+every worker at once when a sync starts. This daemon imports what a task
+needs first, then runs PySpark's: each forked worker starts with it
+imported. :func:`framework.spark.session.spark_session` names it in
+``spark.python.daemon.module``; the executors need the framework installed
+(they do anyway, to run a task).
+"""
+
+from __future__ import annotations
+
+import gc
+
+
+def _preload() -> None:
+    import pyspark.worker  # noqa: F401 - the worker's own imports (the daemon imports it per task otherwise)
+
+    import framework.spark.tasks  # noqa: F401 - what every task of a sync imports
+
+    gc.collect()
+    gc.freeze()  # what is loaded now stays out of the workers' garbage collections
+
+
+if __name__ == "__main__":
+    try:
+        _preload()
+    except Exception:  # noqa: BLE001 - a worker that cannot import it says why on its first task
+        pass
+    from pyspark.daemon import manager
+
+    manager()

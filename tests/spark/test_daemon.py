@@ -1,0 +1,18 @@
+"""Python workers are forked from a daemon that imported the framework already (framework/spark/daemon.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+
+def _preloaded(_: object) -> bool:
+    import sys
+
+    return "framework.spark.tasks" in sys.modules and "pydantic" in sys.modules
+
+
+def test_every_worker_starts_with_the_framework_imported(spark):
+    assert spark.conf.get("spark.python.daemon.module") == "framework.spark.daemon"
+    assert spark.sparkContext.parallelize(range(4), 4).map(_preloaded).collect() == [True] * 4
