@@ -218,5 +218,40 @@ def undeclared_fields(stream: str, records: Sequence[Mapping[str, Any]], schema:
                   "add them to the stream's schema (or remove them with a RemoveFields transformation)")
 
 
-__all__ = ["Signal", "empty_extraction", "missing_fields", "next_page_fields", "outside_window",
+
+
+class FirstPages:
+    """The first pages of a sync's stream, kept to warn in a normal run (cheap: a few pages, then nothing).
+
+    Fed each page as it comes (with its unit), it keeps the first ``limit``
+    pages; :meth:`signals` runs the checks that need no response body: pages
+    of one unit that repeat, records without the primary key or the cursor
+    field, fields the schema does not declare.
+    """
+
+    def __init__(self, stream: str, primary_key: Sequence[Sequence[str]], cursor_field: str | None,
+                 strategy: Mapping[str, Any] | None = None, limit: int = 3) -> None:
+        self.stream, self.primary_key, self.cursor_field = stream, primary_key, cursor_field
+        self.strategy, self.limit = strategy, limit
+        self.pages: list[tuple[Any, Sequence[Mapping[str, Any]]]] = []
+
+    def page(self, unit: Any, records: Sequence[Mapping[str, Any]]) -> None:
+        if len(self.pages) < self.limit and records:
+            self.pages.append((unit, records))
+
+    def signals(self) -> list[Signal]:
+        found: list[Signal] = []
+        units: dict[int, list[Sequence[Mapping[str, Any]]]] = {}
+        for unit, records in self.pages:
+            units.setdefault(id(unit), []).append(records)
+        for pages in units.values():
+            repeated = repeated_pages(self.stream, pages, self.strategy)
+            if repeated is not None:
+                found.append(repeated)
+                break
+        records = [record for _, page in self.pages for record in page]
+        found.extend(missing_fields(self.stream, records, self.primary_key, self.cursor_field))
+        return found  # undeclared fields: --test-read only (many schemas list some fields on purpose)
+
+__all__ = ["FirstPages", "Signal", "empty_extraction", "missing_fields", "next_page_fields", "outside_window",
            "pagination_stopped", "record_lists", "repeated_pages", "undeclared_fields"]

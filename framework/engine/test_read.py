@@ -92,6 +92,12 @@ class StreamTestRead:
         return [record for page in self.pages for record in page.records]
 
 
+def pagination_strategy(connector: Connector, name: str) -> Mapping[str, Any] | None:
+    """The manifest's pagination strategy of stream ``name`` (as written), or None."""
+    found = _get(_definition(connector, name), "retriever", "paginator", "pagination_strategy")
+    return found if isinstance(found, Mapping) else None
+
+
 def _definition(connector: Connector, name: str) -> Mapping[str, Any]:
     for stream in connector.manifest.get("streams", ()) or ():
         if isinstance(stream, Mapping) and stream.get("name") == name:
@@ -209,4 +215,5 @@ def test_read(connector: Connector, recorder: RecordingTransport, selections: Se
 test_read.__test__ = False  # type: ignore[attr-defined]
 test_read_stream.__test__ = False  # type: ignore[attr-defined]
 
-__all__ = ["Exchange", "PageSeen", "RecordingTransport", "StreamTestRead", "test_read", "test_read_stream"]
+__all__ = ["Exchange", "PageSeen", "RecordingTransport", "StreamTestRead", "pagination_strategy", "test_read",
+           "test_read_stream"]

@@ -22,6 +22,8 @@ from framework.engine.connector import Connector
 from framework.engine.plan import Sync, open_sync
 from framework.engine.report import StreamReport, any_failed
 from framework.engine.scheduler import Page, read_units
+from framework.engine.signals import FirstPages
+from framework.engine.test_read import pagination_strategy
 from framework.errors import FrameworkError, ReadError
 from framework.protocol import messages
 from framework.protocol.catalog import Selection
@@ -78,6 +80,9 @@ def _read_stream(connector: Connector, selection: Selection, states: Mapping[str
     started = time.perf_counter()
     write(messages.encode(messages.stream_status(stream.name, "STARTED", float(_now_ms(connector)))))
     encoder = messages.RecordEncoder(stream.name)
+    # the first pages, for the warnings of a normal run (framework.engine.signals)
+    watch = FirstPages(stream.name, stream.primary_key, stream.cursor_field,
+                       pagination_strategy(connector, stream.name))
     sync: Sync | None = None
     last_state: Any = None
     last_checkpoint = float("-inf")  # the first finished unit checkpoints at once, then throttled
@@ -101,6 +106,8 @@ def _read_stream(connector: Connector, selection: Selection, states: Mapping[str
                     write(messages.encode(messages.stream_status(stream.name, "RUNNING",
                                                                  float(_now_ms(connector)))))
                 write(encoder.encode_page(records, _now_ms(connector)))
+                if len(watch.pages) < watch.limit:
+                    watch.page(event.unit, records)
                 result.records += len(records)
                 result.pages += 1
             else:
@@ -109,6 +116,10 @@ def _read_stream(connector: Connector, selection: Selection, states: Mapping[str
                 if time.monotonic() - last_checkpoint >= checkpoint_seconds:
                     checkpoint()
         checkpoint(final=True)
+        for signal in watch.signals():  # wrong-looking data says so, with the fix (a log line, not a failure)
+            text = connector.mask(f"{signal.stream}: {signal.message}; fix: {signal.fix}")
+            write(messages.encode(messages.log(text, "WARN")))
+            print(f"run-manifest: warning: {text}", file=err)
         if not selection.incremental:  # as Airbyte ends a full refresh: a STATE that carries no cursor
             write(messages.encode(messages.state(stream.name, NO_CURSOR_STATE, result.records)))
         result.seconds = time.perf_counter() - started

@@ -162,3 +162,28 @@ def test_pages_limits_the_read(tmp_path, api):
     assert code == 0, text
     assert "page 2" not in text and "(more pages follow)" in text
     assert len(api.received("/cursor/tickets")) == 2  # the page shown, and the one that told more follow
+
+
+def _protocol(manifest: str, config: str, capsys) -> tuple[int, list[dict], str]:
+    out = io.BytesIO()
+    code = main([manifest, "--config", config, "--protocol"], out=out)
+    messages = [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
+    return code, messages, capsys.readouterr().err
+
+
+def test_a_normal_run_warns_of_a_page_read_twice_and_a_missing_key(tmp_path, api, capsys):
+    manifest, config = _write(tmp_path, api, path="/pages/tickets", primary_key="ticket_id",
+                              paginator=PAGE_PAGINATOR.format(start=""))
+    code, messages, err = _protocol(manifest, config, capsys)
+    assert code == 0  # warnings, not failures: the records still land
+    warnings = [m["log"]["message"] for m in messages if m["type"] == "LOG" and m["log"]["level"] == "WARN"]
+    assert any("pages 1 and 2 have the same 10 records" in w and "start_from_page: 1" in w for w in warnings)
+    assert any("have no primary key `ticket_id`" in w for w in warnings)
+    assert "run-manifest: warning: tickets: pages 1 and 2 have the same 10 records" in err
+
+
+def test_a_normal_run_of_a_right_manifest_warns_of_nothing(tmp_path, api, capsys):
+    code, messages, err = _protocol(*_write(tmp_path, api), capsys)
+    assert code == 0
+    assert not [m for m in messages if m["type"] == "LOG" and m["log"]["level"] == "WARN"]
+    assert "warning" not in err
