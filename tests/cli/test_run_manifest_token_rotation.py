@@ -130,3 +130,21 @@ def test_protocol_mode_emits_one_control_message_per_rotation_and_its_config_wor
     [control] = [m["control"] for m in messages if m["type"] == "CONTROL"]
     assert control["connectorConfig"]["config"]["credentials"]["refresh_token"] == provider.refresh_token
     assert [r for r in provider.refreshes if not r.accepted] == [] and provider.rejected_calls == 0
+
+
+def test_spark_mode_says_it_in_json_lines_when_asked(tmp_path):
+    import argparse
+
+    from framework.cli.run import _config_sink
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"credentials": {"refresh_token": "rt-0"}}))
+    args = argparse.Namespace(protocol=False, check=False, log_format="json", config=str(config))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        _config_sink(args, {"credentials": {"refresh_token": "rt-0"}}, io.BytesIO()).update(
+            {("credentials", "refresh_token"): "rt-1"})
+    [event] = [orjson.loads(line) for line in err.getvalue().splitlines()]
+    assert {k: event[k] for k in ("event", "config", "backup", "reason")} == {
+        "event": "config_saved", "config": str(config), "backup": f"{config}.bak", "reason": "oauth_tokens_rotated"}
+    assert json.loads(config.read_text())["credentials"]["refresh_token"] == "rt-1" and "rt-1" not in err.getvalue()
