@@ -18,6 +18,9 @@ Tokens obtained at run time (:class:`OAuth`, :class:`SessionToken`) are
 shared by every stream, which may be read on several threads: a lock guards
 renewal, and after a 401 a thread that finds the token already renewed by
 another thread retries with the new one instead of fetching yet another.
+Authenticators of the same definition, and every Spark task, get their token
+from one sync-wide service the driver owns, which refreshes at most once per
+expiry (:mod:`~framework.components.http.token_service`).
 """
 
 from __future__ import annotations
