@@ -44,6 +44,10 @@ with milliseconds, such as ``"2026-11-03T10:15:02.418Z"``):
     config: ``config`` (the file rewritten), ``backup`` (the previous file),
     ``error`` (why it could not be rewritten, or ``null``). Sent even with
     ``--quiet``.
+``config_saved``
+    during the sync, each time a config changed by the run was saved (an OAuth
+    refresh token rotated): ``config`` (the file rewritten), ``backup``,
+    ``reason`` (``oauth_tokens_rotated``). Sent even with ``--quiet``.
 ``stream_normalized``
     after the summary, with ``--normalize``: ``stream``, ``mode``
     (``overwrite``, ``append`` or ``append_dedup``), ``incremental``
@@ -266,6 +270,10 @@ class JsonReporter:
     def config_migrated(self, config: str, backup: str | None, error: str | None = None) -> None:
         """The manifest's config migrations changed the config: rewritten (its ``backup``), or not (``error``)."""
         self._emit("config_migrated", always=True, config=config, backup=backup, error=error)
+
+    def config_saved(self, config: str, backup: str, reason: str) -> None:
+        """A config changed during the run (rotated OAuth tokens) was saved to ``config``, the old one in ``backup``."""
+        self._emit("config_saved", always=True, config=config, backup=backup, reason=reason)
 
     def normalized(self, outcome: StreamOutcome) -> None:
         self._emit("stream_normalized", stream=outcome.stream, mode=outcome.mode,

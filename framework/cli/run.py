@@ -53,6 +53,7 @@ from framework.cli.sync_command import SyncOptions, run_sync
 from framework.cli.test_read import show as show_test_read
 from framework.components.http.transport import RequestsTransport
 from framework.engine.config_migration import NormalizedConfig, control_message, describe_rewrite, rewrite_config_file
+from framework.engine.config_sink import ConfigSink, config_file_sink, control_message_sink
 from framework.engine.connector import airbyte_spec, open_connector
 from framework.engine.test_read import RecordingTransport, test_read
 from framework.errors import ConfigError, FrameworkError, ManifestError, StorageError
@@ -176,9 +177,16 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
             out.write(messages.encode(messages.catalog(entries)))
             return 0
         recorder = RecordingTransport(RequestsTransport()) if args.test_read else None
+        sink = _config_sink(args, config, out)
+
+        def on_config(found: NormalizedConfig) -> None:
+            _announce(args, found, out)
+            if found.migrated_changed:  # the config that rotated tokens are saved into
+                sink.rebase(found.migrated)
+
         connector = open_connector(args.manifest, config, config_path=config_file, transport=recorder,
                                    allow_custom_code=True if args.allow_custom_code else None,
-                                   on_config=lambda found: _announce(args, found, out))
+                                   on_config=on_config, config_sink=sink)
     except ConfigError as exc:
         if args.check:  # Airbyte reads a failed check from CONNECTION_STATUS, whatever the exit code
             out.write(messages.encode(messages.connection_status(False, str(exc))))
@@ -216,6 +224,21 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
         return run_sync(_sync_options(args), connector, selections, states)
     report = read(connector, selections, states, out, concurrency=args.concurrency)
     return 1 if report.failed else 0
+
+
+def _config_sink(args: argparse.Namespace, config: dict[str, Any], out: IO[bytes]) -> ConfigSink:
+    """Where a config changed during the run (rotated OAuth tokens) is saved: protocol modes print a CONTROL
+    message; Spark mode rewrites the --config file (with a backup) and says so on stderr."""
+    if args.protocol or args.check:
+        return control_message_sink(config, out)
+
+    def say(text: str) -> None:
+        if args.log_format == "json":
+            JsonReporter(sys.stderr).config_saved(args.config, f"{args.config}.bak", "oauth_tokens_rotated")
+        else:
+            print(f"run-manifest: {text}", file=sys.stderr)
+
+    return config_file_sink(config, args.config, say)
 
 
 def _announce(args: argparse.Namespace, normalized: NormalizedConfig, out: IO[bytes]) -> None:

@@ -21,7 +21,7 @@ import importlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from framework import coordination
 from framework.components.custom.loader import CodeLoader, custom_code_allowed
@@ -30,6 +30,9 @@ from framework.components.http.transport import RequestsTransport, Transport
 from framework.interpolation import TemplateEngine
 from framework.models import Component
 from framework.temporal.clock import Clock, SystemClock
+
+if TYPE_CHECKING:  # pragma: no cover
+    from framework.engine.config_sink import ConfigSink
 
 Builder = Callable[[Any, "BuildContext", tuple], Any]
 
@@ -117,19 +120,21 @@ class BuildContext:
     stream: str | None
     services: dict[str, coordination.Handler]
     circuits: HostCircuits
+    config_sink: ConfigSink | None  # where a config changed during the run is saved (rotated tokens), if anywhere
 
     def __init__(self, config: Mapping[str, Any], engine: TemplateEngine | None = None,
                  transport: Transport | None = None, clock: Clock | None = None,
                  sleep: Callable[[float], None] = time.sleep, base_dir: str | None = None,
                  locate: Callable[[tuple], str | None] = _nowhere, mask: Callable[[str], str] = _identity,
-                 schemas: Mapping[str, Mapping[str, Any]] | None = None, code: CodeLoader | None = None) -> None:
+                 schemas: Mapping[str, Mapping[str, Any]] | None = None, code: CodeLoader | None = None,
+                 config_sink: ConfigSink | None = None) -> None:
         clock = clock if clock is not None else SystemClock()
         values = {"config": config, "engine": engine if engine is not None else TemplateEngine(clock),
                   "transport": transport if transport is not None else RequestsTransport(), "clock": clock,
                   "sleep": sleep, "base_dir": base_dir, "locate": locate, "mask": mask,
                   "schemas": schemas if schemas is not None else {},
                   "code": code if code is not None else CodeLoader(base_dir, custom_code_allowed()),
-                  "stream": None, "services": {}, "circuits": HostCircuits()}
+                  "stream": None, "services": {}, "circuits": HostCircuits(), "config_sink": config_sink}
         for name, value in values.items():
             object.__setattr__(self, name, value)
 

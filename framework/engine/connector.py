@@ -32,6 +32,7 @@ from framework.components.state_migrations import build_state_migrations
 from framework.components.stream import Stream
 from framework.components.stream_groups import StreamGroups, build_stream_groups
 from framework.engine.config_migration import NormalizedConfig, has_rules, normalize_config, validate_config
+from framework.engine.config_sink import ConfigSink
 from framework.errors import ConfigError, FrameworkError, ManifestError
 from framework.interpolation import TemplateEngine
 from framework.manifest.config_check import (
@@ -170,8 +171,12 @@ def read_config(path: str) -> dict[str, Any]:
 def open_connector(manifest_path: str, config: Mapping[str, Any], *, config_path: str | ConfigFile | None = None,
                    transport: Any = None, clock: Clock | None = None,
                    sleep: Callable[[float], None] = time.sleep, allow_custom_code: bool | None = None,
-                   on_config: Callable[[NormalizedConfig], None] | None = None) -> Connector:
+                   on_config: Callable[[NormalizedConfig], None] | None = None,
+                   config_sink: ConfigSink | None = None) -> Connector:
     """Load ``manifest_path`` and build its streams for ``config``.
+
+    ``config_sink`` is where the components save a config they change during the run (rotated OAuth
+    refresh tokens; :mod:`framework.engine.config_sink`); None: such changes are not saved.
 
     ``on_config`` is called with the config's normalization (the spec's ``config_normalization_rules``) as soon
     as it is known: before the config is checked against the spec and the rules' validations, as airbyte-cdk
@@ -182,7 +187,7 @@ def open_connector(manifest_path: str, config: Mapping[str, Any], *, config_path
     checked = check_manifest(manifest_path)
     return _build(checked, config, os.path.dirname(os.path.abspath(manifest_path)), config_path=config_path,
                   transport=transport, clock=clock, sleep=sleep, allow_custom_code=allow_custom_code,
-                  on_config=on_config)
+                  on_config=on_config, config_sink=config_sink)
 
 
 def open_connector_text(text: str, config: Mapping[str, Any], *, file: str = "<manifest>",
@@ -209,7 +214,7 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
            schemas: Mapping[str, Mapping[str, Any]] | None = None,
            allow_custom_code: bool | None = None,
            on_config: Callable[[NormalizedConfig], None] | None = None,
-           templates: Templates | None = None) -> Connector:
+           templates: Templates | None = None, config_sink: ConfigSink | None = None) -> Connector:
     if not checked.ok or checked.source is None:
         raise ManifestError(checked.diagnostics)
     source = checked.source
@@ -228,6 +233,7 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
         mask=mask,
         schemas=schemas or {},
         code=code,
+        config_sink=config_sink,
     )
     streams: dict[str, Stream] = {}
     migrations = {}

@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 
 from framework.models.base import BASE, SESSION, Component, spec
 from framework.models.custom import CustomAuthenticator
+from framework.models.token_rotation import RefreshTokenUpdater
 
 
 class NoAuth(Component):
@@ -101,12 +102,17 @@ class OAuthAuthenticator(Component):
     refresh_request_headers: Mapping[str, Any] = spec(
         "Extra headers of the refresh request.", {"Accept": "application/json"}, default_factory=dict, template=BASE
     )
+    refresh_token_updater: RefreshTokenUpdater | None = spec(
+        "Rotating refresh tokens: take the new refresh token from each token response and save it (with the "
+        "access token and its expiry) at these config paths.", {"refresh_token_name": "refresh_token"}, None
+    )
 
     @model_validator(mode="after")
     def _grant_needs(self) -> OAuthAuthenticator:
         if self.access_token_value is None and not self.token_refresh_endpoint:
             raise ValueError("`token_refresh_endpoint` is required unless `access_token_value` is given")
-        if self.grant_type == "refresh_token" and self.access_token_value is None and self.refresh_token is None:
+        if (self.grant_type == "refresh_token" and self.access_token_value is None and self.refresh_token is None
+                and self.refresh_token_updater is None):  # the updater reads it from its config path
             raise ValueError("the `refresh_token` grant needs `refresh_token`; or set `grant_type: client_credentials`")
         return self
 

@@ -18,6 +18,9 @@ Tokens obtained at run time (:class:`OAuth`, :class:`SessionToken`) are
 shared by every stream, which may be read on several threads: a lock guards
 renewal, and after a 401 a thread that finds the token already renewed by
 another thread retries with the new one instead of fetching yet another.
+Authenticators of the same definition, and every Spark task, get their token
+from one sync-wide service the driver owns, which refreshes at most once per
+expiry (:mod:`~framework.components.http.token_service`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from __future__ import annotations
 import base64
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 from xml.parsers.expat import ExpatError
@@ -43,6 +46,7 @@ from framework.components.http.request import (
     join_url,
     without_nulls,
 )
+from framework.components.http.token_service import RefreshTokenRotation, SharedToken, share
 from framework.components.http.transport import HttpResponse
 from framework.components.registry import BuildContext, builds
 from framework.errors import (
@@ -195,10 +199,13 @@ def _text(value: Any) -> str:
 
 @dataclass(frozen=True)
 class _Token:
-    """A token and when to stop using it (``renew_at``; None: until a 401)."""
+    """A token and when to stop using it (``renew_at``; None: until a 401); when it expires, and which
+    generation of the sync's token it is (:mod:`~framework.components.http.token_service`)."""
 
     value: str
     renew_at: datetime | None
+    expires: datetime | None = None
+    generation: int = 0
 
 
 class _RenewedToken:
@@ -209,12 +216,23 @@ class _RenewedToken:
     """
 
     _fetchable = True
+    _shared: SharedToken[_Token] | None = None  # the sync's token service, when the builder shared it
 
     def __init__(self, clock: Clock, initial: _Token | None = None):
         self._clock = clock
         self._token = initial
         self._lock = threading.Lock()
         self._local = threading.local()  # the token this thread sent last
+
+    def _shared_by(self, ctx: BuildContext, kind: str, identity: Any) -> None:
+        """Get tokens from the sync-wide service of this definition (the driver's, in a Spark task)."""
+        initial, self._token = self._token, None  # the service's token, even the first
+        self._shared = share(ctx, kind, identity, self._fetch, initial, self._fetchable)
+
+    def _obtain(self, rejected: bool) -> _Token:
+        if self._shared is None:
+            return self._fetch()
+        return self._shared.ask(self._token, rejected)
 
     def _fetch(self) -> _Token:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -231,7 +249,7 @@ class _RenewedToken:
             with self._lock:
                 token = self._token
                 if self._due(token):
-                    token = self._token = self._fetch()
+                    token = self._token = self._obtain(False)
         assert token is not None
         self._local.sent = token.value
         return token.value
@@ -244,7 +262,7 @@ class _RenewedToken:
                 return True  # another thread renewed it since this one sent its request
             if not self._fetchable:
                 return False
-            self._token = self._fetch()
+            self._token = self._obtain(True)
             return True
 
     def _current_secret(self) -> tuple[str, ...]:
@@ -382,8 +400,9 @@ class OAuth(_RenewedToken):
     """OAuth 2.0 access tokens (``refresh_token`` or ``client_credentials`` grant), sent as a bearer token."""
 
     def __init__(self, settings: _OAuthSettings, ctx: BuildContext, place: str | None,
-                 initial: _Token | None = None):
+                 initial: _Token | None = None, rotation: RefreshTokenRotation | None = None):
         super().__init__(ctx.clock, initial)
+        self._rotation = rotation  # a rotating refresh token (`refresh_token_updater`)
         self._settings = settings
         self._ctx = ctx
         self._place = place
@@ -397,11 +416,15 @@ class OAuth(_RenewedToken):
         parts.headers["Authorization"] = f"Bearer {self.token()}"
 
     def secrets(self) -> tuple[str, ...]:
-        return self._current_secret() + self._settings.hidden
+        rotated = _present(self._rotation.refresh_token) if self._rotation is not None else ()
+        return self._current_secret() + self._settings.hidden + rotated
 
     def _fetch(self) -> _Token:
         settings = self._settings
-        parts = RequestParts("POST", url=settings.endpoint, headers=dict(settings.headers), data=dict(settings.body))
+        data = dict(settings.body)
+        if self._rotation is not None:
+            data[self._rotation.field] = self._rotation.refresh_token
+        parts = RequestParts("POST", url=settings.endpoint, headers=dict(settings.headers), data=data)
         where = parts.to_request().describe(self._mask)
         credentials = "check client_id, client_secret and refresh_token in the config"
 
@@ -424,7 +447,10 @@ class OAuth(_RenewedToken):
                 f"its answer has no `{settings.access_token_name}` (its keys: {keys})",
                 f"set `access_token_name` if the token is under another key; otherwise {credentials}", False,
             )
-        return _Token(value, self._expiry(body.get(settings.expires_in_name), started, failed))
+        expires = self._expiry(body.get(settings.expires_in_name), started, failed)
+        if self._rotation is not None:
+            self._rotation.rotated(body, value, expires)
+        return _Token(value, _renew_at(started, expires) if expires is not None else None, expires)
 
     def _expiry(self, raw: Any, started: datetime, failed: _Failed) -> datetime | None:
         if raw is None or raw == "":
@@ -432,7 +458,7 @@ class OAuth(_RenewedToken):
         fmt = self._settings.expiry_format
         seconds = None if fmt else _seconds(raw)
         if seconds is not None:
-            return _renew_at(started, started + timedelta(seconds=seconds))
+            return started + timedelta(seconds=seconds)
         try:
             expires = _expiry_of(raw, fmt)
         except DatetimeFormatError:
@@ -444,7 +470,7 @@ class OAuth(_RenewedToken):
                 + "; set `token_expiry_date_format` to the format of that value",
                 place=self._place,
             ) from None
-        return _renew_at(started, expires)
+        return expires
 
     def _mask(self, text: str) -> str:
         return masking_credentials(self, self._ctx.mask)(text)
@@ -482,9 +508,18 @@ def _build_oauth(model: models.OAuthAuthenticator, ctx: BuildContext, path: tupl
         hidden=_present(client_secret, refresh_token),
     )
     place = ctx.place(path)
+    rotation = None
+    if model.refresh_token_updater is not None:
+        rotation = RefreshTokenRotation(model.refresh_token_updater, ctx.config, ctx.config_sink,
+                                        model.refresh_token_name, refresh_token, place)
+        settings = replace(settings, hidden=settings.hidden + _present(rotation.refresh_token))
     initial = None
     access_token = render(model.access_token_value)
-    if access_token:
+    if rotation is not None:  # the tokens live at the updater's config paths
+        held, expires = rotation.initial(ctx.config)
+        if held:  # without a readable expiry it is refreshed before first use
+            initial = _Token(held, _renew_at(ctx.clock.now(), expires) if expires else ctx.clock.now(), expires)
+    elif access_token:
         expiry_text = render(model.token_expiry_date)
         renew_at = None
         if expiry_text:
@@ -499,13 +534,18 @@ def _build_oauth(model: models.OAuthAuthenticator, ctx: BuildContext, path: tupl
                 ) from None
             renew_at = _renew_at(ctx.clock.now(), expires)
         initial = _Token(access_token, renew_at)
-    elif not settings.endpoint:
+    if initial is None and not settings.endpoint:
         raise ConfigError(
             "the OAuth authenticator has neither an access token (`access_token_value` rendered empty) "
             "nor a `token_refresh_endpoint` to get one; set the access token in the config"
             + place_suffix(place)
         )
-    return OAuth(settings, ctx, place, initial)
+    oauth = OAuth(settings, ctx, place, initial, rotation)
+    # One token per definition for the whole sync (digested: the body holds the secrets).
+    updater = model.refresh_token_updater.model_dump(mode="json") if model.refresh_token_updater else None
+    oauth._shared_by(ctx, "oauth", [settings.endpoint, grant_type, client_id, body, headers,
+                                    model.access_token_name, access_token, updater])
+    return oauth
 
 
 def _render_mapping(ctx: BuildContext, values: Any, parameters: Mapping[str, Any]) -> dict[str, Any]:
@@ -639,8 +679,13 @@ def _build_session_token(model: models.SessionTokenAuthenticator, ctx: BuildCont
             return _present(token)
 
     lifetime = parse_duration(model.expiration_duration) if model.expiration_duration else None
-    return SessionToken(request, login_auth, tuple(model.session_token_path), lifetime, send, shown,
-                        ctx, ctx.place(path), xml=isinstance(model.decoder, XmlDecoder))
+    session = SessionToken(request, login_auth, tuple(model.session_token_path), lifetime, send, shown,
+                           ctx, ctx.place(path), xml=isinstance(model.decoder, XmlDecoder))
+    # One session for the whole sync per login (digested: the login request holds the credentials).
+    session._shared_by(ctx, "session", [request.method, request.url, request.params, request.headers, request.json,
+                                        request.data, login_auth.secrets(), model.session_token_path,
+                                        model.expiration_duration, model.decoder is not None])
+    return session
 
 
 def _render_body_json(ctx: BuildContext, body: Any, parameters: Mapping[str, Any]) -> Any:

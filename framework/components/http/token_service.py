@@ -1,0 +1,198 @@
+"""One token for the whole sync: the driver owns refreshes, every stream and Spark task uses its token.
+
+Authenticators that obtain a token at run time (OAuth, session tokens) do not
+fetch it themselves: each offers a :class:`TokenKeeper` as a sync-wide service
+(:meth:`BuildContext.service <framework.components.registry.BuildContext.service>`)
+named after what makes the token (:func:`service_name`: a digest of the token
+request, never a secret in clear). Authenticators with the same definition get
+the same name, so the first keeper offered is the one they all share: on the
+driver (and in protocol mode) it runs in place; inside a Spark task the call
+goes to the driver's keeper (:mod:`framework.coordination`).
+
+The rule (compare and refresh): a caller asks with the generation of the token
+it holds (``held``) and whether the API rejected it (a 401). The keeper
+refreshes only when it has no token yet, when its token is due (near expiry,
+by the driver's clock), or when the caller's rejected token is still the
+current one. A caller holding an older generation gets the current token
+without a refresh. Under the keeper's lock, N callers that saw the same token
+expire or fail cause one refresh: at most one refresh per expiry across the sync.
+
+Rotating refresh tokens (an OAuthAuthenticator's ``refresh_token_updater``,
+:class:`RefreshTokenRotation`): each token response may carry a new refresh
+token, which invalidates the previous one. Only the driver refreshes, and after
+each refresh the new refresh token, access token and expiry are saved once
+through the run's :class:`~framework.engine.config_sink.ConfigSink` (a CONTROL
+message in protocol mode, the rewritten ``--config`` file in Spark mode).
+
+Where no coordinator is attached to a Spark task (Spark Connect), each task
+keeps its own keeper: tokens are then per task, and a rotating refresh token
+would be used by several tasks (the sync fails on the second refresh).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Generic, Protocol, TypeVar
+
+import orjson
+
+from framework.engine.config_sink import ConfigSink, get_path
+from framework.errors import ConfigError, place_suffix
+from framework.models.token_rotation import RefreshTokenUpdater
+from framework.temporal.clock import Clock
+
+log = logging.getLogger(__name__)
+
+#: When a task's clock finds the driver's current token still due, it keeps it this long before asking again.
+RECHECK = timedelta(seconds=5)
+
+
+class TokenLike(Protocol):
+    """What a keeper holds: a token value, when to renew it, and its generation (set by the keeper)."""
+
+    @property
+    def value(self) -> str: ...
+
+    @property
+    def renew_at(self) -> datetime | None: ...
+
+    @property
+    def generation(self) -> int: ...
+
+
+T = TypeVar("T", bound=TokenLike)
+
+
+@dataclass(frozen=True)
+class TokenAsk:
+    """A call of a token service: the generation the caller holds (None: none yet), and whether the API
+    rejected it (answered 401)."""
+
+    held: int | None = None
+    rejected: bool = False
+
+
+def service_name(kind: str, identity: Any) -> str:
+    """The sync-wide service of the token made by ``identity`` (what the token request sends): a digest only."""
+    raw = orjson.dumps(identity, default=str, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    return f"token:{kind}:{hashlib.sha256(raw).hexdigest()[:32]}"
+
+
+class TokenKeeper(Generic[T]):
+    """The driver's side: the current token of one definition, refreshed by the compare-and-refresh rule.
+
+    ``fetch`` gets a new token (an HTTP request; it may raise); ``fetchable`` is False when no new token
+    can be had (an OAuth access token given without a token endpoint). Thread-safe.
+    """
+
+    def __init__(self, fetch: Callable[[], T], clock: Clock, initial: T | None = None, fetchable: bool = True):
+        self._fetch = fetch
+        self._clock = clock
+        self._fetchable = fetchable
+        self._lock = threading.Lock()
+        self._token: T | None = dataclasses.replace(initial, generation=1) if initial is not None else None  # type: ignore[type-var]
+        self.refreshes = 0  # tokens fetched (for tests and reports)
+
+    def __call__(self, ask: TokenAsk) -> T:
+        with self._lock:
+            token = self._token
+            if token is None or (self._fetchable and (self._due(token) or
+                                                      (ask.rejected and ask.held == token.generation))):
+                generation = token.generation + 1 if token is not None else 1
+                fetched = self._fetch()
+                self.refreshes += 1
+                token = self._token = dataclasses.replace(fetched, generation=generation)  # type: ignore[type-var]
+            return token
+
+    def _due(self, token: T) -> bool:
+        return token.renew_at is not None and self._clock.now() >= token.renew_at
+
+
+class SharedToken(Generic[T]):
+    """An authenticator's side: asks the sync's keeper (in place, or the driver's from a Spark task)."""
+
+    def __init__(self, call: Callable[[TokenAsk], T], clock: Clock):
+        self._call = call
+        self._clock = clock
+
+    def ask(self, held: T | None, rejected: bool) -> T:
+        """The token to use after ``held`` (None: none yet) was found due, or rejected by the API."""
+        token = self._call(TokenAsk(held.generation if held is not None else None, rejected))
+        now = self._clock.now()
+        if held is not None and token.generation == held.generation and token.renew_at is not None \
+                and now >= token.renew_at:
+            # The driver's clock says it is not due yet: use it a little longer instead of asking on every request.
+            token = dataclasses.replace(token, renew_at=now + RECHECK)  # type: ignore[type-var]
+        return token
+
+
+def share(ctx: Any, kind: str, identity: Any, fetch: Callable[[], T], initial: T | None,
+          fetchable: bool = True) -> SharedToken[T]:
+    """Offer a keeper of this token as the sync-wide service named after ``identity``; the handle to use it."""
+    call = ctx.service(service_name(kind, identity), TokenKeeper(fetch, ctx.clock, initial, fetchable))
+    return SharedToken(call, ctx.clock)
+
+
+class RefreshTokenRotation:
+    """A rotating refresh token (``refresh_token_updater``): read from the config, replaced from each
+    token response, and saved (with the access token and its expiry) through the run's config sink.
+
+    Used by the one authenticator whose keeper refreshes (on the driver), under the keeper's lock.
+    """
+
+    def __init__(self, updater: RefreshTokenUpdater, config: Mapping[str, Any], sink: ConfigSink | None,
+                 field: str = "refresh_token", fallback: str = "", place: str | None = None):
+        self.updater = updater
+        self.field = field  # the refresh token's name in the token request
+        self._sink = sink
+        found = get_path(config, updater.refresh_token_config_path)
+        value = found if isinstance(found, str) and found else fallback
+        if not value:
+            where = ".".join(updater.refresh_token_config_path)
+            raise ConfigError(f"the config has no refresh token at `{where}` (the OAuth `refresh_token_updater`'s "
+                              f"`refresh_token_config_path`); set it there, or point the path at it"
+                              + place_suffix(place))
+        self.refresh_token: str = value
+        self.saved = 0
+
+    def initial(self, config: Mapping[str, Any]) -> tuple[str, datetime | None]:
+        """The access token held in the config and its expiry (None: unknown, or unreadable: refresh first)."""
+        access = get_path(config, self.updater.access_token_config_path)
+        expiry = get_path(config, self.updater.token_expiry_date_config_path)
+        return (access if isinstance(access, str) else ""), _parsed(expiry)
+
+    def rotated(self, response: Mapping[str, Any], access_token: str, expires: datetime | None) -> None:
+        """A token response arrived: keep its refresh token (when it has one) and save the three values."""
+        new = response.get(self.updater.refresh_token_name)
+        if isinstance(new, str) and new:
+            self.refresh_token = new
+        changes = {
+            self.updater.refresh_token_config_path: self.refresh_token,
+            self.updater.access_token_config_path: access_token,
+            self.updater.token_expiry_date_config_path: expires.isoformat() if expires is not None else "",
+        }
+        if self._sink is None:
+            log.warning("the OAuth refresh token was refreshed, but this run has nowhere to save it")
+            return
+        self._sink.update(changes)
+        self.saved += 1
+
+
+def _parsed(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        found = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return found.replace(tzinfo=timezone.utc) if found.tzinfo is None else found
+
+
+__all__ = ["RECHECK", "RefreshTokenRotation", "SharedToken", "TokenAsk", "TokenKeeper", "TokenLike", "service_name",
+           "share"]
