@@ -127,7 +127,7 @@ class Coordinator:
         while not self._closed.is_set():
             try:
                 name, payload = connection.recv()
-            except (EOFError, OSError):
+            except (EOFError, OSError, TypeError):  # closed by the task, or by close() here (TypeError)
                 return
             handler = self._handlers.get(name)
             try:
