@@ -1,0 +1,91 @@
+"""Asynchronous jobs end to end in protocol mode: a report-job API on the fake server (tests/fakes/api_server.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from engine.test_reading import run as run  # noqa: F401  (the fixture)
+from engine.test_reading import source
+from fakes.api_server import ReportJobs
+
+ACCOUNTS = [f"a{i:02d}" for i in range(20)]
+
+
+def rows(body: dict) -> list[dict]:
+    account = body["account"]
+    return [{"id": f"{account}-{n}", "account": account, "amount": n} for n in range(3)]
+
+
+def report_stream(*, fmt: str = "csv", timeout: Any = None, **more: Any) -> dict:
+    retriever: dict[str, Any] = {
+        "type": "AsyncRetriever",
+        "partition_router": {"type": "ListPartitionRouter", "values": ACCOUNTS, "cursor_field": "account"},
+        "creation_requester": {"type": "HttpRequester", "url_base": "{{ config.base_url }}", "path": "/reports",
+                               "http_method": "POST",
+                               "request_body_json": {"account": "{{ stream_partition.account }}"}},
+        "polling_requester": {"type": "HttpRequester", "url_base": "{{ config.base_url }}",
+                              "path": "/reports/{{ creation_response['id'] }}"},
+        "status_mapping": {"type": "AsyncJobStatusMap", "running": ["pending"], "completed": ["ready"],
+                           "failed": ["failed"], "timeout": ["timeout"]},
+        "status_extractor": {"type": "DpathExtractor", "field_path": ["status"]},
+        "download_target_extractor": {"type": "DpathExtractor", "field_path": ["urls"]},
+        "download_requester": {"type": "HttpRequester", "url_base": "{{ download_target }}", "path": ""},
+        "download_decoder": {"type": "CsvDecoder"} if fmt == "csv" else {"type": "JsonlDecoder"},
+        "delete_requester": {"type": "HttpRequester", "url_base": "{{ config.base_url }}",
+                             "path": "/reports/{{ creation_response.id }}/delete", "http_method": "POST"},
+        "record_selector": {"type": "RecordSelector", "extractor": {"type": "DpathExtractor", "field_path": []}},
+        **more,
+    }
+    if timeout is not None:
+        retriever["polling_job_timeout"] = timeout
+    return {"type": "DeclarativeStream", "name": "report", "primary_key": "id",
+            "schema_loader": {"type": "InlineSchemaLoader", "schema": {"type": "object"}}, "retriever": retriever}
+
+
+@pytest.fixture(autouse=True)
+def _fast_polls(monkeypatch):
+    monkeypatch.setenv("FRAMEWORK_ASYNC_POLL_SECONDS", "0")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_twenty_partitions_some_failing_once_within_the_job_limit(run, fake_api, fmt):
+    jobs = ReportJobs(rows, fail_once={"a03", "a11", "a17"}, polls=2, fmt=fmt).install(fake_api)
+    manifest = source(report_stream(fmt=fmt))
+    manifest["max_concurrent_async_job_count"] = 3
+    result = run(manifest)
+    assert not result.failed, result.output
+    got = sorted(result.records("report"), key=lambda r: r["id"])
+    expected = sorted((r for a in ACCOUNTS for r in rows({"account": a})), key=lambda r: r["id"])
+    if fmt == "csv":  # CSV values are text
+        expected = [{k: str(v) for k, v in r.items()} for r in expected]
+    assert got == expected
+    assert jobs.peak == 3  # several jobs at once, never more than the limit
+    assert len(jobs.created) == 23  # the three failed jobs were created again
+    assert sorted(jobs.deleted) == sorted(set(jobs.deleted)) and len(jobs.deleted) == 20
+
+
+def test_a_job_failing_every_time_fails_its_partition_after_three_attempts(run, fake_api):
+    class Always(ReportJobs):
+        def _poll(self, request):
+            answer = super()._poll(request)
+            if self._jobs[request.path_params["id"]]["body"]["account"] == "a05" and answer["status"] == "ready":
+                return {"id": answer["id"], "status": "failed"}
+            return answer
+
+    jobs = Always(rows).install(fake_api)
+    result = run(source(report_stream()))
+    assert result.failed
+    assert [b["account"] for b in jobs.created].count("a05") == 3
+    message = result.errors()[0]["message"]
+    assert "did not complete in 3 attempts" in message and "a05" in message
+
+
+def test_an_unknown_status_names_the_status_mapping(run, fake_api):
+    fake_api.route("POST", "/reports", {"id": "j1", "status": "queued"})
+    fake_api.route("GET", "/reports/j1", {"id": "j1", "status": "exploded"})
+    stream = report_stream()
+    stream["retriever"]["partition_router"]["values"] = ["a00"]
+    result = run(source(stream))
+    assert result.failed
+    assert "`exploded`" in result.errors()[0]["message"] and "status_mapping" in result.errors()[0]["message"]
