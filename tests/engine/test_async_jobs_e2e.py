@@ -10,6 +10,8 @@ from engine.test_reading import source
 from fakes.api_server import ReportJobs
 
 ACCOUNTS = [f"a{i:02d}" for i in range(20)]
+SCHEMA = {"type": "object", "properties": {"id": {"type": "string"}, "account": {"type": "string"},
+                                           "amount": {"type": ["null", "integer"]}}}
 
 
 def rows(body: dict) -> list[dict]:
@@ -30,7 +32,8 @@ def report_stream(*, fmt: str = "csv", timeout: Any = None, **more: Any) -> dict
                            "failed": ["failed"], "timeout": ["timeout"]},
         "status_extractor": {"type": "DpathExtractor", "field_path": ["status"]},
         "download_target_extractor": {"type": "DpathExtractor", "field_path": ["urls"]},
-        "download_requester": {"type": "HttpRequester", "url_base": "{{ download_target }}", "path": ""},
+        "download_requester": {"type": "HttpRequester", "url_base": "{{ config.base_url }}",
+                               "path": "{{ download_target }}"},
         "download_decoder": {"type": "CsvDecoder"} if fmt == "csv" else {"type": "JsonlDecoder"},
         "delete_requester": {"type": "HttpRequester", "url_base": "{{ config.base_url }}",
                              "path": "/reports/{{ creation_response.id }}/delete", "http_method": "POST"},
@@ -40,7 +43,7 @@ def report_stream(*, fmt: str = "csv", timeout: Any = None, **more: Any) -> dict
     if timeout is not None:
         retriever["polling_job_timeout"] = timeout
     return {"type": "DeclarativeStream", "name": "report", "primary_key": "id",
-            "schema_loader": {"type": "InlineSchemaLoader", "schema": {"type": "object"}}, "retriever": retriever}
+            "schema_loader": {"type": "InlineSchemaLoader", "schema": SCHEMA}, "retriever": retriever}
 
 
 @pytest.fixture(autouse=True)

@@ -754,7 +754,7 @@ class ReportJobs:
 
     ``POST {prefix}`` with a JSON body creates a job (``{"id": ..., "status": "pending"}``);
     ``GET {prefix}/{id}`` answers its status: ``pending`` for the first ``polls`` polls, then
-    ``ready`` with ``urls`` (one download URL) or, on the first attempt of a body whose
+    ``ready`` with ``urls`` (one download path) or, on the first attempt of a body whose
     ``account`` is in ``fail_once``, ``failed``; ``GET {prefix}/{id}/file`` serves the records
     ``records(body)`` gives, as CSV (``fmt="csv"``) or JSON lines; ``POST {prefix}/{id}/delete``
     deletes it. ``peak`` is the most jobs running at once (created, not yet answered as done),
@@ -775,10 +775,18 @@ class ReportJobs:
         self._jobs: dict[str, dict] = {}
         self._failed: set[str] = set()
         self._lock = threading.Lock()
-        self._url = ""
+
+    def reset(self) -> None:
+        """Forget every job (ids start again at ``job1``, ``fail_once`` fails again): a new client's turn."""
+        with self._lock:
+            self.peak = 0
+            self.running.clear()
+            self.created.clear()
+            self.deleted.clear()
+            self._jobs.clear()
+            self._failed.clear()
 
     def install(self, api: FakeApi) -> ReportJobs:
-        self._url = api.url
         api.route("POST", self.prefix, self._create)
         api.route("GET", self.prefix + "/{id}", self._poll)
         api.route("GET", self.prefix + "/{id}/file", self._file)
@@ -809,7 +817,7 @@ class ReportJobs:
             if account in self.fail_once and account not in self._failed:
                 self._failed.add(account)
                 return {"id": job_id, "status": "failed"}
-        return {"id": job_id, "status": "ready", "urls": [f"{self._url}{self.prefix}/{job_id}/file"]}
+        return {"id": job_id, "status": "ready", "urls": [f"{self.prefix}/{job_id}/file"]}
 
     def _file(self, request: RecordedRequest) -> Reply:
         job = self._jobs[request.path_params["id"]]
