@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from fakes.api_server import FakeApi, ReportJobs
-from parity.test_airbyte_parity import api as api  # noqa: F401  (the fixture)
 from parity.test_airbyte_parity import (  # noqa: F401  (pytestmark: the parity mark and the skip)
     MANIFESTS,
     Both,
@@ -24,6 +23,7 @@ from parity.test_airbyte_parity import (  # noqa: F401  (pytestmark: the parity 
     run_cdk,
     run_ours,
 )
+from parity.test_airbyte_parity import api as api  # noqa: F401  (the fixture)
 
 FIRST = [{"id": n, "amount": n % 4, "updated_at": f"2024-01-0{1 + n // 4}T{n:02d}:00:00Z"} for n in range(12)]
 SECOND = FIRST + [{"id": 12, "amount": 5, "updated_at": "2024-01-03T20:00:00Z"},
