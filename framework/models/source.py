@@ -160,6 +160,7 @@ class DeclarativeStream(Component):
         "How the stream's records are read.",
         {"type": "SimpleRetriever", "requester": {"$ref": "#/definitions/requester"},
          "record_selector": {"$ref": "#/definitions/selector"}},
+        default_type="SimpleRetriever",
     )
     primary_key: PrimaryKey | None = spec(
         "Field, fields, or paths of nested fields that identify a record.", "id", None
