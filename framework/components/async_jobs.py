@@ -278,10 +278,6 @@ class JobBoard:
                     self._abort(job)
                 self._free(job)
 
-    def running(self) -> int:
-        with self._lock:
-            return sum(1 for job in self._jobs.values() if job.slot is not None)
-
     # -- moving the board on (under the lock)
     def _until_next_poll(self) -> float:
         if self._last_poll is None:
@@ -426,7 +422,7 @@ class JobBoard:
             return [""]
         requester = self.requesters.download_target
         if requester is not None:
-            response = self._request(requester, StreamSlice(extra_fields={"polling_response": job.polling}),
+            response = self._request(requester, _JobSlice(extra_fields={"polling_response": job.polling}),
                                      "download target")
             body = decode_body(response)
         else:

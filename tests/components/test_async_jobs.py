@@ -62,11 +62,13 @@ class Api:
         if path.endswith("/abort"):
             self.aborted.append(job)
             return 200, {}, {}
+        if path.endswith("/files"):  # the download target requester's answer
+            return 200, {}, {"files": [f"/jobs/{job}/rows", f"/jobs/{job}/rows"]}
         if path.endswith("/rows"):
             return 200, {}, {"rows": [{"id": 1, "job": job}, {"id": 2, "job": job}]}
         script = self.scripts[min(attempt, len(self.scripts) - 1)]
         seen = self.polls[job] = self.polls.get(job, 0) + 1
-        return 200, {}, {"status": script[min(seen, len(script)) - 1]}
+        return 200, {}, {"id": job, "status": script[min(seen, len(script)) - 1]}
 
     def retriever(self, monkeypatch, poll: float = 10, **more: Any) -> AsyncJobRetriever:
         monkeypatch.setenv("FRAMEWORK_ASYNC_POLL_SECONDS", str(poll))
@@ -120,6 +122,16 @@ def test_the_api_saying_timeout_aborts_and_a_failed_job_waits_before_its_retry(m
     assert api.aborted == ["j1"]
     assert api.created[1] - api.created[0] < timedelta(seconds=60)  # a timed-out job: at once
     assert api.created[2] - api.created[1] >= timedelta(seconds=60)  # a failed one: after the wait
+
+
+def test_download_targets_from_their_own_request_read_the_polling_response(monkeypatch):
+    api = Api(["ready"])
+    retriever = api.retriever(
+        monkeypatch, download_target_requester={"type": "HttpRequester", "url_base": "http://api",
+                                                "path": "/jobs/{{ polling_response.id }}/files"},
+        download_target_extractor={"type": "DpathExtractor", "field_path": ["files"]},
+        download_requester={"type": "HttpRequester", "url_base": "http://api", "path": "{{ download_target }}"})
+    assert [r["job"] for r in records(retriever)] == ["j1"] * 4  # two targets, two records each
 
 
 def test_a_skipped_job_gives_no_records(monkeypatch):
