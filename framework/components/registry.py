@@ -59,6 +59,7 @@ _MODULES = (
     "framework.components.config_rules",  # config migrations, transformations and validations (issue 16)
     "framework.components.delegating",  # StateDelegatingStream (issue 16)
     "framework.components.stream_groups",  # stream groups (issue 16)
+    "framework.components.async_jobs",  # AsyncRetriever (issue 17)
 )
 _loaded = False
 

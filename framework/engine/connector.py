@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from framework.components.async_jobs import offer_job_slots
 from framework.components.custom.loader import CodeLoader, custom_code_allowed
 from framework.components.delegating import Delegation, listed_streams
 from framework.components.dynamic import Templates, resolve_templates
@@ -239,6 +240,7 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
     migrations = {}
     delegations = {}
     try:
+        offer_job_slots(context, source, checked.data)  # asynchronous jobs: the sync-wide job slots (issue 17)
         if templates is None:
             templates = resolve_templates(source, checked.data, context)
         for path, model in listed_streams(source, context, checked, templates):

@@ -23,6 +23,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from framework.components.async_jobs import prefetch, release
+
 if TYPE_CHECKING:
     from framework.engine.plan import Sync
 
@@ -62,6 +64,16 @@ _Item = Page | UnitEnd | _Failed | _Quit
 
 def read_units(sync: Sync, units: Sequence[Any], concurrency: int = 1) -> Iterator[Page | UnitEnd]:
     """The pages and ends of ``units`` (see the module docstring)."""
+    stream = getattr(sync, "stream", None)
+    slices = [unit.slice for unit in units if hasattr(unit, "slice")]
+    prefetch(stream, slices, getattr(sync, "config", {}))  # asynchronous jobs: created together, polled together
+    try:
+        yield from _read_units(sync, units, concurrency)
+    finally:
+        release(stream, slices)  # the jobs of units left unread: aborted, their slots freed
+
+
+def _read_units(sync: Sync, units: Sequence[Any], concurrency: int) -> Iterator[Page | UnitEnd]:
     if concurrency <= 1 or len(units) <= 1:
         for unit in units:
             for records in sync.read(unit):

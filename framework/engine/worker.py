@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from framework.components.async_jobs import prefetch, release
 from framework.components.custom.loader import materialize
 from framework.components.dynamic import Templates
 from framework.components.partitions import parents_of
@@ -188,6 +189,19 @@ def read_group(connector: Connector, stream: Stream, units: Iterable[Any], typer
     """
     stream = connector.stream_for_start(stream, start_state)  # a StateDelegatingStream: the definition read
     bridged = stream.bridge is not None
+    config = connector.config
+    units = list(units)
+    slices = [unit.slice for unit in units if hasattr(unit, "slice")]
+    prefetch(stream, slices, config)  # asynchronous jobs: the group's jobs created together, polled together
+    try:
+        yield from _read_each(connector, stream, units, typer, write, start_state, bridged)
+    finally:
+        release(stream, slices)  # the jobs of units left unread: aborted, their slots freed
+
+
+def _read_each(connector: Connector, stream: Stream, units: list[Any], typer: PageTyper,
+               write: Callable[[pa.RecordBatch], None] | None, start_state: Mapping[str, Any] | None,
+               bridged: bool) -> Iterator[pa.RecordBatch | UnitResult]:
     if bridged:
         from framework.engine.bridge import read_bridged_unit
     config = connector.config

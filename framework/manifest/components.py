@@ -44,6 +44,8 @@ RENAMED = {
                      "the stream's `incremental_sync`)",
     "$options": "`$options` is the old name of `$parameters`",
     "options": "`options` is the old name of `$parameters`",
+    "urls_extractor": "`urls_extractor` is the old name of an AsyncRetriever's `download_target_extractor` (its "
+                      "download requester reads each target as `download_target`)",
 }
 TYPO_CUTOFF = 0.8  # similarity above which an unknown key is taken for a misspelt field
 # Keys Airbyte ignores that look like a misspelt field but are common on purpose (the SPEC message's

@@ -8,6 +8,7 @@ sink and of normalization live in :mod:`framework.models.destination` and
 
 from __future__ import annotations
 
+from framework.models.async_jobs import AsyncJobStatusMap, AsyncRetriever
 from framework.models.auth import (
     ApiKeyAuthenticator,
     BasicHttpAuthenticator,
@@ -184,6 +185,7 @@ COMPONENTS: tuple[type[Component], ...] = (
     # streams made from the API or the config (issue 16)
     DynamicDeclarativeStream, HttpComponentsResolver, ConfigComponentsResolver, ParametrizedComponentsResolver,
     ComponentMappingDefinition, StreamConfig, StreamParametersDefinition, CheckDynamicStream, DynamicStreamCheckConfig,
+    AsyncRetriever, AsyncJobStatusMap,  # asynchronous jobs (issue 17)
 )
 
 REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
@@ -204,7 +206,6 @@ UNSUPPORTED: dict[str, str] = {
     **{name: _ISSUE_17.format("API budgets") for name in (
         "HTTPAPIBudget", "MovingWindowCallRatePolicy", "FixedWindowCallRatePolicy", "UnlimitedCallRatePolicy",
         "TokenQuota", "QuotaStatusSource")},
-    **{name: _ISSUE_17.format("asynchronous jobs") for name in ("AsyncRetriever", "AsyncJobStatusMap")},
     "CartesianProductStreamSlicer": _OLD_NAME.format("give `partition_router` a list of routers"),
     "DatetimeStreamSlicer": _OLD_NAME.format("windows are the stream's `incremental_sync` (DatetimeBasedCursor)"),
     "ListStreamSlicer": _OLD_NAME.format("use a ListPartitionRouter"),

@@ -32,6 +32,9 @@ PROPERTY = BASE | {"property", "record"}
 # AddFields' condition, as Airbyte renders it: also the value to add as `value`, its `path`, and the slice
 ADDED_VALUE = PROPERTY | {"value", "path", "stream_slice", "stream_interval", "stream_partition"}
 SESSION = BASE | {"session_token"}
+# an AsyncRetriever's requests also read the job's responses and download target (Airbyte lists them on every
+# HttpRequester's URL fields)
+ASYNC_JOB = frozenset({"creation_response", "polling_response", "download_target"})
 
 _REQUIRED: Any = ...
 

@@ -38,6 +38,8 @@ GROUPS: tuple[tuple[str, str, str], ...] = (
     ("framework.models.dynamic", "Streams made from the API or the config",
      "A stream template, and the values (an endpoint's records, config entries) each made stream gets."),
     ("framework.models.requests", "Requests", "Where requests go and what they carry."),
+    ("framework.models.async_jobs", "Asynchronous jobs",
+     "Reports the API prepares: one job per partition, created, polled until done, downloaded."),
     ("framework.models.query_properties", "Query properties",
      "Which properties requests ask for, split over several requests and merged back by key."),
     ("framework.models.request_bodies", "Request bodies",

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import model_validator
 
 from framework.models.auth import Authenticator
-from framework.models.base import BASE, REQUEST, Component, spec
+from framework.models.base import ASYNC_JOB, BASE, REQUEST, Component, spec
 from framework.models.decoders import JsonDecoder  # noqa: F401  (its home before the other decoders came)
 from framework.models.error_handling import ErrorHandler
 from framework.models.request_bodies import RequestBody, effective_bodies
@@ -68,13 +68,13 @@ class HttpRequester(Component):
     url_base: str = spec(
         "Base URL of the API; `path` is appended to it.",
         "https://api.example.com/v1/",
-        template=REQUEST,
+        template=REQUEST | ASYNC_JOB,
     )
     path: str = spec(
         "Path of the endpoint below `url_base`.",
         "/orders/{{ stream_partition.account_id }}/items",
         "",
-        template=REQUEST,
+        template=REQUEST | ASYNC_JOB,
     )
     http_method: Literal["GET", "POST"] = spec("HTTP method of the requests.", "GET", "GET")
     authenticator: Authenticator | None = spec(
@@ -94,7 +94,7 @@ class HttpRequester(Component):
         "that parameter carries the properties of each request, comma-separated.",
         {"sort": "updated_at", "since": "{{ stream_interval.start_time }}"},
         default_factory=dict,
-        template=REQUEST,
+        template=REQUEST | ASYNC_JOB,
         result="object",
     )
     request_headers: RequestValues = spec(
@@ -102,7 +102,7 @@ class HttpRequester(Component):
         "a single template string must render an object.",
         {"Accept": "application/json"},
         default_factory=dict,
-        template=REQUEST,
+        template=REQUEST | ASYNC_JOB,
         result="object",
     )
     request_body_json: RequestValues = spec(
@@ -110,7 +110,7 @@ class HttpRequester(Component):
         "a single template string must render an object.",
         {"query": {"updated_after": "{{ stream_interval.start_time }}"}},
         default_factory=dict,
-        template=REQUEST,
+        template=REQUEST | ASYNC_JOB,
         result="object",
     )
     request_body_data: RequestValues = spec(
@@ -118,7 +118,7 @@ class HttpRequester(Component):
         "a template string is sent as rendered.",
         {"grant": "all"},
         default_factory=dict,
-        template=REQUEST,
+        template=REQUEST | ASYNC_JOB,
         result="any",
     )
     query_properties: QueryProperties | None = spec(

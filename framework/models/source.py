@@ -156,10 +156,11 @@ class DeclarativeStream(Component):
 
     type: Literal["DeclarativeStream"] = spec("Component type.", "DeclarativeStream", "DeclarativeStream")
     name: str = spec("Name of the stream, unique in the source.", "orders")
-    retriever: Annotated[SimpleRetriever | CustomRetriever, Field(discriminator="type")] = spec(
+    retriever: Annotated[SimpleRetriever | CustomRetriever | AsyncRetriever, Field(discriminator="type")] = spec(
         "How the stream's records are read.",
         {"type": "SimpleRetriever", "requester": {"$ref": "#/definitions/requester"},
          "record_selector": {"$ref": "#/definitions/selector"}},
+        default_type="SimpleRetriever",
     )
     primary_key: PrimaryKey | None = spec(
         "Field, fields, or paths of nested fields that identify a record.", "id", None
@@ -330,6 +331,9 @@ class DeclarativeSource(Component):
     concurrency_level: ConcurrencyLevel | None = spec(
         "How many partitions are read at once.", {"type": "ConcurrencyLevel", "default_concurrency": 4}, None
     )
+    max_concurrent_async_job_count: int | str | None = spec(  # asynchronous jobs (issue 17)
+        "How many asynchronous jobs (AsyncRetriever) may run at once in the whole sync, every task of it "
+        "counted (1 when left out, as in Airbyte).", 3, None, template=BASE, result="integer")
     metadata: Mapping[str, Any] = spec(
         "Free-form information about the manifest, kept for tools.", {"autoImportSchema": {"orders": True}},
         default_factory=dict,
@@ -353,6 +357,8 @@ _query_properties.SimpleRetriever = SimpleRetriever  # type: ignore[misc]
 
 # Last: the dynamic schema loader has a retriever (SimpleRetriever, above); a dynamic stream holds a stream
 # template and a retriever.
+# Last: an AsyncRetriever holds partition routers, whose parents are streams (above).
+from framework.models.async_jobs import AsyncRetriever  # noqa: E402
 from framework.models.dynamic import CheckDynamicStream, DynamicDeclarativeStream, DynamicStreamCheckConfig  # noqa: E402
 from framework.models.schema_loaders import StreamSchemaLoader  # noqa: E402
 

@@ -54,6 +54,7 @@ __all__ = [
     "Headers",
     "RecordedRequest",
     "Reply",
+    "ReportJobs",
     "dated",
     "fake_api",
     "paged",
@@ -746,6 +747,92 @@ def _aware(moment: dt.datetime) -> dt.datetime:
 
 
 # -- pytest fixture ------------------------------------------------------------------------------
+
+
+class ReportJobs:
+    """A report-job API (asynchronous jobs) on a :class:`FakeApi`, under ``prefix``.
+
+    ``POST {prefix}`` with a JSON body creates a job (``{"id": ..., "status": "pending"}``);
+    ``GET {prefix}/{id}`` answers its status: ``pending`` for the first ``polls`` polls, then
+    ``ready`` with ``urls`` (one download path) or, on the first attempt of a body whose
+    ``account`` is in ``fail_once``, ``failed``; ``GET {prefix}/{id}/file`` serves the records
+    ``records(body)`` gives, as CSV (``fmt="csv"``) or JSON lines; ``POST {prefix}/{id}/delete``
+    deletes it. ``peak`` is the most jobs running at once (created, not yet answered as done),
+    ``created`` every job body in order, ``deleted`` the deleted ids.
+    """
+
+    def __init__(self, records: Callable[[Mapping[str, Any]], list[dict]], *, fail_once: Iterable[str] = (),
+                 polls: int = 1, fmt: Literal["csv", "jsonl"] = "csv", prefix: str = "/reports"):
+        self.records = records
+        self.fail_once = set(fail_once)
+        self.polls = polls
+        self.fmt = fmt
+        self.prefix = prefix
+        self.peak = 0
+        self.running: set[str] = set()
+        self.created: list[dict] = []
+        self.deleted: list[str] = []
+        self._jobs: dict[str, dict] = {}
+        self._failed: set[str] = set()
+        self._lock = threading.Lock()
+
+    def reset(self) -> None:
+        """Forget every job (ids start again at ``job1``, ``fail_once`` fails again): a new client's turn."""
+        with self._lock:
+            self.peak = 0
+            self.running.clear()
+            self.created.clear()
+            self.deleted.clear()
+            self._jobs.clear()
+            self._failed.clear()
+
+    def install(self, api: FakeApi) -> ReportJobs:
+        api.route("POST", self.prefix, self._create)
+        api.route("GET", self.prefix + "/{id}", self._poll)
+        api.route("GET", self.prefix + "/{id}/file", self._file)
+        api.route("POST", self.prefix + "/{id}/delete", self._delete)
+        return self
+
+    def _create(self, request: RecordedRequest) -> dict:
+        body = request.json()
+        with self._lock:
+            job_id = f"job{len(self.created) + 1}"
+            self.created.append(body)
+            self._jobs[job_id] = {"body": body, "polls": 0}
+            self.running.add(job_id)
+            self.peak = max(self.peak, len(self.running))
+        return {"id": job_id, "status": "pending"}
+
+    def _poll(self, request: RecordedRequest) -> dict:
+        job_id = request.path_params["id"]
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None:
+                raise ApiError(404, f"no job {job_id}")
+            job["polls"] += 1
+            if job["polls"] <= self.polls:
+                return {"id": job_id, "status": "pending"}
+            self.running.discard(job_id)
+            account = str(job["body"].get("account"))
+            if account in self.fail_once and account not in self._failed:
+                self._failed.add(account)
+                return {"id": job_id, "status": "failed"}
+        return {"id": job_id, "status": "ready", "urls": [f"{self.prefix}/{job_id}/file"]}
+
+    def _file(self, request: RecordedRequest) -> Reply:
+        job = self._jobs[request.path_params["id"]]
+        rows = self.records(job["body"])
+        if self.fmt == "jsonl":
+            return Reply(body=b"".join(orjson.dumps(row) + b"\n" for row in rows),
+                         headers={"Content-Type": "application/jsonl"})
+        names = list(rows[0]) if rows else ["id"]
+        lines = [",".join(names)] + [",".join(str(row.get(name, "")) for name in names) for row in rows]
+        return Reply(body="\n".join(lines) + "\n", headers={"Content-Type": "text/csv"})
+
+    def _delete(self, request: RecordedRequest) -> dict:
+        with self._lock:
+            self.deleted.append(request.path_params["id"])
+        return {"deleted": True}
 
 
 @pytest.fixture

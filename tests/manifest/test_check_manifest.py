@@ -167,10 +167,10 @@ def test_unknown_and_unsupported_component_types():
     assert problem.code == "unknown-type" and problem.fix == "did you mean `DpathExtractor`?"
     checked = check_manifest_text(MINIMAL.replace(
         "        extractor:\n          field_path: [data]",
-        "        extractor:\n          type: AsyncRetriever"))
+        "        extractor:\n          type: CartesianProductStreamSlicer"))
     [problem] = checked.diagnostics
     assert problem.code == "unsupported-component"
-    assert "AsyncRetriever" in problem.message
+    assert "CartesianProductStreamSlicer" in problem.message
 
 
 def test_component_in_the_wrong_place():

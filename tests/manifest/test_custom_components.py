@@ -53,7 +53,7 @@ def test_every_custom_kind_is_registered_and_none_is_unsupported():
     assert len(CUSTOM_KINDS) == 17
     for name, model in CUSTOM_KINDS.items():
         assert REGISTRY[name] is model and name not in UNSUPPORTED
-    assert "LegacyToPerPartitionStateMigration" in REGISTRY and "AsyncRetriever" in UNSUPPORTED
+    assert "LegacyToPerPartitionStateMigration" in REGISTRY and "CartesianProductStreamSlicer" in UNSUPPORTED
 
 
 # (text replaced in MINIMAL, its replacement, how to get the component from the source, its model)
@@ -161,7 +161,7 @@ def test_components_in_a_custom_components_keys_are_checked():
     text = MINIMAL.replace("        extractor:\n          field_path: [data]\n", """        extractor:
           class_name: components.Extractor
           inner: {type: DpathExtractor, field_pth: [data]}
-          old: {type: AsyncRetriever}
+          old: {type: CartesianProductStreamSlicer}
 """)
     codes = {d.code for d in check_manifest_text(text).errors}
     assert {"unknown-field", "unsupported-component"} <= codes
