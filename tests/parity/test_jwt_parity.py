@@ -23,7 +23,6 @@ import jwt
 import yaml
 from fakes.api_server import ApiError, FakeApi, RecordedRequest, Reply
 from fakes.jwt_keys import signing_key, verifying_key
-from parity.test_airbyte_parity import api as api  # noqa: F401  (the fixture)
 from parity.test_airbyte_parity import (  # noqa: F401  (pytestmark: the parity mark and the skip)
     CDK_PYTHON,
     MANIFESTS,
@@ -35,6 +34,7 @@ from parity.test_airbyte_parity import (  # noqa: F401  (pytestmark: the parity 
     run_ours,
 )
 from parity.test_airbyte_parity import Both as _Both
+from parity.test_airbyte_parity import api as api  # noqa: F401  (the fixture)
 
 STREAMS = ("signed", "hashed", "sessions", "granted", "asserted")
 PAGES = {None: ([{"id": 1, "name": "one"}, {"id": 2, "name": None}], "p2"), "p2": ([{"id": 3, "name": "três"}], None)}
