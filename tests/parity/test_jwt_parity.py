@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import jwt
+import pytest
 import yaml
 from fakes.api_server import ApiError, FakeApi, RecordedRequest, Reply
 from fakes.jwt_keys import signing_key, verifying_key
@@ -165,10 +167,10 @@ def _unique(items: list) -> list:
     return found
 
 
-def test_spec_advanced_auth_is_the_same(tmp_path: Path) -> None:
-    manifest = MANIFESTS / "auth.yaml"
+def _specs(manifest: Path, cwd: Path) -> tuple[dict, dict]:
+    """The SPEC message's `spec` from us and from airbyte-cdk."""
     ours = subprocess.run([sys.executable, "-m", "framework.cli.run", str(manifest), "--spec"],
-                          capture_output=True, check=True, cwd=tmp_path, timeout=60)
+                          capture_output=True, check=True, cwd=cwd, timeout=60)
     probe = ("import sys, json, logging, yaml\n"
              "from airbyte_cdk.sources.declarative.concurrent_declarative_source import ConcurrentDeclarativeSource\n"
              "from airbyte_cdk.models import AirbyteMessage, Type, AirbyteMessageSerializer\n"
@@ -179,6 +181,40 @@ def test_spec_advanced_auth_is_the_same(tmp_path: Path) -> None:
     cdk = subprocess.run([CDK_PYTHON, "-c", probe, str(manifest)], capture_output=True, check=True, timeout=120)
     mine = json.loads(ours.stdout.splitlines()[0])["spec"]
     theirs = json.loads([line for line in cdk.stdout.splitlines() if line.startswith(b"{")][-1])["spec"]
+    return mine, theirs
+
+
+def test_spec_advanced_auth_is_the_same(tmp_path: Path) -> None:
+    manifest = MANIFESTS / "auth.yaml"
+    mine, theirs = _specs(manifest, tmp_path)
     assert mine["advanced_auth"] == theirs["advanced_auth"]
     assert mine["connectionSpecification"] == theirs["connectionSpecification"]
     assert yaml.safe_load(manifest.read_text())["spec"]["advanced_auth"]["predicate_value"] == "oauth"
+
+
+def _corpus_specs() -> list[Path]:
+    """Manifests of the corpora (MANIFEST_CORPUS, PYPI_MANIFEST_CORPUS) whose spec has `advanced_auth`."""
+    found = []
+    for variable in ("MANIFEST_CORPUS", "PYPI_MANIFEST_CORPUS"):
+        root = os.environ.get(variable)
+        if root and os.path.isdir(root):
+            found += [path for path in sorted(Path(root).rglob("*.yaml"))
+                      if "advanced_auth:" in path.read_text(errors="replace")]
+    return found
+
+
+def test_advanced_auth_of_real_manifests_is_the_same(tmp_path: Path) -> None:
+    """Each corpus manifest's spec, in a manifest of one plain stream (its streams may need custom code)."""
+    manifests = _corpus_specs()
+    if not manifests:
+        pytest.skip("MANIFEST_CORPUS / PYPI_MANIFEST_CORPUS name no manifest with `advanced_auth`")
+    shell = yaml.safe_load((MANIFESTS / "auth.yaml").read_text())
+    shell["streams"] = shell["streams"][:1]
+    for number, path in enumerate(manifests):
+        spec = yaml.safe_load(path.read_text()).get("spec")
+        if not isinstance(spec, dict) or "advanced_auth" not in spec:
+            continue
+        probe = tmp_path / f"spec_{number}.yaml"
+        probe.write_text(yaml.safe_dump({**shell, "spec": spec}))
+        mine, theirs = _specs(probe, tmp_path)
+        assert mine.get("advanced_auth") == theirs.get("advanced_auth"), path.name
