@@ -347,3 +347,17 @@ def test_spec_carries_advanced_auth(run, fake_api):
             "type": "object",
             "properties": {"refresh_token": {"type": "string", "path_in_connector_config": ["credentials",
                                                                                             "refresh_token"]}}}}}
+
+
+def test_a_jwt_and_its_key_never_appear_even_when_the_api_echoes_them(run, fake_api):
+    def echo(request: RecordedRequest):
+        return Reply(500, {"error": f"bad token {request.headers.get('Authorization')}"})
+
+    fake_api.route("GET", "/items", echo)
+    config = {"base_url": fake_api.url, "private_key": signing_key("RS256"), "key_id": "key-1", "issuer": "i"}
+    result = run(JWT.replace("ALGORITHM", "RS256"), config)
+    assert result.code == 1
+    [message] = result.errors()
+    assert "HTTP 500" in message
+    sent = fake_api.received()[0].headers["Authorization"].removeprefix("Bearer ")
+    result.assert_no(sent, config["private_key"])
