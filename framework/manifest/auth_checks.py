@@ -8,7 +8,9 @@
 * ``additional_jwt_headers`` and ``additional_jwt_payload`` cannot set what the authenticator sets
   itself (``kid``, ``alg``, ``typ``, ``cty``; ``iss``, ``sub``, ``aud``, ``iat``, ``exp``, ``nbf``);
 * an OAuthAuthenticator's ``refresh_token_error_*`` belong on it or on its ``refresh_token_updater``,
-  not both, and act only when all three are given.
+  not both, and act only when all three are given;
+* a key of the spec's ``advanced_auth`` that Airbyte does not know is dropped from the SPEC message
+  (a warning: it is often a misspelling).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Iterator
 
 from framework.diagnostics import Diagnostic
 from framework.manifest.components import Placement, Site
-from framework.models import JWT_ALGORITHMS, JwtAuthenticator, OAuthAuthenticator
+from framework.models import JWT_ALGORITHMS, AuthFlow, JwtAuthenticator, OAuthAuthenticator, Spec
 
 #: Header fields and claims the JwtAuthenticator sets itself (as airbyte-cdk refuses them in the extras).
 RESERVED = {"additional_jwt_headers": ("kid", "alg", "typ", "cty"),
@@ -34,6 +36,16 @@ def auth_checks(sites: list[Site], place: Placement) -> Iterator[Diagnostic]:
             yield from _jwt_checks(site, place)
         elif site.model is OAuthAuthenticator:
             yield from _oauth_checks(site, place)
+        elif site.model is Spec and isinstance(site.data.get("advanced_auth"), dict):
+            for key in site.data["advanced_auth"]:
+                if key not in AuthFlow.model_fields:
+                    close = difflib.get_close_matches(str(key), list(AuthFlow.model_fields), n=1)
+                    yield place.diagnostic(
+                        site.path + ("advanced_auth", key), "unknown-auth-flow-key",
+                        f"`advanced_auth` has no `{key}`: it is left out of the SPEC message, as airbyte-cdk "
+                        "leaves it out", f"did you mean `{close[0]}`?" if close else
+                        f"use {', '.join(f'`{name}`' for name in AuthFlow.model_fields)}",
+                        severity="warning", key=True)
 
 
 def _jwt_checks(site: Site, place: Placement) -> Iterator[Diagnostic]:

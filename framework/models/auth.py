@@ -309,7 +309,12 @@ _OAUTH_SPEC_KEYS = ("oauth_user_input_from_connector_config_specification", "oau
 
 
 class AuthFlow(Model):
-    """Advanced authentication (`advanced_auth` of the spec): how a UI runs an OAuth flow to fill the config."""
+    """Advanced authentication (`advanced_auth` of the spec): how a UI runs an OAuth flow to fill the config.
+
+    Other keys are accepted and left out of the SPEC message, as airbyte-cdk does (validate-manifest warns).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow", defer_build=True)
 
     def as_message(self) -> dict[str, Any]:
         """The SPEC message's `advanced_auth`, as airbyte-cdk writes it: fields left out stay out, a

@@ -127,3 +127,15 @@ def test_refresh_token_errors_in_two_places_or_incomplete():
         """)
     assert sorted((d.code, d.severity) for d in found) == [("refresh-token-errors-incomplete", "warning"),
                                                            ("refresh-token-errors-twice", "error")]
+
+
+def test_an_unknown_advanced_auth_key_is_a_warning():
+    text = BASE.replace("            authenticator:\n", "") + textwrap.dedent("""\
+        spec:
+          type: Spec
+          connection_specification: {type: object}
+          advanced_auth: {auth_flow_type: oauth2.0, predicate_keys: [auth_type]}
+        """)
+    [problem] = check_manifest_text(text).diagnostics
+    assert (problem.code, problem.severity) == ("unknown-auth-flow-key", "warning")
+    assert "predicate_key" in problem.fix
