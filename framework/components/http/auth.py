@@ -14,10 +14,16 @@ Templates are rendered once, when the authenticator is built: the config does
 not change during a sync, so a request costs no template work. No ``repr``
 shows a credential.
 
-Tokens obtained at run time (:class:`OAuth`, :class:`SessionToken`) are
-shared by every stream, which may be read on several threads: a lock guards
+Tokens obtained at run time (:class:`OAuth`, :class:`SessionToken`,
+:class:`LegacySessionToken`) and signed ones (:class:`Jwt`, signed with PyJWT)
+are shared by every stream, which may be read on several threads: a lock guards
 renewal, and after a 401 a thread that finds the token already renewed by
 another thread retries with the new one instead of fetching yet another.
+
+An OAuth authenticator with a ``refresh_token_updater`` takes each token
+answer's new refresh token for its next refresh, and reports what the config
+should now hold as a :class:`TokenRotation` (:meth:`OAuth.rotation`,
+:meth:`OAuth.on_rotation`); saving it is the sync-wide token service's part.
 """
 
 from __future__ import annotations
