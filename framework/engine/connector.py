@@ -159,8 +159,8 @@ def airbyte_spec(source: DeclarativeSource) -> dict[str, Any] | None:
     out: dict[str, Any] = {"connectionSpecification": dict(spec.connection_specification)}
     if spec.documentation_url:
         out["documentationUrl"] = spec.documentation_url
-    if spec.advanced_auth:
-        out["advanced_auth"] = dict(spec.advanced_auth)
+    if spec.advanced_auth is not None:
+        out["advanced_auth"] = spec.advanced_auth.as_message()
     return out
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from framework.diagnostics import Diagnostic
 from framework.interpolation import DEPRECATED_VARIABLES, VARIABLES, TemplateEngine, analyze_template
 from framework.manifest.async_checks import async_checks
+from framework.manifest.auth_checks import auth_checks
 from framework.manifest.components import Placement, Site, field_aliases
 from framework.manifest.custom_checks import custom_checks
 from framework.manifest.decoder_checks import decoder_checks
@@ -51,6 +52,7 @@ def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str
     found.extend(query_properties_checks(sites, place))
     found.extend(decoder_checks(sites, place))
     found.extend(async_checks(sites, place))  # asynchronous jobs (issue 17)
+    found.extend(auth_checks(sites, place))
     found.extend(migration_checks(sites, place))
     found.extend(stream_group_checks(sites, data, place))
     found.extend(dynamic_checks(sites, place))

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from framework.models.auth import AuthFlow
 from framework.models.base import BASE, Component, spec
 from framework.models.custom import (
     CustomDecoder,
@@ -224,8 +225,10 @@ class Spec(Component):
     documentation_url: str | None = spec(
         "Where the connector is documented.", "https://docs.example.com/connector", None
     )
-    advanced_auth: Mapping[str, Any] | None = spec(
-        "OAuth flow settings passed through to the SPEC message.", {"auth_flow_type": "oauth2.0"}, None
+    advanced_auth: AuthFlow | None = spec(
+        "How a UI runs an OAuth flow to fill the config; carried by the SPEC message.",
+        {"auth_flow_type": "oauth2.0", "predicate_key": ["credentials", "auth_type"], "predicate_value": "oauth"},
+        None,
     )
     config_normalization_rules: ConfigNormalizationRules | None = spec(
         "How a config is migrated, transformed and validated before a run.",

@@ -14,26 +14,38 @@ Templates are rendered once, when the authenticator is built: the config does
 not change during a sync, so a request costs no template work. No ``repr``
 shows a credential.
 
-Tokens obtained at run time (:class:`OAuth`, :class:`SessionToken`) are
-shared by every stream, which may be read on several threads: a lock guards
+Tokens obtained at run time (:class:`OAuth`, :class:`SessionToken`,
+:class:`LegacySessionToken`) and signed ones (:class:`Jwt`, signed with PyJWT)
+are shared by every stream, which may be read on several threads: a lock guards
 renewal, and after a 401 a thread that finds the token already renewed by
 another thread retries with the new one instead of fetching yet another.
 Authenticators of the same definition, and every Spark task, get their token
 from one sync-wide service the driver owns, which refreshes at most once per
 expiry (:mod:`~framework.components.http.token_service`).
+
+An OAuth authenticator with a ``refresh_token_updater`` takes each token
+answer's new refresh token for its next refresh, and reports what the config
+should now hold as a :class:`TokenRotation` (:meth:`OAuth.rotation`,
+:meth:`OAuth.on_rotation`); saving it is the sync-wide token service's part.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import copy
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 from xml.parsers.expat import ExpatError
 
+import jwt
 import xmltodict
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
 from dateutil.parser import isoparse
 
 from framework.components.http.client import Authenticator, HttpClient
@@ -46,7 +58,7 @@ from framework.components.http.request import (
     join_url,
     without_nulls,
 )
-from framework.components.http.token_service import RefreshTokenRotation, SharedToken, share
+from framework.components.http.token_service import SharedToken, save_rotation, share
 from framework.components.http.transport import HttpResponse
 from framework.components.registry import BuildContext, builds
 from framework.errors import (
@@ -69,13 +81,17 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "TOKEN_RENEW_MARGIN",
     "TOKEN_RETRIES",
+    "JWT_BEARER_GRANT",
     "ApiKeyAuth",
     "Authenticator",
     "BasicAuth",
     "BearerAuth",
+    "Jwt",
+    "LegacySessionToken",
     "NoAuth",
     "OAuth",
     "SessionToken",
+    "TokenRotation",
 ]
 
 #: How many times a token or login request is retried after a 429, a 5xx or a connection failure.
@@ -284,8 +300,9 @@ class _TokenRequestErrors:
 
     max_retries = TOKEN_RETRIES
 
-    def __init__(self, clock: Clock):
+    def __init__(self, clock: Clock, refused: Callable[[HttpResponse], bool] | None = None):
         self.clock = clock
+        self.refused = refused  # whether an error answer says the refresh token was refused
 
     def interpret(self, response: HttpResponse | None, error: TransportError | None = None) -> Resolution:
         if response is None:
@@ -296,6 +313,9 @@ class _TokenRequestErrors:
         said = f"it answered HTTP {response.status}{_error_detail(response)}"
         if response.status == 429 or response.status >= 500:
             return Resolution("RETRY", "transient_error", said)
+        if self.refused is not None and self.refused(response):
+            said += ("; the refresh token was refused (invalid, expired or already used): "
+                     "re-authenticate the source's credentials")
         return Resolution("FAIL", "config_error", said)
 
     def backoff(self, response: HttpResponse | None, attempt: int) -> float:
@@ -312,7 +332,8 @@ _TOKEN_BACKOFF = ExponentialBackoff(0.5)  # 1, 2, 4 ... s for retry 1, 2, 3 ...
 _Failed = Callable[[str, str | None, bool], AuthenticationError]
 
 
-def _exchange(ctx: BuildContext, parts: RequestParts, mask: Mask, failed: _Failed) -> HttpResponse:
+def _exchange(ctx: BuildContext, parts: RequestParts, mask: Mask, failed: _Failed,
+              refused: Callable[[HttpResponse], bool] | None = None) -> HttpResponse:
     """Send a token or login request, retried as :class:`_TokenRequestErrors` says.
 
     ``failed(reason, hint, transient)`` makes the error raised when retries are
@@ -323,7 +344,7 @@ def _exchange(ctx: BuildContext, parts: RequestParts, mask: Mask, failed: _Faile
         hint = "check the URL or try again later" if response is None else None
         return failed(resolution.message or "it failed", hint, exhausted)
 
-    client = HttpClient(ctx.transport, _TokenRequestErrors(ctx.clock), sleep=ctx.sleep, mask=mask,
+    client = HttpClient(ctx.transport, _TokenRequestErrors(ctx.clock, refused), sleep=ctx.sleep, mask=mask,
                         give_up=give_up)
     response = client.send(parts)
     assert response is not None  # the handler never says IGNORE
@@ -382,31 +403,153 @@ def _seconds(value: Any) -> float | None:
     return None
 
 
+#: The grant of a JWT bearer token request (RFC 7523), used with ``use_profile_assertion``.
+JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+#: How deep a token answer is searched for a key (as Airbyte does, the first match at any depth up to this).
+_SEARCH_DEPTH = 5
+
+
+def _find(body: Any, key: str, depth: int = 0) -> Any:
+    """The value under ``key`` in a token answer: at the top level, else the first one found in nested
+    objects and arrays (at most :data:`_SEARCH_DEPTH` levels down); None when there is none."""
+    if depth > _SEARCH_DEPTH:
+        return None
+    if isinstance(body, dict):
+        if key in body:
+            return body[key]
+        children: Any = body.values()
+    elif isinstance(body, list):
+        children = body
+    else:
+        return None
+    for child in children:
+        found = _find(child, key, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _config_at(config: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    node: Any = config
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    """Which token answers mean the refresh token was refused (``refresh_token_error_*``)."""
+
+    statuses: frozenset[int]
+    key: str
+    values: frozenset[str]
+
+    def __call__(self, response: HttpResponse) -> bool:
+        if response.status not in self.statuses:
+            return False
+        body = _json_object(response)
+        return body is not None and body.get(self.key) in self.values
+
+
+@dataclass(frozen=True)
+class TokenRotation:
+    """What one refresh under ``refresh_token_updater`` left in force, and where the config keeps it.
+
+    ``generation`` counts the refreshes of this authenticator (1 for the first). ``token_expiry_date``
+    is ISO 8601 (UTC), or empty when the token answer gave no lifetime (the next run then refreshes
+    first). :meth:`updates` and :meth:`applied_to` say how the config changes: the token helper saves
+    that (a CONTROL message, or the config file rewritten); this class only describes it.
+    """
+
+    access_token: str = field(repr=False)
+    refresh_token: str = field(repr=False)
+    token_expiry_date: str
+    access_token_config_path: tuple[str, ...]
+    refresh_token_config_path: tuple[str, ...]
+    token_expiry_date_config_path: tuple[str, ...]
+    generation: int
+
+    def updates(self) -> tuple[tuple[tuple[str, ...], str], ...]:
+        """``(config path, new value)`` for the access token, the refresh token and the expiry date."""
+        return ((self.access_token_config_path, self.access_token),
+                (self.refresh_token_config_path, self.refresh_token),
+                (self.token_expiry_date_config_path, self.token_expiry_date))
+
+    def applied_to(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """A copy of ``config`` with :meth:`updates` written in (objects made along a path that lacks them)."""
+        updated = copy.deepcopy(dict(config))
+        for path, value in self.updates():
+            node = updated
+            for key in path[:-1]:
+                child = node.get(key)
+                if not isinstance(child, dict):
+                    child = node[key] = {}
+                node = child
+            node[path[-1]] = value
+        return updated
+
+
+@dataclass(frozen=True)
+class _Rotating:
+    """A ``refresh_token_updater``: the answer's key of the new refresh token and the config paths."""
+
+    refresh_token_name: str
+    access_token_config_path: tuple[str, ...]
+    refresh_token_config_path: tuple[str, ...]
+    token_expiry_date_config_path: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class _OAuthSettings:
-    """An OAuthAuthenticator with its templates rendered."""
+    """An OAuthAuthenticator with its templates rendered.
+
+    A token request sends ``head`` (grant type, client credentials), then the refresh token (under
+    ``refresh_token_name``), then those of ``tail`` (scopes, ``refresh_request_body``) whose names
+    are not taken already, as Airbyte orders and ranks them; in the form body, or in the query
+    string with ``as_query``. With a profile assertion the request holds the grant type and the
+    signed ``assertion`` only.
+    """
 
     endpoint: str
     grant_type: str
-    body: Mapping[str, Any] = field(repr=False)
+    grant_type_name: str
+    head: Mapping[str, Any] = field(repr=False)
+    tail: Mapping[str, Any] = field(repr=False)
+    refresh_token_name: str
     headers: Mapping[str, str] = field(repr=False)
     access_token_name: str
     expires_in_name: str
     expiry_format: str | None
-    hidden: tuple[str, ...] = field(repr=False)  # client secret and refresh token
+    as_query: bool = False
+    refused: _Refusal | None = None
+    hidden: tuple[str, ...] = field(default=(), repr=False)  # client secret
 
 
 class OAuth(_RenewedToken):
-    """OAuth 2.0 access tokens (``refresh_token`` or ``client_credentials`` grant), sent as a bearer token."""
+    """OAuth 2.0 access tokens (``refresh_token``, ``client_credentials`` or JWT bearer grant), sent as a
+    bearer token.
+
+    With a rotating refresh token (``rotating``), each token answer's new refresh token is the one the
+    next refresh sends, and :meth:`rotation` tells what the config should now hold; listeners added
+    with :meth:`on_rotation` hear of each rotation as it happens (under the renewal lock, once per
+    refresh).
+    """
 
     def __init__(self, settings: _OAuthSettings, ctx: BuildContext, place: str | None,
-                 initial: _Token | None = None, rotation: RefreshTokenRotation | None = None):
+                 initial: _Token | None = None, refresh_token: str = "", rotating: _Rotating | None = None,
+                 assertion: Jwt | None = None):
         super().__init__(ctx.clock, initial)
-        self._rotation = rotation  # a rotating refresh token (`refresh_token_updater`)
         self._settings = settings
         self._ctx = ctx
         self._place = place
         self._fetchable = bool(settings.endpoint)
+        self._refresh_token = refresh_token
+        self._rotating = rotating
+        self._assertion = assertion
+        self._rotation: TokenRotation | None = None
+        self._listeners: list[Callable[[TokenRotation], None]] = []
 
     def __repr__(self) -> str:
         endpoint = self._ctx.mask(self._settings.endpoint) if self._settings.endpoint else None
@@ -416,15 +559,45 @@ class OAuth(_RenewedToken):
         parts.headers["Authorization"] = f"Bearer {self.token()}"
 
     def secrets(self) -> tuple[str, ...]:
-        rotated = _present(self._rotation.refresh_token) if self._rotation is not None else ()
-        return self._current_secret() + self._settings.hidden + rotated
+        assertion = self._assertion.secrets() if self._assertion is not None else ()
+        return tuple(dict.fromkeys(self._current_secret() + self._settings.hidden + _present(self._refresh_token)
+                                   + assertion))
+
+    def refresh_token(self) -> str:
+        """The refresh token the next refresh sends (a rotating one changes with each refresh)."""
+        return self._refresh_token
+
+    def rotation(self) -> TokenRotation | None:
+        """The config values the latest refresh left in force, under ``refresh_token_updater``; None before
+        the first refresh or without an updater."""
+        return self._rotation
+
+    def on_rotation(self, listener: Callable[[TokenRotation], None]) -> None:
+        """Call ``listener`` with each :class:`TokenRotation` from now on (after the refresh that made it)."""
+        self._listeners.append(listener)
+
+    def request(self) -> RequestParts:
+        """The token request a refresh sends now."""
+        settings = self._settings
+        args: dict[str, Any]
+        if self._assertion is not None:
+            args = {settings.grant_type_name: settings.grant_type, "assertion": self._assertion.value()}
+        else:
+            args = dict(settings.head)
+            if self._refresh_token:
+                args[settings.refresh_token_name] = self._refresh_token
+            for key, value in settings.tail.items():
+                args.setdefault(key, value)
+        headers = dict(settings.headers)
+        if settings.as_query:
+            query = urlencode([(k, v) for k, v in args.items() if v is not None], doseq=True)
+            url = f"{settings.endpoint}{'&' if '?' in settings.endpoint else '?'}{query}"
+            return RequestParts("POST", url=url, headers=headers)
+        return RequestParts("POST", url=settings.endpoint, headers=headers, data=args)
 
     def _fetch(self) -> _Token:
         settings = self._settings
-        data = dict(settings.body)
-        if self._rotation is not None:
-            data[self._rotation.field] = self._rotation.refresh_token
-        parts = RequestParts("POST", url=settings.endpoint, headers=dict(settings.headers), data=data)
+        parts = self.request()
         where = parts.to_request().describe(self._mask)
         credentials = "check client_id, client_secret and refresh_token in the config"
 
@@ -436,23 +609,36 @@ class OAuth(_RenewedToken):
             )
 
         started = self._clock.now()
-        response = _exchange(self._ctx, parts, self._mask, failed)
+        response = _exchange(self._ctx, parts, self._mask, failed, settings.refused)
         body = _json_object(response)
         if body is None:
             raise failed("its answer is not a JSON object", None, False)
-        value = body.get(settings.access_token_name)
+        value = _find(body, settings.access_token_name)
         if not isinstance(value, str) or not value:
             keys = ", ".join(f"`{key}`" for key in sorted(map(str, body))) or "none"
             raise failed(
                 f"its answer has no `{settings.access_token_name}` (its keys: {keys})",
                 f"set `access_token_name` if the token is under another key; otherwise {credentials}", False,
             )
-        expires = self._expiry(body.get(settings.expires_in_name), started, failed)
-        if self._rotation is not None:
-            self._rotation.rotated(body, value, expires)
+        expires = self._expires_at(_find(body, settings.expires_in_name), started)
+        if self._rotating is not None:
+            self._rotate(value, _find(body, self._rotating.refresh_token_name), expires)
         return _Token(value, _renew_at(started, expires) if expires is not None else None, expires)
 
-    def _expiry(self, raw: Any, started: datetime, failed: _Failed) -> datetime | None:
+    def _rotate(self, access_token: str, refresh_token: Any, expires: datetime | None) -> None:
+        rotating = self._rotating
+        assert rotating is not None
+        if isinstance(refresh_token, str) and refresh_token:
+            self._refresh_token = refresh_token  # the answer may leave it out: then the old one stays
+        generation = self._rotation.generation + 1 if self._rotation is not None else 1
+        self._rotation = rotation = TokenRotation(
+            access_token, self._refresh_token, expires.isoformat() if expires is not None else "",
+            rotating.access_token_config_path, rotating.refresh_token_config_path,
+            rotating.token_expiry_date_config_path, generation)
+        for listener in list(self._listeners):
+            listener(rotation)
+
+    def _expires_at(self, raw: Any, started: datetime) -> datetime | None:
         if raw is None or raw == "":
             return None  # no lifetime given: use the token until a 401
         fmt = self._settings.expiry_format
@@ -460,8 +646,11 @@ class OAuth(_RenewedToken):
         if seconds is not None:
             return started + timedelta(seconds=seconds)
         try:
-            expires = _expiry_of(raw, fmt)
+            return _expiry_of(raw, fmt)
         except DatetimeFormatError:
+            if fmt:  # Airbyte reads a time of expiration with a format as any ISO 8601 datetime too
+                with contextlib.suppress(DatetimeFormatError):
+                    return _expiry_of(raw, None)
             name = self._settings.expires_in_name
             raise AuthenticationError(
                 f"the token endpoint {self._settings.endpoint and self._mask(self._settings.endpoint)} gave "
@@ -470,10 +659,23 @@ class OAuth(_RenewedToken):
                 + "; set `token_expiry_date_format` to the format of that value",
                 place=self._place,
             ) from None
-        return expires
 
     def _mask(self, text: str) -> str:
         return masking_credentials(self, self._ctx.mask)(text)
+
+
+def _refusal(model: models.OAuthAuthenticator, place: str | None) -> _Refusal | None:
+    updater = model.refresh_token_updater
+    own = (model.refresh_token_error_status_codes, model.refresh_token_error_key, model.refresh_token_error_values)
+    legacy = ((updater.refresh_token_error_status_codes, updater.refresh_token_error_key,
+               updater.refresh_token_error_values) if updater is not None else ((), "", ()))
+    if any(own) and any(legacy):
+        raise ConfigError("`refresh_token_error_*` are set both on the OAuthAuthenticator and on its "
+                          "`refresh_token_updater`; keep those of the OAuthAuthenticator" + place_suffix(place))
+    codes, key, values = own if any(own) else legacy
+    if not (codes and key and values):
+        return None
+    return _Refusal(frozenset(codes), key, frozenset(values))
 
 
 @builds("OAuthAuthenticator")
@@ -483,77 +685,114 @@ def _build_oauth(model: models.OAuthAuthenticator, ctx: BuildContext, path: tupl
     def render(value: Any) -> str:
         return _text(ctx.render(value, params)) if value is not None else ""
 
-    grant_type = render(model.grant_type) or "refresh_token"
+    place = ctx.place(path)
+    updater = model.refresh_token_updater
+    use_assertion = bool(ctx.render(model.use_profile_assertion, params, "boolean"))
+    grant_type = JWT_BEARER_GRANT if use_assertion else (render(model.grant_type) or "refresh_token")
     client_id, client_secret = render(model.client_id), render(model.client_secret)
-    refresh_token = render(model.refresh_token)
-    body: dict[str, Any] = {model.grant_type_name: grant_type}
-    if client_id:
-        body[model.client_id_name] = client_id
-    if client_secret:
-        body[model.client_secret_name] = client_secret
-    if grant_type == "refresh_token" and refresh_token:
-        body[model.refresh_token_name] = refresh_token
-    if model.scopes:
-        body["scope"] = " ".join(model.scopes)
-    body.update(_render_mapping(ctx, model.refresh_request_body, params))
+    if updater is not None:  # as Airbyte: the config's `credentials` win over the rendered values
+        client_id = _text(_config_at(ctx.config, ("credentials", "client_id"))) or client_id
+        client_secret = _text(_config_at(ctx.config, ("credentials", "client_secret"))) or client_secret
+        refresh_token = _text(_config_at(ctx.config, tuple(updater.refresh_token_config_path)))
+    else:
+        refresh_token = render(model.refresh_token)
     headers = {str(k): _text(v) for k, v in _render_mapping(ctx, model.refresh_request_headers, params).items()}
+    head: dict[str, Any] = {model.grant_type_name: grant_type}
+    if "Authorization" not in headers:  # credentials in that header are not repeated in the body
+        if client_id:
+            head[model.client_id_name] = client_id
+        if client_secret:
+            head[model.client_secret_name] = client_secret
+    tail: dict[str, Any] = {"scopes": list(model.scopes)} if model.scopes else {}
+    for key, value in _render_mapping(ctx, model.refresh_request_body, params).items():
+        tail.setdefault(key, value)
+    assertion: Jwt | None = None
+    if use_assertion:
+        if model.profile_assertion is None:
+            raise ConfigError("`use_profile_assertion` is on but there is no `profile_assertion`; add a "
+                              "JwtAuthenticator there" + place_suffix(place))
+        assertion = _build_jwt(model.profile_assertion, ctx, path + ("profile_assertion",))
     settings = _OAuthSettings(
         endpoint=render(model.token_refresh_endpoint),
         grant_type=grant_type,
-        body=body,
+        grant_type_name=model.grant_type_name,
+        head=head,
+        tail=tail,
+        refresh_token_name=model.refresh_token_name,
         headers=headers,
         access_token_name=model.access_token_name,
         expires_in_name=model.expires_in_name,
         expiry_format=model.token_expiry_date_format,
-        hidden=_present(client_secret, refresh_token),
+        as_query=model.send_refresh_request_as_query_params,
+        refused=_refusal(model, place),
+        hidden=_present(client_secret),
     )
-    place = ctx.place(path)
-    rotation = None
-    if model.refresh_token_updater is not None:
-        rotation = RefreshTokenRotation(model.refresh_token_updater, ctx.config, ctx.config_sink,
-                                        model.refresh_token_name, refresh_token, place)
-        settings = replace(settings, hidden=settings.hidden + _present(rotation.refresh_token))
+    rotating = None
     initial = None
-    access_token = render(model.access_token_value)
-    if rotation is not None:  # the tokens live at the updater's config paths
-        held, expires = rotation.initial(ctx.config)
-        if held:  # without a readable expiry it is refreshed before first use
-            initial = _Token(held, _renew_at(ctx.clock.now(), expires) if expires else ctx.clock.now(), expires)
-    elif access_token:
-        expiry_text = render(model.token_expiry_date)
-        renew_at = None
-        if expiry_text:
-            try:
-                expires = _expiry_of(expiry_text, model.token_expiry_date_format)
-            except DatetimeFormatError as exc:
-                fmt = model.token_expiry_date_format
-                raise ConfigError(
-                    f"the OAuth `token_expiry_date` could not be read: {exc}; give it as an ISO 8601 datetime"
-                    + (f" or in the format {fmt!r}" if fmt else "")
-                    + place_suffix(place)
-                ) from None
-            renew_at = _renew_at(ctx.clock.now(), expires)
-        initial = _Token(access_token, renew_at)
-    if initial is None and not settings.endpoint:
-        raise ConfigError(
-            "the OAuth authenticator has neither an access token (`access_token_value` rendered empty) "
-            "nor a `token_refresh_endpoint` to get one; set the access token in the config"
-            + place_suffix(place)
-        )
-    oauth = OAuth(settings, ctx, place, initial, rotation)
-    # One token per definition for the whole sync (digested: the body holds the secrets).
-    updater = model.refresh_token_updater.model_dump(mode="json") if model.refresh_token_updater else None
-    oauth._shared_by(ctx, "oauth", [settings.endpoint, grant_type, client_id, body, headers,
-                                    model.access_token_name, access_token, updater])
+    if updater is not None:
+        rotating = _Rotating(updater.refresh_token_name, tuple(updater.access_token_config_path),
+                             tuple(updater.refresh_token_config_path), tuple(updater.token_expiry_date_config_path))
+        initial = _held_token(ctx, _config_at(ctx.config, rotating.access_token_config_path),
+                              _config_at(ctx.config, rotating.token_expiry_date_config_path))
+    else:
+        access_token = render(model.access_token_value)
+        if access_token:
+            expiry_text = render(model.token_expiry_date)
+            renew_at = None
+            if expiry_text:
+                try:
+                    expires = _expiry_of(expiry_text, model.token_expiry_date_format)
+                except DatetimeFormatError as exc:
+                    fmt = model.token_expiry_date_format
+                    raise ConfigError(
+                        f"the OAuth `token_expiry_date` could not be read: {exc}; give it as an ISO 8601 datetime"
+                        + (f" or in the format {fmt!r}" if fmt else "")
+                        + place_suffix(place)
+                    ) from None
+                renew_at = _renew_at(ctx.clock.now(), expires)
+            initial = _Token(access_token, renew_at)
+        elif not settings.endpoint:
+            raise ConfigError(
+                "the OAuth authenticator has neither an access token (`access_token_value` rendered empty) "
+                "nor a `token_refresh_endpoint` to get one; set the access token in the config"
+                + place_suffix(place)
+            )
+    if rotating is not None and not refresh_token:
+        where = ".".join(rotating.refresh_token_config_path)
+        raise ConfigError(f"the config has no refresh token at `{where}` (the OAuth `refresh_token_updater`'s "
+                          "`refresh_token_config_path`); set it there, or point the path at it" + place_suffix(place))
+    oauth = OAuth(settings, ctx, place, initial, refresh_token, rotating, assertion)
+    if rotating is not None:  # each rotation saved once, where this run saves its config (the driver's refresh)
+        oauth.on_rotation(lambda rotation: save_rotation(ctx.config_sink, rotation.updates()))
+    # One token per definition for the whole sync (digested: the request holds the secrets).
+    oauth._shared_by(ctx, "oauth", [settings.endpoint, grant_type, client_id, head, tail, headers,
+                                    model.access_token_name, render(model.access_token_value),
+                                    updater.model_dump(mode="json") if updater is not None else None,
+                                    assertion is not None])
     return oauth
 
 
-def _render_mapping(ctx: BuildContext, values: Any, parameters: Mapping[str, Any]) -> dict[str, Any]:
-    """Keys and text values of a mapping rendered; a single template string must render an object."""
+def _held_token(ctx: BuildContext, access_token: Any, expiry: Any) -> _Token | None:
+    """The access token a rotating config holds, while its expiry date is ahead; None (refresh first) when
+    either is missing or the date cannot be read."""
+    if not isinstance(access_token, str) or not access_token or expiry in (None, ""):
+        return None
+    try:
+        expires = _expiry_of(expiry, None)
+    except DatetimeFormatError:
+        return None
+    now = ctx.clock.now()
+    return _Token(access_token, _renew_at(now, expires)) if expires > now else None
+
+
+def _render_mapping(ctx: BuildContext, values: Any, parameters: Mapping[str, Any],
+                    result: str = "string") -> dict[str, Any]:
+    """Keys and values of a mapping rendered (values as ``result``); a single template string must render
+    an object."""
     if isinstance(values, str):
         rendered = ctx.render(values, parameters, "object")
         return dict(rendered) if isinstance(rendered, Mapping) else {}
-    return {_text(ctx.render(k, parameters)): ctx.render(v, parameters) for k, v in values.items()}
+    return {_text(ctx.render(k, parameters)): ctx.render(v, parameters, result) for k, v in values.items()}
 
 
 def _render_deep(ctx: BuildContext, value: Any, parameters: Mapping[str, Any]) -> Any:
@@ -698,6 +937,259 @@ def _render_body_data(ctx: BuildContext, body: Any, parameters: Mapping[str, Any
     if isinstance(body, str):
         return ctx.render(body, parameters, "any")
     return {k: _text(v) for k, v in _render_mapping(ctx, body, parameters).items() if v is not None}
+
+
+# --- signed JSON Web Tokens ---------------------------------------------------------------
+
+#: Header fields and claims a manifest sets by name, not through the ``additional_*`` mappings (as Airbyte).
+RESERVED_JWT_HEADERS = ("kid", "alg", "typ", "cty")
+RESERVED_JWT_CLAIMS = ("iss", "sub", "aud", "iat", "exp", "nbf")
+
+
+@dataclass(frozen=True)
+class _JwtSettings:
+    """A JwtAuthenticator with its templates rendered and its key loaded."""
+
+    algorithm: str
+    key: Any = field(repr=False)  # text or bytes for HS algorithms, a private key object (or PEM text) otherwise
+    headers: Mapping[str, Any]
+    claims: Mapping[str, Any] = field(repr=False)
+    duration: int | None
+    prefix: str
+    hidden: tuple[str, ...] = field(repr=False)  # the secret key as given and as used, the passphrase
+
+
+class Jwt(_RenewedToken):
+    """A JSON Web Token signed with PyJWT: ``iat`` and ``nbf`` are the time of signing and ``exp`` is
+    ``token_duration`` seconds later (the time of signing itself without one, so each request signs
+    anew); the token is signed again a minute before it expires (or halfway through a shorter life),
+    by the injected clock, and after a 401."""
+
+    def __init__(self, settings: _JwtSettings, injection: Injection, ctx: BuildContext, place: str | None):
+        super().__init__(ctx.clock)
+        self._settings = settings
+        self._injection = injection
+        self._place = place
+
+    def __repr__(self) -> str:
+        return f"Jwt(algorithm={self._settings.algorithm!r}, inject_into={self._injection.inject_into!r})"
+
+    def value(self) -> str:
+        """What is sent: the token, after ``header_prefix`` and a space when there is one."""
+        token = self.token()
+        return f"{self._settings.prefix} {token}" if self._settings.prefix else token
+
+    def apply(self, parts: RequestParts) -> None:
+        self._injection.apply(parts, self.value())
+
+    def secrets(self) -> tuple[str, ...]:
+        return self._current_secret() + self._settings.hidden
+
+    def _fetch(self) -> _Token:
+        settings = self._settings
+        now = self._clock.now()
+        issued = int(now.timestamp())
+        expires = issued + settings.duration if settings.duration is not None else issued
+        claims = {**settings.claims, "iat": issued, "exp": expires, "nbf": issued}
+        try:
+            token = jwt.encode(claims, settings.key, algorithm=settings.algorithm, headers=dict(settings.headers))
+        except (jwt.PyJWTError, ValueError, TypeError) as exc:
+            raise ConfigError(f"the JWT could not be signed with {settings.algorithm}: {_reason(exc)}; "
+                              + _KEY_FIX + place_suffix(self._place)) from None
+        expiry = datetime.fromtimestamp(expires, timezone.utc)
+        return _Token(token, _renew_at(now, expiry) if expires > issued else now)
+
+
+_KEY_FIX = ("give `secret_key` a shared secret for HS algorithms, or a PEM private key of the algorithm's kind "
+            "(RSA for RS and PS, EC for ES, Ed25519 for EdDSA) with its `passphrase` when it is encrypted")
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:200]
+
+
+def _signing_key(algorithm: str, secret: str, encode: bool, passphrase: str, place: str | None) -> Any:
+    """The key PyJWT signs with, loaded now so that a bad key fails the build, not the first request.
+
+    As Airbyte: with a passphrase the secret is an encrypted PEM private key; otherwise it is used as
+    given, base64-encoded first when ``base64_encode_secret_key`` says so.
+    """
+    try:
+        if passphrase:
+            return serialization.load_pem_private_key(secret.encode(), password=passphrase.encode())
+        key = base64.b64encode(secret.encode()).decode("ascii") if encode else secret
+        return jwt.get_algorithm_by_name(algorithm).prepare_key(key)
+    except (jwt.PyJWTError, ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        raise ConfigError(f"the JwtAuthenticator's `secret_key` is not a key for {algorithm}: {_reason(exc)}; "
+                          + _KEY_FIX + place_suffix(place)) from None
+
+
+def _build_jwt(model: models.JwtAuthenticator, ctx: BuildContext, path: tuple) -> Jwt:
+    params = model.parameters
+    place = ctx.place(path)
+
+    def text(value: Any) -> str:
+        return _text(ctx.render(value, params)) if value is not None else ""
+
+    if model.algorithm not in models.JWT_ALGORITHMS:
+        raise ConfigError(f"unknown JWT algorithm {model.algorithm!r}; use one of "
+                          f"{', '.join(models.JWT_ALGORITHMS)}" + place_suffix(place))
+    if model.token_duration is not None and model.token_duration <= 0:
+        raise ConfigError(f"`token_duration` is {model.token_duration}; give the token's lifetime in seconds, "
+                          "a positive integer" + place_suffix(place))
+    headers = {k: v for k, v in _render_mapping(ctx, model.additional_jwt_headers, params, "any").items()}
+    claims = {k: v for k, v in _render_mapping(ctx, model.additional_jwt_payload, params, "any").items()}
+    for names, given, what in ((RESERVED_JWT_HEADERS, headers, "additional_jwt_headers"),
+                               (RESERVED_JWT_CLAIMS, claims, "additional_jwt_payload")):
+        taken = [name for name in names if name in given]
+        if taken:
+            raise ConfigError(f"`{what}` sets {', '.join(f'`{n}`' for n in taken)}, which the authenticator "
+                              f"sets itself; remove {'it' if len(taken) == 1 else 'them'} there"
+                              + place_suffix(place))
+    named = model.jwt_headers if model.jwt_headers is not None else models.JwtHeaders()
+    for name in ("kid", "typ", "cty"):
+        value = text(getattr(named, name))
+        if value:
+            headers[name] = value
+    if model.jwt_payload is not None:
+        for name in ("iss", "sub", "aud"):
+            value = text(getattr(model.jwt_payload, name))
+            if value:
+                claims[name] = value
+    secret = text(model.secret_key)
+    passphrase = text(model.passphrase)
+    encode = bool(ctx.render(model.base64_encode_secret_key, params, "boolean"))
+    key = _signing_key(model.algorithm, secret, encode, passphrase, place)
+    hidden = _present(secret, base64.b64encode(secret.encode()).decode("ascii") if encode and secret else "",
+                      passphrase)
+    injection = (injection_of(model.request_option, ctx) if model.request_option is not None
+                 else Injection("header", ("Authorization",)))
+    settings = _JwtSettings(model.algorithm, key, headers, claims, model.token_duration, text(model.header_prefix),
+                            hidden)
+    return Jwt(settings, injection, ctx, place)
+
+
+builds("JwtAuthenticator")(_build_jwt)
+
+
+# --- the older session token ---------------------------------------------------------------
+
+
+class LegacySessionToken(_RenewedToken):
+    """Airbyte's LegacySessionTokenAuthenticator: a session token sent in ``header``.
+
+    The config's token is used when ``GET <url_base><validate_session_url>`` (the token in the header)
+    answers 2xx; when it answers 401, or there is no such token, ``POST <url_base><login_url>`` with
+    ``{"username": ..., "password": ...}`` logs in and the answer's ``session_token_response_key``
+    is the token. The URLs are the requester's ``url_base`` and the path joined as written, as Airbyte
+    joins them; the base comes with the first request. A 401 on a data request logs in again when
+    there are credentials.
+    """
+
+    def __init__(self, header: str, session_token: str, response_key: str, username: str, password: str,
+                 login_url: str, validate_url: str, ctx: BuildContext, place: str | None):
+        super().__init__(ctx.clock)
+        self._header = header
+        self._given = session_token
+        self._response_key = response_key
+        self._username = username
+        self._password = password
+        self._login_url = login_url
+        self._validate_url = validate_url
+        self._ctx = ctx
+        self._place = place
+        self._base: str | None = None
+        self._given_checked = False
+        self._fetchable = bool(username and password) or bool(session_token)
+
+    def __repr__(self) -> str:
+        return f"LegacySessionToken(header={self._header!r}, login_url={self._login_url!r})"
+
+    def apply(self, parts: RequestParts) -> None:
+        if self._base is None:
+            self._base = parts.url_base
+        parts.headers[self._header] = self.token()
+
+    def secrets(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self._current_secret() + _present(self._given, self._password)))
+
+    def _failed(self, where: str, doing: str) -> _Failed:
+        def failed(reason: str, hint: str | None, transient: bool) -> AuthenticationError:
+            fix = hint or ("the API may be down; try again later" if transient
+                           else "check the session token, username and password in the config")
+            return AuthenticationError(f"could not {doing} at {where}: {reason}; {fix}", request=where,
+                                       place=self._place, failure_type="transient_error" if transient else None)
+        return failed
+
+    def _fetch(self) -> _Token:
+        base = self._base or ""
+        if self._given and not self._given_checked:
+            self._given_checked = True  # a token from the config is tried once; after a 401, log in
+            if self._valid(base):
+                return _Token(self._given, None)
+        if not (self._username and self._password):
+            raise AuthenticationError(
+                "the session token is not valid (or not given) and there is no username and password to log in "
+                "with; set a valid `session_token`, or `username` and `password`, in the config",
+                place=self._place)
+        parts = RequestParts("POST", url=f"{base}{self._login_url}", headers={"Content-Type": "application/json"},
+                             json={"username": self._username, "password": self._password})
+        where = parts.to_request().describe(self._mask)
+        failed = self._failed(where, "log in to get a session token")
+        body = _json_object(_exchange(self._ctx, parts, self._mask, failed))
+        value = body.get(self._response_key) if body is not None else None
+        if value is None or value == "" or isinstance(value, (dict, list)):
+            raise failed(f"its answer has no `{self._response_key}`",
+                         "set `session_token_response_key` to the key of the token in the login answer", False)
+        return _Token(str(value), None)
+
+    def _valid(self, base: str) -> bool:
+        parts = RequestParts("GET", url=f"{base}{self._validate_url}", headers={self._header: self._given})
+        where = parts.to_request().describe(self._mask)
+        errors = _TokenRequestErrors(self._ctx.clock)
+
+        def give_up(resolution: Resolution, response: HttpResponse | None, exhausted: bool) -> AuthenticationError:
+            hint = "check the URL or try again later" if response is None else None
+            return self._failed(where, "validate the session token")(resolution.message or "it failed", hint,
+                                                                     exhausted)
+
+        client = HttpClient(self._ctx.transport, _ValidationErrors(errors), sleep=self._ctx.sleep,
+                            mask=self._mask, give_up=give_up)
+        response = client.send(parts)
+        return response is not None and 200 <= response.status < 300
+
+    def _mask(self, text: str) -> str:
+        return masking_credentials(self, self._ctx.mask)(text)
+
+
+class _ValidationErrors:
+    """Token request errors, except that a 401 means "not valid" (the answer is handed back, no error)."""
+
+    def __init__(self, inner: _TokenRequestErrors):
+        self.inner = inner
+        self.max_retries = inner.max_retries
+
+    def interpret(self, response: HttpResponse | None, error: TransportError | None = None) -> Resolution:
+        if response is not None and response.status == 401:
+            return Resolution("SUCCESS")
+        return self.inner.interpret(response, error)
+
+    def backoff(self, response: HttpResponse | None, attempt: int) -> float:
+        return self.inner.backoff(response, attempt)
+
+
+@builds("LegacySessionTokenAuthenticator")
+def _build_legacy_session_token(model: models.LegacySessionTokenAuthenticator, ctx: BuildContext,
+                                path: tuple) -> LegacySessionToken:
+    params = model.parameters
+
+    def text(value: Any) -> str:
+        return _text(ctx.render(value, params)) if value is not None else ""
+
+    return LegacySessionToken(text(model.header), text(model.session_token), text(model.session_token_response_key),
+                              text(model.username), text(model.password), text(model.login_url),
+                              text(model.validate_session_url), ctx, ctx.place(path))
 
 
 # --- choosing one by the config ---------------------------------------------------------

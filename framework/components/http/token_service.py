@@ -18,7 +18,7 @@ without a refresh. Under the keeper's lock, N callers that saw the same token
 expire or fail cause one refresh: at most one refresh per expiry across the sync.
 
 Rotating refresh tokens (an OAuthAuthenticator's ``refresh_token_updater``,
-:class:`RefreshTokenRotation`): each token response may carry a new refresh
+:func:`save_rotation`): each token response may carry a new refresh
 token, which invalidates the previous one. Only the driver refreshes, and after
 each refresh the new refresh token, access token and expiry are saved once
 through the run's :class:`~framework.engine.config_sink.ConfigSink` (a CONTROL
@@ -35,16 +35,14 @@ import dataclasses
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Generic, Protocol, TypeVar
 
 import orjson
 
-from framework.engine.config_sink import ConfigSink, get_path
-from framework.errors import ConfigError, place_suffix
-from framework.models.token_rotation import RefreshTokenUpdater
+from framework.engine.config_sink import ConfigSink
 from framework.temporal.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -139,49 +137,14 @@ def share(ctx: Any, kind: str, identity: Any, fetch: Callable[[], T], initial: T
     return SharedToken(call, ctx.clock)
 
 
-class RefreshTokenRotation:
-    """A rotating refresh token (``refresh_token_updater``): read from the config, replaced from each
-    token response, and saved (with the access token and its expiry) through the run's config sink.
-
-    Used by the one authenticator whose keeper refreshes (on the driver), under the keeper's lock.
-    """
-
-    def __init__(self, updater: RefreshTokenUpdater, config: Mapping[str, Any], sink: ConfigSink | None,
-                 field: str = "refresh_token", fallback: str = "", place: str | None = None):
-        self.updater = updater
-        self.field = field  # the refresh token's name in the token request
-        self._sink = sink
-        found = get_path(config, updater.refresh_token_config_path)
-        value = found if isinstance(found, str) and found else fallback
-        if not value:
-            where = ".".join(updater.refresh_token_config_path)
-            raise ConfigError(f"the config has no refresh token at `{where}` (the OAuth `refresh_token_updater`'s "
-                              f"`refresh_token_config_path`); set it there, or point the path at it"
-                              + place_suffix(place))
-        self.refresh_token: str = value
-        self.saved = 0
-
-    def initial(self, config: Mapping[str, Any]) -> tuple[str, datetime | None]:
-        """The access token held in the config and its expiry (None: unknown, or unreadable: refresh first)."""
-        access = get_path(config, self.updater.access_token_config_path)
-        expiry = get_path(config, self.updater.token_expiry_date_config_path)
-        return (access if isinstance(access, str) else ""), _parsed(expiry)
-
-    def rotated(self, response: Mapping[str, Any], access_token: str, expires: datetime | None) -> None:
-        """A token response arrived: keep its refresh token (when it has one) and save the three values."""
-        new = response.get(self.updater.refresh_token_name)
-        if isinstance(new, str) and new:
-            self.refresh_token = new
-        changes = {
-            self.updater.refresh_token_config_path: self.refresh_token,
-            self.updater.access_token_config_path: access_token,
-            self.updater.token_expiry_date_config_path: expires.isoformat() if expires is not None else "",
-        }
-        if self._sink is None:
-            log.warning("the OAuth refresh token was refreshed, but this run has nowhere to save it")
-            return
-        self._sink.update(changes)
-        self.saved += 1
+def save_rotation(sink: ConfigSink | None, updates: Iterable[tuple[tuple[str, ...], str]]) -> None:
+    """Save what one refresh under ``refresh_token_updater`` left in force (``(config path, value)`` pairs: the
+    refresh token, the access token, its expiry) once, where this run saves its config (a CONTROL message, or
+    the config file rewritten); on the driver only, the one place a sync refreshes."""
+    if sink is None:
+        log.warning("the OAuth refresh token was rotated, but this run has nowhere to save it")
+        return
+    sink.update(dict(updates))
 
 
 def _parsed(value: Any) -> datetime | None:
@@ -194,5 +157,5 @@ def _parsed(value: Any) -> datetime | None:
     return found.replace(tzinfo=timezone.utc) if found.tzinfo is None else found
 
 
-__all__ = ["RECHECK", "RefreshTokenRotation", "SharedToken", "TokenAsk", "TokenKeeper", "TokenLike", "service_name",
+__all__ = ["RECHECK", "save_rotation", "SharedToken", "TokenAsk", "TokenKeeper", "TokenLike", "service_name",
            "share"]

@@ -208,7 +208,7 @@ def test_oauth_refresh_grant_sends_form_body_and_uses_token():
         "client_id": "cid",
         "client_secret": "csecret-XYZ",
         "refresh_token": "rtok-ABC",
-        "scope": "read write",
+        "scopes": ["read", "write"],  # as Airbyte sends them: `scopes=read&scopes=write`
         "audience": "cid-api",
     }]
     assert transport.requests[0].headers == {"X-Trace": "1"}
@@ -220,7 +220,7 @@ def test_oauth_client_credentials_omits_refresh_token_and_uses_custom_names():
     server = TokenServer()
     ctx, _ = make_ctx(OAUTH_CONFIG, server)
     model = oauth_model(grant_type="client_credentials", client_id_name="app_id", client_secret_name="app_secret",
-                        grant_type_name="gt")
+                        grant_type_name="gt", refresh_token=None)
     assert applied(build(model, ctx)).headers["Authorization"] == "Bearer access-1"
     assert server.forms == [{"gt": "client_credentials", "app_id": "cid", "app_secret": "csecret-XYZ"}]
 
