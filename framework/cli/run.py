@@ -45,6 +45,7 @@ import orjson
 
 from framework.cli.progress import JsonReporter
 from framework.cli.retry_log import showing_retries
+from framework.cli.settings import conf_pair
 from framework.cli.sync_command import SyncOptions, run_sync
 from framework.engine.config_migration import NormalizedConfig, control_message, describe_rewrite, rewrite_config_file
 from framework.engine.connector import airbyte_spec, open_connector
@@ -80,6 +81,11 @@ def _parser() -> argparse.ArgumentParser:
     spark.add_argument("--format", choices=["parquet", "avro", "csv", "jsonl"], help="file format (default parquet)")
     spark.add_argument("--destination", metavar="DEST.json", help="Airbyte S3 destination settings")
     spark.add_argument("--master", metavar="URL", help="Spark master (default local[*], or spark-submit's)")
+    spark.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=conf_pair,
+                       help="a Spark setting (repeatable); wins over spark-defaults.conf and PYSPARK_SUBMIT_ARGS")
+    spark.add_argument("--shared-path", action="store_true",
+                       help="the local --output is a folder every node of the cluster mounts at the same path "
+                            "(without it a local --output on a non-local master is refused)")
     spark.add_argument("--sync-mode", choices=["append", "overwrite"], default="append",
                        help="append to earlier files, or replace them once the sync succeeds")
     spark.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
@@ -213,7 +219,8 @@ def _announce(args: argparse.Namespace, normalized: NormalizedConfig, out: IO[by
 def _sync_options(args: argparse.Namespace) -> SyncOptions:
     return SyncOptions(manifest=args.manifest, destination=args.destination, output=args.output, format=args.format,
                        master=args.master, sync_mode=args.sync_mode, given_state=bool(args.state),
-                       normalize=args.normalize, quiet=args.quiet, log_format=args.log_format)
+                       normalize=args.normalize, quiet=args.quiet, log_format=args.log_format,
+                       conf=tuple(args.conf), shared_path=args.shared_path)
 
 
 if __name__ == "__main__":  # pragma: no cover

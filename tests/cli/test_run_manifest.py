@@ -586,3 +586,27 @@ def test_nan_and_infinity_in_a_body_are_read_as_null(cli, api):
     result = cli("--protocol")
     assert result.code == 0
     assert result.records("broken") == [{"id": 2, "score": None, "limit": None, "low": None}]
+
+
+def test_a_local_output_on_a_cluster_master_exits_2_before_spark_starts(cli, monkeypatch, tmp_path):
+    from framework.spark import session
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(session, "spark_session", no_spark)
+    monkeypatch.chdir(tmp_path)
+    result = cli("--master", "spark://spark-master:7077")  # the default ./output
+    assert result.code == 2 and "Traceback" not in result.stderr
+    assert f"--output {tmp_path / 'output'} is a folder on this machine" in result.stderr
+    assert "use s3://bucket/prefix, or a folder every node mounts at the same path and pass --shared-path" \
+        in result.stderr
+    monkeypatch.setenv("MASTER", "yarn")  # a master the environment names is known before Spark starts too
+    from_env = cli("--output", str(tmp_path / "o"))
+    assert from_env.code == 2 and "the master yarn" in from_env.stderr
+
+
+def test_bad_conf_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["m.yaml", "--config", "c.json", "--conf", "spark.executor.memory"])
+    assert stopped.value.code == 2 and "is not KEY=VALUE" in capsys.readouterr().err
