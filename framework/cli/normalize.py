@@ -4,8 +4,9 @@ Reads the landed catalog (``_airbyte_state/catalog.json``) and files of
 ``--output DIR|s3://bucket/prefix`` (or of ``--destination DEST.json``, whose
 ``normalization`` settings apply), and writes typed tables to the target:
 Parquet under ``<output>/normalized/`` by default. Incremental unless
-``--full-refresh``. Exit codes: 0 success, 1 a stream failed, 2 bad command
-line or settings.
+``--full-refresh``. ``--conf key=value`` passes Spark settings; a local
+output on a cluster master needs ``--shared-path``, as for ``run-manifest``.
+Exit codes: 0 success, 1 a stream failed, 2 bad command line or settings.
 """
 
 from __future__ import annotations

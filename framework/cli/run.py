@@ -5,7 +5,10 @@ Modes:
 * default (Spark): read the streams on Spark and land typed files in
   ``--output`` (``./output`` by default) or where ``--destination`` says; state
   is kept next to the output, so the next run is incremental
-  (:mod:`framework.cli.sync_command`).
+  (:mod:`framework.cli.sync_command`). A local output is made absolute here,
+  on the driver, and refused on a cluster master unless ``--shared-path``
+  says every node mounts it; ``--conf key=value`` passes Spark settings
+  (:mod:`framework.spark.session`).
 * ``--protocol``: read the streams and print Airbyte protocol messages (one
   JSON object per line) on stdout, as Airbyte's ``source-declarative-manifest``
   does. Takes ``--catalog``, ``--state`` and ``--streams``. Never starts Spark.

@@ -610,3 +610,33 @@ def test_bad_conf_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as stopped:
         main(["m.yaml", "--config", "c.json", "--conf", "spark.executor.memory"])
     assert stopped.value.code == 2 and "is not KEY=VALUE" in capsys.readouterr().err
+
+
+def test_a_master_known_only_once_the_session_runs_is_checked_before_any_request(cli, api, monkeypatch, tmp_path):
+    """Under spark-submit the master is spark-submit's: the session knows it; the check comes before the pipeline."""
+    from framework.spark import pipeline, session
+
+    class Conf:
+        def get(self, key, default=None):
+            return "spark://submitted:7077" if key == "spark.master" else default
+
+    class FakeSession:
+        conf = Conf()
+
+    asked = {}
+
+    def fake_session(master=None, app_name="run-manifest", **kwargs):
+        asked.update(kwargs, master=master)
+        return FakeSession()
+
+    def no_pipeline(*args, **kwargs):
+        raise AssertionError("the pipeline ran")
+
+    monkeypatch.setattr(session, "spark_session", fake_session)
+    monkeypatch.setattr(pipeline, "run_pipeline", no_pipeline)
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")  # as under spark-submit: the master is not known before
+    before = len(api.requests)
+    result = cli("--output", str(tmp_path / "out"), "--conf", "spark.executor.memory=2g")
+    assert result.code == 2 and "the master spark://submitted:7077 runs the tasks on other machines" in result.stderr
+    assert asked["spark.executor.memory"] == "2g" and asked["jdbc"] is False
+    assert len(api.requests) == before  # nothing was read

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
 from framework.spark.session import environment_master, known_master, session_plan, spark_defaults, submit_conf
 
 
@@ -76,3 +83,23 @@ def test_the_jdbc_jar_only_for_a_postgres_target(tmp_path):
     assert session_plan("local[1]", environ=env, jdbc=True).settings["spark.jars"] == str(jar)
     both = session_plan("local[1]", {"spark.jars": "/a.jar"}, environ=env, jdbc=True)
     assert both.settings["spark.jars"] == f"/a.jar,{jar}"
+
+
+@pytest.mark.spark
+def test_a_session_built_in_python_takes_spark_defaults_conf_and_conf_wins(tmp_path):
+    """PySpark starts its JVM through spark-submit, which reads spark-defaults.conf: its keys reach the session,
+    ours do not replace them, and a ``conf`` given to spark_session wins over the file. In a subprocess: this one
+    may hold a session already."""
+    (tmp_path / "spark-defaults.conf").write_text("spark.ui.enabled true\nspark.test.fromfile yes\n"
+                                                  "spark.test.both file\n")
+    script = (
+        "from framework.spark.session import spark_session\n"
+        "s = spark_session('local[1]', **{'spark.test.both': 'conf'})\n"
+        "print(s.conf.get('spark.ui.enabled'), s.conf.get('spark.test.fromfile'), s.conf.get('spark.test.both'))\n"
+        "s.stop()\n")
+    env = {**os.environ, "SPARK_CONF_DIR": str(tmp_path),
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")])}
+    env.pop("PYSPARK_SUBMIT_ARGS", None)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["true", "yes", "conf"]
