@@ -17,6 +17,7 @@ starts, so the object has it from the moment it appears.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
@@ -24,6 +25,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from framework.errors import ConfigError, FrameworkError
 from framework.storage.objects import ObjectInfo, WriterContext
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from framework.models.destination import DestinationSettings
@@ -121,6 +124,10 @@ class S3Storage:
                                                                                  Prefix=full_prefix)
             uploads = [upload for page in pages for upload in page.get("Uploads", ())]
         except Exception as exc:
+            if _code(exc) in _REFUSED:  # no s3:ListBucketMultipartUploads: the lifecycle rule is left to do it
+                log.warning("cannot list the incomplete uploads under %s (%s); a bucket lifecycle rule that "
+                            "aborts them cleans them up", self.uri(prefix), _code(exc))
+                return ()
             _raise("list the uploads under", self.uri(prefix), exc)
         for upload in uploads:
             key, upload_id = upload["Key"], upload["UploadId"]
@@ -132,6 +139,9 @@ class S3Storage:
                 self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
             except Exception as exc:
                 if _code(exc) == "NoSuchUpload":  # completed or aborted meanwhile
+                    continue
+                if _code(exc) in _REFUSED:
+                    log.warning("cannot abort the stale upload of s3://%s/%s (%s)", self.bucket, key, _code(exc))
                     continue
                 _raise("abort the upload of", f"s3://{self.bucket}/{key}", exc)
             removed.append(self._relative(key))
@@ -146,8 +156,8 @@ class S3Storage:
                 for part in page.get("Parts", ()):
                     latest = max(latest, _utc(part["LastModified"]))
         except Exception as exc:
-            if _code(exc) == "NoSuchUpload":
-                return datetime.max.replace(tzinfo=timezone.utc)  # gone meanwhile: nothing to do
+            if _code(exc) == "NoSuchUpload" or _code(exc) in _REFUSED:
+                return datetime.max.replace(tzinfo=timezone.utc)  # gone meanwhile, or not ours to see: left alone
             _raise("list the parts of", f"s3://{self.bucket}/{key}", exc)
         return latest
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from datetime import datetime, timedelta, timezone
 
 from framework.storage import LocalStorage, S3Storage
 
@@ -104,18 +105,59 @@ def test_a_writer_whose_temp_was_removed_fails_to_commit_and_nothing_appears(tmp
     assert storage.list() == []
 
 
+class _Dated:
+    """A boto3 client whose uploads and parts are dated as the test says (moto dates them all in 2010)."""
+
+    def __init__(self, client, initiated: dict[str, datetime], parts: dict[str, datetime]):
+        self._client, self.initiated, self.parts = client, initiated, parts
+
+    def get_paginator(self, name: str):
+        paginator, test = self._client.get_paginator(name), self
+
+        class Dated:
+            def paginate(self, **kwargs):
+                for page in paginator.paginate(**kwargs):
+                    for upload in page.get("Uploads", ()):
+                        upload["Initiated"] = test.initiated[upload["Key"]]
+                    for part in page.get("Parts", ()):
+                        part["LastModified"] = test.parts[kwargs["Key"]]
+                    yield page
+
+        return Dated()
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+
 def test_s3_aborts_uploads_idle_longer_than_the_cutoff(s3_client, s3_bucket):
-    storage = S3Storage(s3_bucket, "out", s3_client, part_size=5 * 1024 * 1024)
+    now = datetime.now(timezone.utc)
+    long_ago = now - timedelta(hours=2)
+    client = _Dated(s3_client, {}, {})
+    storage = S3Storage(s3_bucket, "out", client, part_size=5 * 1024 * 1024)
     storage.write_atomic("s/kept.parquet", b"done")
-    writer = storage.open_object("s/big.parquet")
-    writer.write(b"x" * (6 * 1024 * 1024))  # one part up: a multipart upload in progress
-    other = storage.open_object("t/big.parquet")
-    other.write(b"y" * (6 * 1024 * 1024))
-    assert storage.remove_stale_temporaries() == ()  # just started: a live writer's
-    assert storage.remove_stale_temporaries(older_than=0, owned_by=lambda key: key.startswith("s/")) == (
-        "s/big.parquet",)
+    for key in ("s/idle.parquet", "s/busy.parquet", "s/fresh.parquet", "t/idle.parquet"):
+        writer = storage.open_object(key)
+        writer.write(b"x" * (6 * 1024 * 1024))  # one part up: a multipart upload in progress
+        writer._release()
+    client.initiated = {"out/s/idle.parquet": long_ago, "out/s/busy.parquet": long_ago,
+                        "out/s/fresh.parquet": now, "out/t/idle.parquet": long_ago}
+    client.parts = {"out/s/idle.parquet": long_ago, "out/s/busy.parquet": now - timedelta(minutes=5),
+                    "out/s/fresh.parquet": now, "out/t/idle.parquet": long_ago}
+    assert storage.remove_stale_temporaries("s/") == ("s/idle.parquet",)  # idle for two hours: its writer is gone
+    assert storage.remove_stale_temporaries(older_than=60, owned_by=lambda key: key.startswith("s/")) == (
+        "s/busy.parquet",)
+    assert storage.remove_stale_temporaries("t/") == ("t/idle.parquet",)
     uploads = s3_client.list_multipart_uploads(Bucket=s3_bucket).get("Uploads", [])
-    assert [u["Key"] for u in uploads] == ["out/t/big.parquet"]
-    assert storage.remove_stale_temporaries("t/", older_than=0) == ("t/big.parquet",)
-    assert s3_client.list_multipart_uploads(Bucket=s3_bucket).get("Uploads", []) == []
+    assert [u["Key"] for u in uploads] == ["out/s/fresh.parquet"]
     assert [o.key for o in storage.list()] == ["s/kept.parquet"]
+
+
+def test_s3_without_the_right_to_list_uploads_leaves_them_to_the_lifecycle_rule(caplog):
+    from botocore.exceptions import ClientError
+
+    class Refusing:
+        def get_paginator(self, name):
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "ListMultipartUploads")
+
+    assert S3Storage("b", "p", Refusing()).remove_stale_temporaries() == ()
+    assert "lifecycle rule" in caplog.text
