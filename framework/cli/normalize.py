@@ -4,8 +4,9 @@ Reads the landed catalog (``_airbyte_state/catalog.json``) and files of
 ``--output DIR|s3://bucket/prefix`` (or of ``--destination DEST.json``, whose
 ``normalization`` settings apply), and writes typed tables to the target:
 Parquet under ``<output>/normalized/`` by default. Incremental unless
-``--full-refresh``. Exit codes: 0 success, 1 a stream failed, 2 bad command
-line or settings.
+``--full-refresh``. ``--conf key=value`` passes Spark settings; a local
+output on a cluster master needs ``--shared-path``, as for ``run-manifest``.
+Exit codes: 0 success, 1 a stream failed, 2 bad command line or settings.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from framework.cli.progress import normalized_line
-from framework.cli.settings import destination_settings, normalization_settings
+from framework.cli.settings import check_shared_output, conf_pair, destination_settings, normalization_settings
 from framework.errors import FrameworkError
 from framework.spark import require_spark_extra
 
@@ -34,6 +35,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="where tables go (default: the destination's normalization settings, else parquet)")
     parser.add_argument("--dialect", help="naming dialect (default: the target's)")
     parser.add_argument("--master", metavar="URL", help="Spark master (default local[*], or spark-submit's)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=conf_pair,
+                        help="a Spark setting (repeatable); wins over spark-defaults.conf and PYSPARK_SUBMIT_ARGS")
+    parser.add_argument("--shared-path", action="store_true",
+                        help="the local --output is a folder every node mounts at the same path")
     parser.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     return parser
 
@@ -51,13 +56,17 @@ def main(argv: Sequence[str] | None = None, err: IO[str] | None = None) -> int:
 def run(args: argparse.Namespace, err: IO[str]) -> int:
     require_spark_extra("normalize-output")
     from framework.normalization.runner import normalize
-    from framework.spark.session import spark_session
+    from framework.spark.session import known_master, spark_session
 
     destination = destination_settings(args.destination, args.output)
     settings = normalization_settings(destination, args.target, args.dialect)
     streams = [s.strip() for s in args.streams.split(",") if s.strip()] if args.streams else None
     started = time.perf_counter()
-    spark = spark_session(args.master, app_name="normalize-output", full_jit=True)
+    conf = dict(args.conf)
+    check_shared_output(destination, known_master(args.master, conf), args.shared_path)
+    spark = spark_session(args.master, app_name="normalize-output", full_jit=True,
+                          jdbc=settings.target == "postgres", **conf)
+    check_shared_output(destination, spark.conf.get("spark.master", None), args.shared_path)
     if not args.quiet:
         print(f"Spark ready in {time.perf_counter() - started:.1f} s; normalizing {destination.base_uri} "
               f"into {settings.target} ({'full refresh' if args.full_refresh else 'incremental'})", file=err)

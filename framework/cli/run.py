@@ -5,7 +5,10 @@ Modes:
 * default (Spark): read the streams on Spark and land typed files in
   ``--output`` (``./output`` by default) or where ``--destination`` says; state
   is kept next to the output, so the next run is incremental
-  (:mod:`framework.cli.sync_command`).
+  (:mod:`framework.cli.sync_command`). A local output is made absolute here,
+  on the driver, and refused on a cluster master unless ``--shared-path``
+  says every node mounts it; ``--conf key=value`` passes Spark settings
+  (:mod:`framework.spark.session`).
 * ``--protocol``: read the streams and print Airbyte protocol messages (one
   JSON object per line) on stdout, as Airbyte's ``source-declarative-manifest``
   does. Takes ``--catalog``, ``--state`` and ``--streams``. Never starts Spark.
@@ -49,6 +52,7 @@ import orjson
 
 from framework.cli.progress import JsonReporter
 from framework.cli.retry_log import showing_retries
+from framework.cli.settings import conf_pair
 from framework.cli.sync_command import SyncOptions, run_sync
 from framework.cli.test_read import show as show_test_read
 from framework.components.http.transport import RequestsTransport
@@ -92,6 +96,11 @@ def _parser() -> argparse.ArgumentParser:
     spark.add_argument("--format", choices=["parquet", "avro", "csv", "jsonl"], help="file format (default parquet)")
     spark.add_argument("--destination", metavar="DEST.json", help="Airbyte S3 destination settings")
     spark.add_argument("--master", metavar="URL", help="Spark master (default local[*], or spark-submit's)")
+    spark.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=conf_pair,
+                       help="a Spark setting (repeatable); wins over spark-defaults.conf and PYSPARK_SUBMIT_ARGS")
+    spark.add_argument("--shared-path", action="store_true",
+                       help="the local --output is a folder every node of the cluster mounts at the same path "
+                            "(without it a local --output on a non-local master is refused)")
     spark.add_argument("--sync-mode", choices=["append", "overwrite"], default="append",
                        help="append to earlier files, or replace them once the sync succeeds")
     spark.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
@@ -276,7 +285,7 @@ def _sync_options(args: argparse.Namespace) -> SyncOptions:
     return SyncOptions(manifest=args.manifest, destination=args.destination, output=args.output, format=args.format,
                        master=args.master, sync_mode=args.sync_mode, given_state=bool(args.state),
                        normalize=args.normalize, quiet=args.quiet, log_format=args.log_format,
-                       check_first=not args.no_check)
+                       check_first=not args.no_check, conf=tuple(args.conf), shared_path=args.shared_path)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,6 +8,8 @@ functions turn what was given into validated settings, or a
 
 from __future__ import annotations
 
+import argparse
+import os
 from typing import Literal
 
 from pydantic import ValidationError
@@ -30,7 +32,14 @@ def destination_settings(destination: str | None = None, output: str | None = No
     With ``destination`` (the path of Airbyte's S3 destination config), its settings, with
     ``output`` (which then replaces the bucket) and ``format`` put in when given. Without it,
     ``format`` files in ``output`` (default ``./output``): Snappy-compressed Parquet by default.
+
+    A local ``output`` comes back absolute, resolved here on the driver (see :func:`resolve_output`).
     """
+    return resolve_output(_destination_settings(destination, output, format))
+
+
+def _destination_settings(destination: str | None, output: str | None,
+                          format: FormatName | None) -> DestinationSettings:
     if destination:
         doc = read_document(destination)
         if doc.problems or not isinstance(doc.data, dict):
@@ -52,6 +61,47 @@ def destination_settings(destination: str | None = None, output: str | None = No
                                                    "format": {"format_type": _FORMAT_TYPES[format]}})
     except ValidationError as exc:
         raise ConfigError(f"--output {output!r}: {_plain(exc)}") from None
+
+
+def resolve_output(settings: DestinationSettings) -> DestinationSettings:
+    """``settings`` with a local ``output`` made absolute against this process's working folder.
+
+    The tasks get the settings as data: a relative path would be resolved again on each executor, in its
+    own working folder (a worker's work directory on a cluster), while the state went to the driver's.
+    ``s3://`` outputs and buckets are returned as they are.
+    """
+    if settings.target != "local" or not settings.output:
+        return settings
+    absolute = os.path.abspath(os.path.expanduser(settings.output))
+    return settings if absolute == settings.output else settings.model_copy(update={"output": absolute})
+
+
+def is_local_master(master: str) -> bool:
+    """True for a master whose executors run on this machine (``local``, ``local[4]``, ``local-cluster[...]``)."""
+    return master.strip().startswith("local")
+
+
+def check_shared_output(settings: DestinationSettings, master: str | None, shared_path: bool,
+                        flag: str = "--output") -> None:
+    """Refuse a local output when the tasks run on other machines, unless the user said it is shared.
+
+    ``master`` is the Spark master when known (None: not known yet, nothing to check). A
+    :class:`~framework.errors.ConfigError` names the folder, the master and the fix.
+    """
+    if settings.target != "local" or not master or is_local_master(master) or shared_path:
+        return
+    raise ConfigError(
+        f"{flag} {settings.output} is a folder on this machine, but the master {master} runs the tasks on other "
+        f"machines: each would write its files on its own disk while the state stays here; use "
+        f"s3://bucket/prefix, or a folder every node mounts at the same path and pass --shared-path")
+
+
+def conf_pair(text: str) -> tuple[str, str]:
+    """``--conf KEY=VALUE`` as a pair (argparse's ``type``: a malformed one is a usage error, exit 2)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE (e.g. --conf spark.executor.memory=2g)")
+    return key.strip(), value
 
 
 def normalization_settings(destination: DestinationSettings, target: Target | None = None,
@@ -77,4 +127,5 @@ def _plain(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors())
 
 
-__all__ = ["FormatName", "destination_settings", "normalization_settings"]
+__all__ = ["FormatName", "check_shared_output", "conf_pair", "destination_settings", "is_local_master",
+           "normalization_settings", "resolve_output"]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from framework.cli.progress import JsonReporter, Reporter, reporter_for
-from framework.cli.settings import FormatName, destination_settings, normalization_settings
+from framework.cli.settings import FormatName, check_shared_output, destination_settings, normalization_settings
 from framework.errors import ConfigError, FrameworkError
 from framework.models.destination import DestinationSettings
 from framework.storage.local import LocalStorage
@@ -46,6 +46,8 @@ class SyncOptions:
     check_first: bool = True  # read the check streams' first page before Spark starts (--no-check: don't)
     quiet: bool = False
     log_format: Literal["text", "json"] = "text"
+    conf: tuple[tuple[str, str], ...] = ()  # --conf key=value, in order (a later key wins)
+    shared_path: bool = False  # --shared-path: a local --output every node mounts at the same path
 
 
 def run_sync(options: SyncOptions, connector: Connector, selections: Sequence[Selection],
@@ -70,8 +72,9 @@ def run_sync(options: SyncOptions, connector: Connector, selections: Sequence[Se
         from framework.normalization.runner import normalize
         from framework.spark.session import spark_session
 
-        done = normalize(spark_session(options.master, full_jit=True), settings, normalization_settings(settings),
-                         progress=reporter.normalized)
+        target = normalization_settings(settings)
+        spark = spark_session(options.master, full_jit=True, jdbc=target.target == "postgres", **dict(options.conf))
+        done = normalize(spark, settings, target, progress=reporter.normalized)
         return 1 if done.failed else 0
     return 1 if result.failed else 0
 
@@ -82,19 +85,25 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
 
     require_spark_extra()  # before anything else: the fix, not an ImportError
     from framework.spark.pipeline import PipelineOptions, run_pipeline
-    from framework.spark.session import spark_session
+    from framework.spark.session import known_master, spark_session
 
     if options.sync_mode == "overwrite" and options.given_state:
         raise ConfigError("--state cannot be used with --sync-mode overwrite: an overwrite reads everything "
                           "again and replaces the older files; drop --state, or use --sync-mode append")
-    settings = destination_settings(options.destination, options.output, options.format)
+    settings = destination_settings(options.destination, options.output, options.format)  # resolved here
+    conf = dict(options.conf)
+    check_shared_output(settings, known_master(options.master, conf), options.shared_path)  # before Spark starts
     if settings.target == "local":  # before Spark starts: a folder that cannot take files fails at once
         LocalStorage(settings.base_uri).check_writable()
     if options.check_first:  # a bad token or a wrong url_base fails in a second, not after Spark's start
         _check_first(connector)
     started = time.perf_counter()
     # The session normalizes too when asked: that work runs in the JVM and wants its full JIT.
-    spark = spark_session(options.master, full_jit=_normalizes(options, settings))
+    normalizes = _normalizes(options, settings)
+    postgres = normalizes and normalization_settings(settings).target == "postgres"
+    spark = spark_session(options.master, full_jit=normalizes, jdbc=postgres, **conf)
+    # under spark-submit (or a master from the settings) the session knows it first: still before any request
+    check_shared_output(settings, spark.conf.get("spark.master", None), options.shared_path)
     reporter.started(spark.sparkContext.master or "", settings.base_uri, settings.format.format_type,
                      time.perf_counter() - started)
     result = run_pipeline(connector, options.manifest, selections, settings, spark, given_states=states or None,

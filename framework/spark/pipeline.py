@@ -130,6 +130,7 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     ``"done"`` at its end.
     """
     storage = storage_for(settings)
+    storage.remove_stale_temporaries()  # what killed tasks and interrupted runs left, never a live writer's
     store = StateStore(storage)
     saved = store.load()
     with open(manifest_path, encoding="utf-8") as handle:

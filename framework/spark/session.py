@@ -3,26 +3,44 @@
 pyspark is imported here and only here (lazily, by the commands that run the
 pipeline): ``validate-manifest`` and protocol mode never pay for it.
 
-* ``master=None``: under ``spark-submit`` (or with ``SPARK_MASTER`` /
-  ``spark.master`` set) the session takes the master it is given; otherwise
-  ``local[*]``, which needs nothing but the install.
-* The driver JVM logs errors only (its start-up warnings would bury the
-  progress on stderr); pass ``spark.driver.extraJavaOptions`` to change that.
-* JDBC drivers (for the PostgreSQL target of normalization) join the classpath
-  through ``spark.jars``: the jars named by ``FRAMEWORK_JDBC_JARS`` (comma
-  separated), else Debian's ``/usr/share/java/postgresql.jar`` when installed.
-* Executors run the framework's Python code, so they need the package: on a
-  cluster, install ``manifest-framework`` on every node (or ship a wheel with
-  ``--py-files`` / ``spark.archives``) and point ``PYSPARK_PYTHON`` at that
-  Python. Locally the driver's own interpreter is used.
+* The master: ``master`` when given, else ``spark.master`` of the settings
+  given, else ``SPARK_MASTER`` / ``MASTER`` / a ``--master`` in
+  ``PYSPARK_SUBMIT_ARGS``, else the one ``spark-submit`` started the driver
+  with, else ``spark.master`` of ``spark-defaults.conf``, else ``local[*]``.
+* Settings, strongest first: ``conf`` (``run-manifest --conf``), then
+  ``--conf`` of ``PYSPARK_SUBMIT_ARGS`` and ``spark-defaults.conf`` (in
+  ``$SPARK_CONF_DIR``, else ``conf/`` of ``$SPARK_HOME`` or of the pip
+  package's Spark: the ``spark-submit`` that PySpark starts the driver JVM
+  with reads it itself), then this module's defaults, which never replace a
+  key set in any of those.
+* On a local master only, the defaults quiet a short run: the web UI and the
+  console progress bar off, the driver JVM logging errors only, the quick JIT
+  tier (unless ``full_jit``), 8 shuffle partitions. On any other master
+  nothing is forced: the cluster's settings stand. Arrow for PySpark is on
+  everywhere unless a setting says otherwise.
+* JDBC drivers (for the PostgreSQL target of normalization) join
+  ``spark.jars`` only when ``jdbc`` (a PostgreSQL target is used): the jars
+  named by ``FRAMEWORK_JDBC_JARS`` (comma separated), else Debian's
+  ``/usr/share/java/postgresql.jar`` when installed.
+* Executors run the framework's Python code, so they need the package and
+  its dependencies (compiled ones: pyarrow, orjson, pydantic-core...). A wheel
+  in ``--py-files`` is not enough, as compiled modules cannot be imported from
+  a zip: install the package into every node's Python, or ship a packed
+  virtual environment with ``spark.archives`` and point ``PYSPARK_PYTHON`` at
+  its ``bin/python`` (docs/cluster.md). Locally the driver's own interpreter
+  is used.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
+import shlex
 import sys
 import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -30,56 +48,170 @@ if TYPE_CHECKING:
 
 
 def spark_session(master: str | None = None, app_name: str = "run-manifest", *, full_jit: bool = False,
-                  **conf: str) -> SparkSession:
-    """A SparkSession for the pipeline (created, or the active one reused).
+                  jdbc: bool = False, **conf: str) -> SparkSession:
+    """A SparkSession for the pipeline (created, or the active one reused); see the module docs.
 
-    A local JVM runs the quick JIT tier only unless ``full_jit``: that halves
-    the start of a sync, whose JVM mostly passes Arrow batches along, but
-    costs work done in the JVM itself (normalization: about 2x at 1,000,000
-    records in bench/normalization.py), which asks for the full JIT.
+    ``conf`` are Spark settings that win over every other source. A local
+    JVM runs the quick JIT tier only unless ``full_jit``: that halves the
+    start of a sync, whose JVM mostly passes Arrow batches along, but costs
+    work done in the JVM itself (normalization: about 2x at 1,000,000 records
+    in bench/normalization.py), which asks for the full JIT.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    plan = session_plan(master, conf, full_jit=full_jit, jdbc=jdbc)
     builder = SparkSession.builder.appName(app_name)
-    local = False
-    if master:
-        builder = builder.master(master)
-        local = master.startswith("local")
-    elif not _master_given():
-        builder = builder.master("local[*]")
-        local = True
-    settings = {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.execution.arrow.pyspark.enabled": "true",
-        "spark.sql.shuffle.partitions": "8",
-        "spark.python.worker.reuse": "true",
-        # workers forked with the framework imported already (framework/spark/daemon.py)
-        "spark.python.daemon.module": "framework.spark.daemon",
-    }
-    java_options = []
-    log_config = _quiet_log_config()
-    if log_config:
-        java_options.append(f"-Dlog4j2.configurationFile={log_config}")
-    if local and not full_jit:
-        # A local sync is short and its JVM mostly passes Arrow batches around: the quick JIT tier
-        # starts Spark in about half the time (measured in bench/pipeline.py), at no cost there.
-        java_options.append("-XX:TieredStopAtLevel=1")
-    if java_options:
-        settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
-    jars = _jdbc_jars()
-    if jars:
-        given = conf.get("spark.jars")
-        settings["spark.jars"] = f"{given},{jars}" if given else jars
-        conf = {key: value for key, value in conf.items() if key != "spark.jars"}
-    settings.update(conf)
-    for key, value in settings.items():
+    if plan.master:
+        builder = builder.master(plan.master)
+    for key, value in plan.settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    if plan.quiet:
+        session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    """What :func:`spark_session` hands the builder: the master to set (None: Spark's own), the settings to
+    set, and whether the driver's log level goes down to errors."""
+
+    master: str | None
+    local: bool
+    settings: Mapping[str, str]
+    quiet: bool
+
+
+def session_plan(master: str | None = None, conf: Mapping[str, str] | None = None, *, full_jit: bool = False,
+                 jdbc: bool = False, environ: Mapping[str, str] | None = None) -> SessionPlan:
+    """The master and settings of a session (see the module docs); pure but for reading spark-defaults.conf."""
+    environ = os.environ if environ is None else environ
+    conf = dict(conf or {})
+    given = {**spark_defaults(environ), **submit_conf(environ)}  # what Spark reads itself: ours never replace it
+    chosen = master or conf.get("spark.master") or environment_master(environ)
+    to_set = chosen
+    if not chosen and not _under_spark_submit(environ) and not given.get("spark.master"):
+        chosen = to_set = "local[*]"
+    elif not chosen:
+        chosen = given.get("spark.master")  # None under spark-submit: its master, unknown until the session runs
+    local = chosen is not None and chosen.startswith("local")
+    settings = {"spark.sql.execution.arrow.pyspark.enabled": "true",
+                # workers forked with the framework imported already (framework/spark/daemon.py); executors
+                # have the framework installed wherever they run a task
+                "spark.python.daemon.module": "framework.spark.daemon"}
+    if local:
+        settings.update({
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "8",
+            "spark.python.worker.reuse": "true",
+        })
+        java_options = []
+        log_config = _quiet_log_config()
+        if log_config:
+            java_options.append(f"-Dlog4j2.configurationFile={log_config}")
+        if not full_jit:
+            # A local sync is short and its JVM mostly passes Arrow batches around: the quick JIT tier
+            # starts Spark in about half the time (measured in bench/pipeline.py), at no cost there.
+            java_options.append("-XX:TieredStopAtLevel=1")
+        if java_options:
+            settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
+    settings = {key: value for key, value in settings.items() if key not in given and key not in conf}
+    jars = _jdbc_jars(environ) if jdbc else None
+    if jars:
+        present = conf.get("spark.jars") or given.get("spark.jars")
+        conf["spark.jars"] = f"{present},{jars}" if present else jars
+    settings.update(conf)
+    quiet = local and "spark.log.level" not in given and "spark.log.level" not in conf
+    return SessionPlan(to_set, local, settings, quiet)
+
+
+def spark_defaults(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The settings of the ``spark-defaults.conf`` that ``spark-submit`` reads (empty when there is none).
+
+    The folder is ``$SPARK_CONF_DIR``, else ``conf/`` of ``$SPARK_HOME``, else
+    ``conf/`` of the pip package's Spark. The file is Java properties: ``key
+    value`` (or ``key=value``, ``key: value``) a line, ``#`` and ``!`` start
+    comments.
+    """
+    environ = os.environ if environ is None else environ
+    folder = environ.get("SPARK_CONF_DIR")
+    if not folder:
+        home = environ.get("SPARK_HOME") or _pip_spark_home()
+        folder = os.path.join(home, "conf") if home else None
+    if not folder:
+        return {}
+    try:
+        with open(os.path.join(folder, "spark-defaults.conf"), encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
+        return {}
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        match = _PROPERTY.match(line)
+        if match and not line.lstrip().startswith(("#", "!")):
+            found[match.group("key")] = match.group("value").strip()
+    return found
+
+
+_PROPERTY = re.compile(r"^\s*(?P<key>[^\s=:]+)\s*(?:[=:]|\s)\s*(?P<value>.*)$")
+
+
+def submit_conf(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The ``--conf key=value`` (and ``--master``, as ``spark.master``) of ``PYSPARK_SUBMIT_ARGS``."""
+    environ = os.environ if environ is None else environ
+    try:
+        words = shlex.split(environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    except ValueError:
+        return {}
+    found: dict[str, str] = {}
+    for word, following in zip(words, [*words[1:], ""]):
+        if word in ("--conf", "-c") and "=" in following:
+            key, _, value = following.partition("=")
+            found[key] = value
+        elif word.startswith("--conf=") and "=" in word[7:]:
+            key, _, value = word[7:].partition("=")
+            found[key] = value
+        elif word == "--master" and following:
+            found["spark.master"] = following
+    return found
+
+
+def environment_master(environ: Mapping[str, str] | None = None) -> str | None:
+    """The master the environment names (``SPARK_MASTER``, ``MASTER``, a ``--master`` of
+    ``PYSPARK_SUBMIT_ARGS``), or None."""
+    environ = os.environ if environ is None else environ
+    return (environ.get("SPARK_MASTER") or environ.get("MASTER") or submit_conf(environ).get("spark.master")
+            or None)
+
+
+def known_master(master: str | None = None, conf: Mapping[str, str] | None = None,
+                 environ: Mapping[str, str] | None = None) -> str | None:
+    """The master a session would use, as far as it is known before Spark starts (None under
+    ``spark-submit`` when nothing else names it: only the session knows it then)."""
+    environ = os.environ if environ is None else environ
+    chosen = master or (conf or {}).get("spark.master") or environment_master(environ)
+    if chosen:
+        return chosen
+    from_file = spark_defaults(environ).get("spark.master")
+    if from_file:
+        return from_file
+    return None if _under_spark_submit(environ) else "local[*]"
+
+
+def _pip_spark_home() -> str | None:
+    try:
+        import pyspark  # the package only: no JVM starts
+    except ImportError:
+        return None
+    return os.path.dirname(os.path.abspath(pyspark.__file__))
+
+
+def _under_spark_submit(environ: Mapping[str, str] | None = None) -> bool:
+    # Under spark-submit the JVM is already up with its master, and hands its port to Python.
+    return "PYSPARK_GATEWAY_PORT" in (os.environ if environ is None else environ)
 
 
 # Spark's own start-up chatter (WARN lines, "Using Spark's default log4j profile", "Setting default log
@@ -118,19 +250,13 @@ def _quiet_log_config() -> str | None:
 _DEBIAN_POSTGRES_JAR = "/usr/share/java/postgresql.jar"
 
 
-def _jdbc_jars() -> str | None:
+def _jdbc_jars(environ: Mapping[str, str] | None = None) -> str | None:
     """The JDBC driver jars to put on the session's classpath, or None when there are none."""
-    given = os.environ.get("FRAMEWORK_JDBC_JARS", "").strip()
+    given = (os.environ if environ is None else environ).get("FRAMEWORK_JDBC_JARS", "").strip()
     if given:
         return given
     return _DEBIAN_POSTGRES_JAR if os.path.isfile(_DEBIAN_POSTGRES_JAR) else None
 
 
-def _master_given() -> bool:
-    if os.environ.get("SPARK_MASTER") or os.environ.get("MASTER"):
-        return True
-    # Under spark-submit the JVM is already up with its master, and hands its port to Python.
-    return "PYSPARK_GATEWAY_PORT" in os.environ or "--master" in os.environ.get("PYSPARK_SUBMIT_ARGS", "")
-
-
-__all__ = ["spark_session"]
+__all__ = ["SessionPlan", "environment_master", "known_master", "session_plan", "spark_defaults", "spark_session",
+           "submit_conf"]

@@ -10,13 +10,22 @@ in DuckDB or Spark reads them as they are). Outputs written before kept it in
 a hidden sidecar beside the file (``a/b/.f.parquet.meta.json``): still read,
 and removed with its object. A crash before commit leaves only a hidden temp
 file, which is never listed.
+
+A writer holds an exclusive ``flock`` on its temp file from the moment it
+creates it until it commits or aborts; the kernel drops the lock when the
+process dies, however it dies (SIGKILL included). So a temp file that is not
+locked and a few seconds old belongs to a writer that is gone:
+:meth:`LocalStorage.remove_stale_temporaries` (called at the start of a sync)
+deletes those, and never a temp file another live run is writing.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, BinaryIO
 
 import orjson
@@ -24,10 +33,21 @@ import orjson
 from framework.errors import ConfigError, FrameworkError
 from framework.storage.objects import ObjectInfo, WriterContext
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: temp files are told stale by their age alone
+    fcntl = None  # type: ignore[assignment]
+
 _BUFFER = 1024 * 1024
 
 #: The hidden folder under the root that holds each object's metadata (``<key>.json``).
 METADATA_FOLDER = ".metadata"
+#: A temp file of this storage: ``.<name>.<32 hex>.tmp`` (objects, sidecars, the write probe).
+TEMPORARY = re.compile(r"^\.(?P<name>.+)\.[0-9a-f]{32}\.tmp$")
+#: A temp file not locked is stale once this old (its writer locks it within microseconds of creating it).
+STALE_AFTER = 10.0
+#: Where locks cannot be taken (some network or FUSE file systems), a temp file is stale only once this old.
+STALE_UNLOCKABLE_AFTER = 24 * 3600.0
 
 
 class LocalStorage:
@@ -129,6 +149,36 @@ class LocalStorage:
             writer.write(data)
             writer.commit()
 
+    def remove_stale_temporaries(self, prefix: str = "", *, older_than: float = STALE_AFTER,
+                                 owned_by: Callable[[str], bool] | None = None) -> tuple[str, ...]:
+        """Delete the temp files under ``prefix`` whose writer is gone; returns their keys (hidden names).
+
+        A temp file is this storage's (``.<name>.<32 hex>.tmp``), matches
+        ``owned_by(key)`` when given, is at least ``older_than`` seconds old, and
+        no live process holds its lock (see the module docs). A file being
+        written by a concurrent run is locked, so it stays.
+        """
+        prefix = prefix.lstrip("/")
+        base = prefix.rpartition("/")[0]
+        start = os.path.join(self.root, *base.split("/")) if base else self.root
+        now = time.time()
+        removed: list[str] = []
+        for folder, dirs, files in os.walk(start):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            rel = os.path.relpath(folder, self.root)
+            rel = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+            for name in files:
+                match = TEMPORARY.match(name)
+                if match is None or not (rel + match.group("name")).startswith(prefix):
+                    continue
+                key = rel + name
+                if owned_by is not None and not owned_by(key):
+                    continue
+                path = os.path.join(folder, name)
+                if _remove_if_abandoned(path, now, older_than):
+                    removed.append(key)
+        return tuple(removed)
+
     def delete(self, keys: Iterable[str]) -> None:
         for key in keys:
             path = self.path(key)
@@ -152,6 +202,7 @@ class LocalObjectWriter(WriterContext):
         os.makedirs(folder, exist_ok=True)
         self.temp = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
         self._file: BinaryIO = open(self.temp, "wb", buffering=_BUFFER)
+        _lock(self._file.fileno())  # held until commit or abort: the file is not abandoned while this lives
         self._count = 0
         self._state = "open"  # open -> sealed -> committed | aborted
 
@@ -173,8 +224,7 @@ class LocalObjectWriter(WriterContext):
     def seal(self) -> None:
         if self._state == "open":
             self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
+            os.fsync(self._file.fileno())  # the file stays open (and locked) until commit or abort
             self._state = "sealed"
 
     def commit(self) -> None:
@@ -195,20 +245,20 @@ class LocalObjectWriter(WriterContext):
             except FileNotFoundError:
                 pass
         os.replace(self.temp, self.final)
+        self._file.close()  # the lock goes with it
         _sync_folder(os.path.dirname(self.final))
         self._state = "committed"
 
     def abort(self) -> None:
         if self._state in ("committed", "aborted"):
             return
+        self._state = "aborted"
         try:
-            self._file.close()
+            os.unlink(self.temp)  # while the lock is still held, so no cleaner races for it
+        except FileNotFoundError:
+            pass
         finally:
-            self._state = "aborted"
-            try:
-                os.unlink(self.temp)
-            except FileNotFoundError:
-                pass
+            self._file.close()
 
 
 def _replace_with(path: str, data: bytes) -> None:
@@ -216,16 +266,58 @@ def _replace_with(path: str, data: bytes) -> None:
     temp = os.path.join(folder, f".{name.lstrip('.')}.{uuid.uuid4().hex}.tmp")
     try:
         with open(temp, "wb") as handle:
+            _lock(handle.fileno())
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temp, path)
+            os.replace(temp, path)
     except BaseException:
         try:
             os.unlink(temp)
         except FileNotFoundError:
             pass
         raise
+
+
+def _lock(fd: int) -> None:
+    """Take the writer's exclusive lock on its temp file (nothing where the file system has no locks)."""
+    if fcntl is None:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # no locks here: the file is then told stale by its age alone
+        pass
+
+
+def _remove_if_abandoned(path: str, now: float, older_than: float) -> bool:
+    """Delete the temp file at ``path`` when its writer is gone (old enough, and nobody holds its lock)."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:  # committed or aborted meanwhile
+        return False
+    except OSError:
+        return False
+    try:
+        age = now - os.fstat(fd).st_mtime
+        if age < older_than:
+            return False
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # a live writer holds it
+                return False
+            except OSError:  # cannot tell: only a very old file is taken as abandoned
+                if age < max(older_than, STALE_UNLOCKABLE_AFTER):
+                    return False
+        elif age < max(older_than, STALE_UNLOCKABLE_AFTER):
+            return False
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return False
+        return True
+    finally:
+        os.close(fd)
 
 
 def _sync_folder(folder: str) -> None:

@@ -5,7 +5,7 @@ See :mod:`framework.storage` for the contract; :mod:`.local` and :mod:`.s3` impl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -75,6 +75,11 @@ class Storage(Protocol):
 
     def uri(self, key: str = "") -> str:
         """Where the object is, for people and for Spark: a file path or ``s3://bucket/key``."""
+
+    def remove_stale_temporaries(self, prefix: str = "", *, older_than: float = ...,
+                                 owned_by: Callable[[str], bool] | None = None) -> tuple[str, ...]:
+        """Remove what killed writers left under ``prefix`` (hidden temp files; incomplete S3 uploads), never
+        what a live writer is writing; ``owned_by(key)`` narrows it. Returns the keys removed."""
 
 
 _W = TypeVar("_W", bound="WriterContext")

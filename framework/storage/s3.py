@@ -7,8 +7,9 @@ the upload is completed, at :meth:`S3ObjectWriter.commit`; an aborted upload
 leaves no object and no parts. An object that stays smaller than one part is
 sent with a single ``put_object`` at commit instead (one request rather than
 three). A process killed half way leaves an incomplete multipart upload,
-which S3 never shows as an object; a bucket lifecycle rule
-(``AbortIncompleteMultipartUpload``) cleans such uploads away.
+which S3 never shows as an object; :meth:`S3Storage.remove_stale_temporaries`
+(called at the start of a sync) aborts those idle for an hour, and a bucket
+lifecycle rule (``AbortIncompleteMultipartUpload``) cleans up the rest.
 
 User metadata (``ab-generation-id`` for data objects) is set when the upload
 starts, so the object has it from the moment it appears.
@@ -16,18 +17,26 @@ starts, so the object has it from the moment it appears.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from framework.errors import ConfigError, FrameworkError
 from framework.storage.objects import ObjectInfo, WriterContext
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from framework.models.destination import DestinationSettings
 
 _MIB = 1024 * 1024
 _MAX_PARTS = 10_000
+#: An incomplete multipart upload is stale once its last activity (start, last part) is this old: S3 keeps no
+#: lock, so the age is all there is; a live upload idle that long (sealed, its task still reading) that is
+#: aborted fails its task's commit, whose units are then read again: nothing is lost.
+STALE_UPLOAD_AFTER = 3600.0
 _REFUSED = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "ExpiredToken", "InvalidToken",
             "InvalidClientTokenId", "AllAccessDisabled"}
 
@@ -102,6 +111,55 @@ class S3Storage:
                                    Metadata=_metadata(metadata))
         except Exception as exc:
             _raise("write", self.uri(key), exc)
+
+    def remove_stale_temporaries(self, prefix: str = "", *, older_than: float = STALE_UPLOAD_AFTER,
+                                 owned_by: Callable[[str], bool] | None = None) -> tuple[str, ...]:
+        """Abort the incomplete multipart uploads under ``prefix`` idle for ``older_than`` seconds (and matching
+        ``owned_by(key)`` when given); returns their keys. They are S3's leftovers of killed writers."""
+        full_prefix = self.full_key(prefix) if prefix else (self.prefix + "/" if self.prefix else "")
+        cutoff = datetime.now(timezone.utc) - timedelta(seconds=older_than)
+        removed: list[str] = []
+        try:
+            pages = self.client.get_paginator("list_multipart_uploads").paginate(Bucket=self.bucket,
+                                                                                 Prefix=full_prefix)
+            uploads = [upload for page in pages for upload in page.get("Uploads", ())]
+        except Exception as exc:
+            if _code(exc) in _REFUSED:  # no s3:ListBucketMultipartUploads: the lifecycle rule is left to do it
+                log.warning("cannot list the incomplete uploads under %s (%s); a bucket lifecycle rule that "
+                            "aborts them cleans them up", self.uri(prefix), _code(exc))
+                return ()
+            _raise("list the uploads under", self.uri(prefix), exc)
+        for upload in uploads:
+            key, upload_id = upload["Key"], upload["UploadId"]
+            if owned_by is not None and not owned_by(self._relative(key)):
+                continue
+            if _utc(upload["Initiated"]) > cutoff or self._last_part(key, upload_id) > cutoff:
+                continue
+            try:
+                self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+            except Exception as exc:
+                if _code(exc) == "NoSuchUpload":  # completed or aborted meanwhile
+                    continue
+                if _code(exc) in _REFUSED:
+                    log.warning("cannot abort the stale upload of s3://%s/%s (%s)", self.bucket, key, _code(exc))
+                    continue
+                _raise("abort the upload of", f"s3://{self.bucket}/{key}", exc)
+            removed.append(self._relative(key))
+        return tuple(removed)
+
+    def _last_part(self, key: str, upload_id: str) -> datetime:
+        """When the upload's latest part arrived (the distant past when it has none)."""
+        latest = datetime.min.replace(tzinfo=timezone.utc)
+        try:
+            pages = self.client.get_paginator("list_parts").paginate(Bucket=self.bucket, Key=key, UploadId=upload_id)
+            for page in pages:
+                for part in page.get("Parts", ()):
+                    latest = max(latest, _utc(part["LastModified"]))
+        except Exception as exc:
+            if _code(exc) == "NoSuchUpload" or _code(exc) in _REFUSED:
+                return datetime.max.replace(tzinfo=timezone.utc)  # gone meanwhile, or not ours to see: left alone
+            _raise("list the parts of", f"s3://{self.bucket}/{key}", exc)
+        return latest
 
     def delete(self, keys: Iterable[str]) -> None:
         full = [self.full_key(k) for k in keys]
@@ -283,6 +341,10 @@ def s3_client(settings: DestinationSettings, client_factory: Callable[..., Any] 
     config = Config(retries={"max_attempts": 5, "mode": "standard"},
                     s3={"addressing_style": "path"} if settings.s3_endpoint else None)
     return client_factory("s3", config=config, **common, **keys)
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
 def _metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:

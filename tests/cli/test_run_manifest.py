@@ -586,3 +586,58 @@ def test_nan_and_infinity_in_a_body_are_read_as_null(cli, api):
     result = cli("--protocol")
     assert result.code == 0
     assert result.records("broken") == [{"id": 2, "score": None, "limit": None, "low": None}]
+
+
+def test_a_local_output_on_a_cluster_master_exits_2_before_spark_starts(cli, monkeypatch, tmp_path):
+    from framework.spark import session
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(session, "spark_session", no_spark)
+    monkeypatch.chdir(tmp_path)
+    result = cli("--master", "spark://spark-master:7077")  # the default ./output
+    assert result.code == 2 and "Traceback" not in result.stderr
+    assert f"--output {tmp_path / 'output'} is a folder on this machine" in result.stderr
+    assert "use s3://bucket/prefix, or a folder every node mounts at the same path and pass --shared-path" \
+        in result.stderr
+    monkeypatch.setenv("MASTER", "yarn")  # a master the environment names is known before Spark starts too
+    from_env = cli("--output", str(tmp_path / "o"))
+    assert from_env.code == 2 and "the master yarn" in from_env.stderr
+
+
+def test_bad_conf_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["m.yaml", "--config", "c.json", "--conf", "spark.executor.memory"])
+    assert stopped.value.code == 2 and "is not KEY=VALUE" in capsys.readouterr().err
+
+
+def test_a_master_known_only_once_the_session_runs_is_checked_before_any_request(cli, api, monkeypatch, tmp_path):
+    """Under spark-submit the master is spark-submit's: the session knows it; the check comes before the pipeline."""
+    from framework.spark import pipeline, session
+
+    class Conf:
+        def get(self, key, default=None):
+            return "spark://submitted:7077" if key == "spark.master" else default
+
+    class FakeSession:
+        conf = Conf()
+
+    asked = {}
+
+    def fake_session(master=None, app_name="run-manifest", **kwargs):
+        asked.update(kwargs, master=master)
+        return FakeSession()
+
+    def no_pipeline(*args, **kwargs):
+        raise AssertionError("the pipeline ran")
+
+    monkeypatch.setattr(session, "spark_session", fake_session)
+    monkeypatch.setattr(pipeline, "run_pipeline", no_pipeline)
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")  # as under spark-submit: the master is not known before
+    before = len(api.requests)
+    # --no-check: the connection check's one page (read before Spark starts) is not what is counted here
+    result = cli("--output", str(tmp_path / "out"), "--conf", "spark.executor.memory=2g", "--no-check")
+    assert result.code == 2 and "the master spark://submitted:7077 runs the tasks on other machines" in result.stderr
+    assert asked["spark.executor.memory"] == "2g" and asked["jdbc"] is False
+    assert len(api.requests) == before  # nothing was read

@@ -1,24 +1,32 @@
 """The destination and normalization settings the commands build from their flags and files."""
 
+import argparse
 import json
+import os
 
 import pytest
 
-from framework.cli.settings import destination_settings, normalization_settings
+from framework.cli.settings import (
+    check_shared_output,
+    conf_pair,
+    destination_settings,
+    normalization_settings,
+    resolve_output,
+)
 from framework.errors import ConfigError
 from framework.models.destination import CsvFormat, DestinationSettings, ParquetFormat
 
 
 def test_default_is_snappy_parquet_in_output():
     settings = destination_settings()
-    assert settings == DestinationSettings.default_local("./output")
+    assert settings == DestinationSettings.default_local(os.path.abspath("output"))
     assert isinstance(settings.format, ParquetFormat) and settings.format.compression_codec == "SNAPPY"
     assert destination_settings(output="/tmp/x", format="parquet").output == "/tmp/x"
 
 
 def test_format_without_destination():
     settings = destination_settings(output="out", format="csv")
-    assert isinstance(settings.format, CsvFormat) and settings.base_uri == "out"
+    assert isinstance(settings.format, CsvFormat) and settings.base_uri == os.path.abspath("out")
 
 
 def test_destination_file_with_output_and_format_put_in(tmp_path):
@@ -52,3 +60,35 @@ def test_normalization_target_and_dialect_put_in():
     assert normalization_settings(DestinationSettings.default_local()).target == "parquet"
     with pytest.raises(ConfigError, match="normalization settings"):
         normalization_settings(DestinationSettings.default_local(), dialect="nonsense")
+
+
+def test_a_local_output_is_resolved_on_the_driver(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert destination_settings(output="out").output == str(tmp_path / "out")
+    assert destination_settings(output="~/x").output == os.path.expanduser("~/x")
+    assert destination_settings(output="s3://b/p").output == "s3://b/p"  # a URL stays a URL
+    dest = tmp_path / "dest.json"
+    dest.write_text(json.dumps({"output": "rel/dir", "format": {"format_type": "Parquet"}}))
+    assert destination_settings(str(dest)).base_uri == str(tmp_path / "rel" / "dir")
+    bucket = DestinationSettings.model_validate({"s3_bucket_name": "b", "format": {"format_type": "Parquet"}})
+    assert resolve_output(bucket) is bucket
+
+
+def test_a_local_output_on_a_cluster_needs_shared_path(tmp_path):
+    local = destination_settings(output=str(tmp_path))
+    for master in (None, "local[*]", "local", "local-cluster[2,1,1024]"):
+        check_shared_output(local, master, shared_path=False)  # this machine's executors: nothing to say
+    with pytest.raises(ConfigError) as caught:
+        check_shared_output(local, "spark://m:7077", shared_path=False)
+    text = str(caught.value)
+    assert str(tmp_path) in text and "spark://m:7077" in text and "s3://" in text and "--shared-path" in text
+    check_shared_output(local, "spark://m:7077", shared_path=True)
+    check_shared_output(destination_settings(output="s3://b/p"), "yarn", shared_path=False)
+
+
+def test_conf_pairs():
+    assert conf_pair("spark.a=b=c") == ("spark.a", "b=c")
+    assert conf_pair("spark.a=") == ("spark.a", "")
+    for bad in ("spark.a", "=x"):
+        with pytest.raises(argparse.ArgumentTypeError, match="KEY=VALUE"):
+            conf_pair(bad)
