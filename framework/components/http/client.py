@@ -30,6 +30,10 @@ that repeat is not counted as a retry. All the waits of one ``send`` together
 may not exceed ``max_rate_limit_wait`` seconds: a wait that would go past it
 fails at once instead of stalling the read.
 
+With an API budget (``budget``, :mod:`framework.components.http.budget`), every attempt first waits for
+a permit of the policy matching the prepared request, and its response's rate-limit headers update the
+budget.
+
 Every message and request description is masked: the authenticator's secrets
 become ``****`` (see :mod:`framework.masking`) and then the config ``mask`` applies. The client keeps no
 state between or during requests beyond local variables, so one client serves
@@ -42,13 +46,16 @@ import copy
 import dataclasses
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from framework.components.http.error_handler import ErrorHandler, Resolution, excerpt, status_text
 from framework.components.http.request import HttpRequest, RequestParts
 from framework.components.http.transport import DEFAULT_TIMEOUT, HttpResponse, Transport
 from framework.errors import HttpStatusError, ReadError, TransportError
 from framework.masking import Mask, masking_credentials
+
+if TYPE_CHECKING:
+    from framework.components.http.budget import ApiBudget
 
 _RETRYING = frozenset({"RETRY", "RATE_LIMITED", "REFRESH_TOKEN_THEN_RETRY"})
 
@@ -127,6 +134,7 @@ class HttpClient:
         max_rate_limit_wait: float = 3600.0,
         give_up: GiveUp | None = None,
         stream: str | None = None,
+        budget: ApiBudget | None = None,
     ):
         self.transport = transport
         self.error_handler = error_handler
@@ -137,6 +145,7 @@ class HttpClient:
         self.max_rate_limit_wait = max_rate_limit_wait
         self.give_up = give_up
         self.stream = stream
+        self.budget = budget
 
     def send(self, parts: RequestParts) -> HttpResponse | None:
         """The response of ``parts``; ``None`` when the error handler says IGNORE."""
@@ -147,7 +156,10 @@ class HttpClient:
         refreshed = False  # the token was renewed during this send
         while True:
             request = self._prepare(parts)
+            ticket = self.budget.acquire(request) if self.budget is not None else None  # waits for a permit
             response, error = self._exchange(request)
+            if ticket is not None:
+                self.budget.observe(ticket, response)  # type: ignore[union-attr]
             sent += 1
             if may_refresh and response is not None and response.status == 401:
                 may_refresh = False

@@ -113,7 +113,8 @@ def build_requester(model: HttpRequester, ctx: BuildContext, path: tuple) -> Req
         handler = ctx.build(model.error_handler, path + ("error_handler",))
     else:
         handler = default_error_handler(ctx)
-    client = HttpClient(ctx.transport, handler, authenticator, sleep=ctx.sleep, mask=ctx.mask, stream=ctx.stream)
+    client = HttpClient(ctx.transport, handler, authenticator, sleep=ctx.sleep, mask=ctx.mask, stream=ctx.stream,
+                        budget=ctx.budget)
     mask = ctx.mask if authenticator is None else masking_credentials(authenticator, ctx.mask)
     body_json, body_data = model.bodies()  # `request_body` folded into the older fields, as Airbyte does
 
