@@ -255,3 +255,28 @@ def test_a_stale_remaining_from_an_earlier_window_is_ignored() -> None:
     ledger.see(0, Reading(clock.t - 60, remaining=1))
     window = ledger.windows[0]
     assert window.count == 0
+
+
+# -- in the HTTP client's request loop ----------------------------------------------------------------------
+
+
+def test_every_attempt_waits_for_a_permit_and_a_429_spends_the_window() -> None:
+    from framework.components.http.client import HttpClient
+    from framework.components.http.error_handler import default_error_handler
+    from framework.components.http.request import RequestParts
+    from framework.components.http.transport import FunctionTransport
+
+    clock = Clock()
+    sent: list[float] = []
+    answers = iter([(429, {"Retry-After": "0"}, {}), (200, {"ratelimit-remaining": "7"}, {"items": []})])
+
+    def answer(request: HttpRequest) -> tuple:
+        sent.append(clock.t)
+        return next(answers)
+
+    ctx = BuildContext({}, clock=clock, sleep=clock.sleep)  # type: ignore[arg-type]
+    task = budget({"policies": [moving(10, "PT1M", {"url_path_pattern": "^/v1/items"})]}, clock, ctx=ctx)
+    http = HttpClient(FunctionTransport(answer), default_error_handler(ctx), sleep=clock.sleep, budget=task)
+    response = http.send(RequestParts(url_base="https://api.example.com/v1", path="items"))
+    assert response is not None and response.status == 200
+    assert len(sent) == 2 and sent[1] - sent[0] >= 60  # the retry waited for the window the 429 spent
