@@ -91,7 +91,7 @@ class Matcher:
         if self.path_pattern is not None and not self.path_pattern.search(url.path.rstrip("/")):
             return False
         if self.params:
-            query = dict(parse_qsl(url.query, keep_blank_values=True))
+            query = dict(parse_qsl(url.query))
             query.update((str(k), str(v)) for k, v in request.params)
             if any(query.get(k) != v for k, v in self.params.items()):
                 return False
