@@ -25,7 +25,10 @@ window is filled up to now, and also held until the reset time when the API give
 told to the ledger at once; other readings travel with the task's next ask.
 
 Times come from the injected clock and waits go through the injected ``sleep``, so tests run without
-waiting.
+waiting. The windows are written here rather than taken from ``pyrate-limiter`` (which airbyte-cdk uses):
+what they must do is grant batches that expire, take calls back, widen the window by the hold and follow
+the API's reset time, on an injected clock and without a background thread; that is a few lines on a
+deque, where the library would need a bucket of ours anyway.
 """
 
 from __future__ import annotations
