@@ -21,7 +21,7 @@ doubles while a task spends its leases before they expire, and halves when permi
 since the epoch; a small number is taken as seconds from now) and a status among
 ``status_codes_for_ratelimit_hit`` update the matching policy: a fixed window takes the API's reset time
 and never allows more than the API says remain; a status hit or ``remaining`` 0 spends the window (a moving
-window is filled up to now, and also held until the reset time when the API gives one). A spent window is
+window is held until the API's reset time when it gives one, else filled up to now). A spent window is
 told to the ledger at once; other readings travel with the task's next ask.
 
 Times come from the injected clock and waits go through the injected ``sleep``, so tests run without
@@ -217,11 +217,12 @@ class MovingWindow:
     def see(self, now: float, reading: Reading) -> None:
         if not reading.spent:
             return  # a moving window takes only "spent" from the API (it cannot place the API's window)
-        free = self.available(now)
-        if free > 0:
-            self.grants.append([now, float(free), 0.0])
         if reading.reset is not None and reading.reset > now:
-            self.held_until = max(self.held_until, reading.reset)
+            self.held_until = max(self.held_until, reading.reset)  # the API says when it allows calls again
+            return
+        free = self.available(now)
+        if free > 0:  # no word of when: the window is full from now
+            self.grants.append([now, float(free), 0.0])
 
 
 class FixedWindow:

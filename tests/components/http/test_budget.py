@@ -280,3 +280,13 @@ def test_every_attempt_waits_for_a_permit_and_a_429_spends_the_window() -> None:
     response = http.send(RequestParts(url_base="https://api.example.com/v1", path="items"))
     assert response is not None and response.status == 200
     assert len(sent) == 2 and sent[1] - sent[0] >= 60  # the retry waited for the window the 429 spent
+
+
+def test_remaining_zero_with_a_reset_time_holds_until_then_not_a_whole_window() -> None:
+    clock = Clock()
+    task = budget({"policies": [moving(10, "PT1M")]}, clock)
+    ticket = task.acquire(get())
+    task.observe(ticket, answer(200, **{"ratelimit-remaining": "0", "ratelimit-reset": str(int(clock.t) + 5)}))
+    start = clock.t
+    sends(task, clock, 1)
+    assert 5 <= clock.t - start < 6
