@@ -156,7 +156,7 @@ def test_no_interval_of_use_times_sees_more_than_the_limit(limit: int, interval:
 
 
 def test_an_eager_task_gets_nearly_the_whole_rate() -> None:
-    """The cost of leases is their hold: limit / (interval + hold) is 95% of the rate. (Several tasks
+    """The cost of leases is their hold: limit / (interval + hold) is 92.6% of the rate. (Several tasks
     are measured for real, in tests/spark/test_api_budget_e2e.py: here one fake clock would make all
     of them wait whenever one waits.)"""
     clock = Clock()
@@ -168,7 +168,7 @@ def test_an_eager_task_gets_nearly_the_whole_rate() -> None:
         clock.sleep(0.0005)  # each request takes half a millisecond
     rate = len(used) / (used[-1] - used[0])
     assert most_in_any_window(used, 1.0) <= 100
-    assert rate >= 0.94 * 100
+    assert rate >= 0.92 * 100
 
 
 def test_leases_grow_for_a_fast_task_so_it_asks_the_ledger_rarely() -> None:
