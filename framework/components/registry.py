@@ -60,6 +60,7 @@ _MODULES = (
     "framework.components.delegating",  # StateDelegatingStream (issue 16)
     "framework.components.stream_groups",  # stream groups (issue 16)
     "framework.components.async_jobs",  # AsyncRetriever (issue 17)
+    "framework.components.http.budget",  # API budgets (issue 17)
 )
 _loaded = False
 
@@ -122,6 +123,7 @@ class BuildContext:
     services: dict[str, coordination.Handler]
     circuits: HostCircuits
     config_sink: ConfigSink | None  # where a config changed during the run is saved (rotated tokens), if anywhere
+    budget: Any  # the source's API budget (framework.components.http.budget.ApiBudget), None without one
 
     def __init__(self, config: Mapping[str, Any], engine: TemplateEngine | None = None,
                  transport: Transport | None = None, clock: Clock | None = None,
@@ -135,7 +137,8 @@ class BuildContext:
                   "sleep": sleep, "base_dir": base_dir, "locate": locate, "mask": mask,
                   "schemas": schemas if schemas is not None else {},
                   "code": code if code is not None else CodeLoader(base_dir, custom_code_allowed()),
-                  "stream": None, "services": {}, "circuits": HostCircuits(), "config_sink": config_sink}
+                  "stream": None, "services": {}, "circuits": HostCircuits(), "config_sink": config_sink,
+                  "budget": None}
         for name, value in values.items():
             object.__setattr__(self, name, value)
 
@@ -145,6 +148,12 @@ class BuildContext:
             return self
         found = copy.copy(self)
         object.__setattr__(found, "stream", name)
+        return found
+
+    def with_budget(self, budget: Any) -> BuildContext:
+        """This context with the source's API budget, which every HttpRequester built on it sends through."""
+        found = copy.copy(self)
+        object.__setattr__(found, "budget", budget)
         return found
 
     def service(self, name: str, handler: coordination.Handler) -> coordination.Handler:

@@ -236,6 +236,8 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
         code=code,
         config_sink=config_sink,
     )
+    if source.api_budget is not None:  # every HttpRequester sends through it (issue 17)
+        context = context.with_budget(context.build(source.api_budget, ("api_budget",)))
     streams: dict[str, Stream] = {}
     migrations = {}
     delegations = {}

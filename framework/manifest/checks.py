@@ -18,6 +18,7 @@ from framework.diagnostics import Diagnostic
 from framework.interpolation import DEPRECATED_VARIABLES, VARIABLES, TemplateEngine, analyze_template
 from framework.manifest.async_checks import async_checks
 from framework.manifest.auth_checks import auth_checks
+from framework.manifest.budget_checks import budget_checks
 from framework.manifest.components import Placement, Site, field_aliases
 from framework.manifest.custom_checks import custom_checks
 from framework.manifest.decoder_checks import decoder_checks
@@ -56,6 +57,7 @@ def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str
     found.extend(migration_checks(sites, place))
     found.extend(stream_group_checks(sites, data, place))
     found.extend(dynamic_checks(sites, place))
+    found.extend(budget_checks(sites, place))  # api_budget (issue 17)
     if manifest_dir is not None:  # custom components are read from files beside the manifest
         found.extend(custom_checks(sites, place, manifest_dir))
     return found

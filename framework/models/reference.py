@@ -58,6 +58,8 @@ GROUPS: tuple[tuple[str, str, str], ...] = (
     ("framework.models.files", "Files",
      "CSV responses read through a temporary file, and a file downloaded for each record."),
     ("framework.models.error_handling", "Error handling", "Which responses are errors, and how long to wait."),
+    ("framework.models.budgets", "API budgets",
+     "How many requests the whole sync may send to the API in a time window (docs/api-budgets.md)."),
     ("framework.models.incremental", "Incremental syncs",
      "Reading in datetime windows and remembering where to resume."),
     ("framework.models.partitions", "Partitions", "Splitting a stream into partitions read independently."),

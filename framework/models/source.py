@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 
 from framework.models.auth import AuthFlow
 from framework.models.base import BASE, Component, spec
+from framework.models.budgets import HTTPAPIBudget
 from framework.models.custom import (
     CustomDecoder,
     CustomRequester,
@@ -351,6 +352,11 @@ class DeclarativeSource(Component):
     dynamic_streams: tuple[DynamicDeclarativeStream, ...] = spec(
         "Streams made from an endpoint's answer or from config values.", [{"$ref": "#/definitions/report_streams"}],
         (), default_type="DynamicDeclarativeStream")
+    api_budget: HTTPAPIBudget | None = spec(
+        "How many requests the whole sync may send to the API in a time window (see docs/api-budgets.md).",
+        {"type": "HTTPAPIBudget", "policies": [{"type": "MovingWindowCallRatePolicy",
+                                                "rates": [{"limit": 900, "interval": "PT1M"}], "matchers": []}]},
+        None)
 
 
 # A PropertiesFromEndpoint (imported before this module, through the requester) holds a SimpleRetriever.

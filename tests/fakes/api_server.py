@@ -21,6 +21,9 @@ The server is built for speed: bodies are encoded with orjson, every answer
 carries ``Content-Length`` and connections are kept alive (HTTP/1.1), each
 answer goes out in one write with Nagle's algorithm off, and nothing is logged.
 
+A rate limit (:meth:`FakeApi.limit`) counts the requests per window of the
+server's clock and answers ``429`` above the limit, as an API with a budget does.
+
 Helpers for handlers: :func:`paged` serves a list in pages (page numbers,
 offset/limit or cursors) and :func:`dated` keeps the items whose date field
 lies within the bounds given in query parameters.
@@ -52,6 +55,7 @@ __all__ = [
     "ApiError",
     "FakeApi",
     "Headers",
+    "RateLimit",
     "RecordedRequest",
     "Reply",
     "ReportJobs",
@@ -203,6 +207,31 @@ Handler = Callable[[RecordedRequest], Reply | dict | list] | Reply | dict | list
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
+@dataclass
+class RateLimit:
+    """The server's rate limit (:meth:`FakeApi.limit`) and what it counted.
+
+    Windows are ``period`` seconds of the server's ``time.time()``, aligned on the epoch (window ``k``
+    is ``[k * period, (k + 1) * period)``). ``counted[k]`` is how many requests arrived in window ``k``
+    (answered or not); ``refused`` how many were answered 429.
+    """
+
+    calls: int
+    period: float
+    path: str | None = None
+    headers: bool = False
+    counted: dict[int, int] = field(default_factory=dict)
+    refused: int = 0
+
+    def full_windows(self) -> list[int]:
+        """The counts of the windows between the first and the last one that saw requests (those two
+        are partly outside the run, so left out), in order; windows without requests count 0."""
+        if len(self.counted) < 3:
+            return []
+        first, last = min(self.counted), max(self.counted)
+        return [self.counted.get(k, 0) for k in range(first + 1, last)]
+
+
 @dataclass(frozen=True)
 class _Route:
     method: str
@@ -267,6 +296,7 @@ class FakeApi:
         self._lock = threading.Lock()
         self._routes: tuple[_Route, ...] = ()
         self._faults: list[_Fault] = []
+        self.rate_limit: RateLimit | None = None
         self._connections: dict[socket.socket, int] = {}
         self._connection_ids = itertools.count(1)
         self._stopping = threading.Event()
@@ -329,6 +359,18 @@ class FakeApi:
         fault = _Fault(after or 0, times, status, body, dict(headers or {}), hang, path, close_connection)
         with self._lock:
             self._faults.append(fault)
+
+    def limit(self, calls: int, period: float, *, path: str | None = None, headers: bool = False) -> RateLimit:
+        """Allow ``calls`` requests (whose path starts with ``path``; any when None) per window of
+        ``period`` seconds; answer ``429`` with ``Retry-After`` to the others. With ``headers`` every
+        counted answer says ``ratelimit-remaining`` and ``ratelimit-reset`` (the window's end, epoch
+        seconds). Returns the :class:`RateLimit` that counts the requests per window."""
+        if calls < 1 or period <= 0:
+            raise ValueError(f"limit({calls}, {period}) needs at least one call per positive period")
+        limit = RateLimit(calls, period, path, headers)
+        with self._lock:
+            self.rate_limit = limit
+        return limit
 
     def received(self, path: str | None = None, method: str | None = None) -> list[RecordedRequest]:
         """The recorded requests, optionally only those with this exact path and/or method."""
@@ -449,6 +491,11 @@ class FakeApi:
                 if index < len(self.requests) and self.requests[index] is request:
                     self.requests[index] = dataclasses.replace(request, answered_at=time.time())
 
+        limited = self._count(path, request.received_at)
+        if limited is not None and limited.status == 429:
+            answered()
+            _send(exchange, limited)
+            return
         fault = self._take_fault(path)
         if fault is not None:
             if fault.hang and self._stopping.wait(fault.hang):
@@ -464,8 +511,29 @@ class FakeApi:
                 _send(exchange, fault.reply())
                 return
         reply = self._answer(route, request)
+        if limited is not None:
+            reply = dataclasses.replace(reply, headers={**limited.headers, **reply.headers})
         answered()
         _send(exchange, reply)
+
+    def _count(self, path: str, at: float) -> Reply | None:
+        """Count a request in the rate limit's window: a 429 above the limit, else the headers to add
+        (None when no limit applies)."""
+        limit = self.rate_limit
+        if limit is None or (limit.path is not None and not path.startswith(limit.path)):
+            return None
+        window = math.floor(at / limit.period)
+        with self._lock:
+            seen = limit.counted[window] = limit.counted.get(window, 0) + 1
+            if seen > limit.calls:
+                limit.refused += 1
+        ends = (window + 1) * limit.period
+        headers = {"ratelimit-remaining": str(max(0, limit.calls - seen)),
+                   "ratelimit-reset": str(math.ceil(ends))} if limit.headers else {}
+        if seen > limit.calls:
+            return Reply(429, {"error": "rate limit exceeded"},
+                         {"Retry-After": str(max(1, math.ceil(ends - at))), **headers})
+        return Reply(200, None, headers)
 
     def _answer(self, route: _Route | None, request: RecordedRequest) -> Reply:
         if route is None:

@@ -30,6 +30,10 @@ that repeat is not counted as a retry. All the waits of one ``send`` together
 may not exceed ``max_rate_limit_wait`` seconds: a wait that would go past it
 fails at once instead of stalling the read.
 
+With an API budget (``budget``, :mod:`framework.components.http.budget`), every attempt first waits for
+a permit of the policy matching the prepared request, and its response's rate-limit headers update the
+budget.
+
 Every message and request description is masked: the authenticator's secrets
 become ``****`` (see :mod:`framework.masking`) and then the config ``mask`` applies. The client keeps no
 state between or during requests beyond local variables, so one client serves
@@ -42,7 +46,7 @@ import copy
 import dataclasses
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from framework.components.http.circuit import ConnectError, HostCircuits
 from framework.components.http.error_handler import ErrorHandler, Resolution, excerpt, status_text
@@ -50,6 +54,9 @@ from framework.components.http.request import HttpRequest, RequestParts
 from framework.components.http.transport import DEFAULT_TIMEOUT, HttpResponse, Transport
 from framework.errors import HttpStatusError, ReadError, TransportError
 from framework.masking import Mask, masking_credentials
+
+if TYPE_CHECKING:
+    from framework.components.http.budget import ApiBudget
 
 _RETRYING = frozenset({"RETRY", "RATE_LIMITED", "REFRESH_TOKEN_THEN_RETRY"})
 
@@ -129,6 +136,7 @@ class HttpClient:
         give_up: GiveUp | None = None,
         stream: str | None = None,
         circuits: HostCircuits | None = None,
+        budget: ApiBudget | None = None,
     ):
         self.transport = transport
         self.error_handler = error_handler
@@ -140,6 +148,7 @@ class HttpClient:
         self.give_up = give_up
         self.stream = stream
         self.circuits = circuits  # connection failures per host, shared by the process's requests
+        self.budget = budget
 
     def send(self, parts: RequestParts) -> HttpResponse | None:
         """The response of ``parts``; ``None`` when the error handler says IGNORE."""
@@ -153,7 +162,10 @@ class HttpClient:
             request = self._prepare(parts)
             if circuits is not None:
                 self._circuit_check(circuits, request)
+            ticket = self.budget.acquire(request) if self.budget is not None else None  # waits for a permit
             response, error = self._exchange(request)
+            if ticket is not None:
+                self.budget.observe(ticket, response)  # type: ignore[union-attr]
             sent += 1
             if circuits is not None:
                 self._circuit_note(circuits, request, response, error)
