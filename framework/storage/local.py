@@ -123,6 +123,22 @@ class LocalStorage:
                 except FileNotFoundError:
                     pass
 
+    def move(self, source: str, target: str) -> bool:
+        """Rename ``source`` to ``target``, its metadata sidecar first (atomic per file, on one file system)."""
+        src, dst = self.path(source), self.path(target)
+        if not os.path.exists(src):
+            if os.path.exists(dst):
+                return False
+            raise FrameworkError(f"cannot move {src} to {dst}: neither is there")
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        try:
+            os.replace(self.sidecar(src), self.sidecar(dst))
+        except FileNotFoundError:  # no metadata, or moved before a crash
+            pass
+        os.replace(src, dst)
+        _sync_folder(os.path.dirname(dst))
+        return True
+
 
 class LocalObjectWriter(WriterContext):
     """Bytes of one object in a hidden temp file next to its final name."""

@@ -448,9 +448,9 @@ def test_with_concurrency_state_waits_for_a_slow_first_window(tmp_path, fake_api
     # finished ranges beyond a first slice that resumes from the start (Airbyte's date-range state).
     account_1 = [by_partition(s)[1] for s in early_states if 1 in by_partition(s)]
     assert account_1, "the windows finished beyond the first one are in the state"
-    for cursor in account_1:
-        assert cursor["state_type"] == "date-range"
-        first, *beyond = cursor["slices"]
+    for entry in account_1:
+        assert entry["state_type"] == "date-range"
+        first, *beyond = entry["slices"]
         assert first == {"start": iso(at(0)), "end": iso(at(0))} and beyond
         assert all(piece["start"] >= iso(at(2)) for piece in beyond)
     assert_states_safe(run, shop)
