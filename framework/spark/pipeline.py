@@ -182,6 +182,7 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     with coordination.Coordinator(connector.context.services, host=listen, advertised=advertised) as coordinator:
         run.coordinator = coordinator.address
         _sync_streams(run, selections, saved, given_states, progress, results)
+    clear_staging(storage)  # every file is published: what is left are failed attempts' (and empty folders)
     return PipelineResult(run.connection.sync_id, results)
 
 

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -48,9 +49,10 @@ def beyond_saved(out: Path) -> bool:
         and state["slices"][0]["end"] == "2024-01-01T18:00:00Z"
 
 
-def kill_when_beyond_saved(process: subprocess.Popen, out: Path, shop, *, group: bool) -> str:
-    """Wait until windows 1, 3 and 4 are saved and window 2 hangs; SIGKILL the driver (only it, or its whole
-    process group); return its stderr."""
+def kill_when_beyond_saved(process: subprocess.Popen, out: Path, shop, *, group: bool,
+                           before_kill: Callable[[], None] | None = None) -> str:
+    """Wait until windows 1, 3 and 4 are saved and window 2 hangs; (call ``before_kill``;) SIGKILL the driver
+    (only it, or its whole process group); return its stderr."""
     try:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and process.poll() is None:
@@ -61,6 +63,8 @@ def kill_when_beyond_saved(process: subprocess.Popen, out: Path, shop, *, group:
             error = process.stderr.read().decode()[-3000:] if process.poll() is not None and process.stderr else ""
             pytest.fail(f"the sync never saved the windows beyond the hanging one (exit {process.poll()}): {error}")
     finally:
+        if before_kill is not None:
+            before_kill()
         if process.poll() is None:
             if group:
                 os.killpg(process.pid, signal.SIGKILL)
