@@ -138,9 +138,11 @@ def test_a_stopped_sync_saves_what_finished_beyond_and_the_next_reads_only_the_g
         {"start": iso(at(9)), "end": iso(at(10) - SECOND), "most_recent_cursor_value": iso(at(9, 23))}]}
     second = open_sync(connector, connector.stream("orders"), state)
     # the windows, cut from the resume value, around what is finished: the gaps and no more
-    assert spans(second.plan()) == [(at(1, 23), at(4) - SECOND), (at(7), at(9) - SECOND), (at(10), at(10))]
+    # (after the last finished range, from its end, inclusive, as after a resume value: as airbyte-cdk reads it)
+    assert spans(second.plan()) == [(at(1, 23), at(4) - SECOND), (at(7), at(9) - SECOND),
+                                    (at(10) - SECOND, at(10))]
     for unit in second.plan():
-        second.observe(unit, parse(unit.slice.cursor_slice["start_time"]), 1)
+        second.observe(unit, parse(unit.slice.cursor_slice["end_time"]), 1)
         second.done(unit)
     # all read: the plain state again, at the latest value either sync saw
     assert second.state(final=True) == {"updated_at": iso(at(10))}
@@ -160,7 +162,8 @@ def test_a_partition_keeps_its_own_finished_windows(tmp_path):
     assert entries["b"]["state_type"] == "date-range"
     second = open_sync(connector, connector.stream("orders"), state)
     left = second.plan()
-    assert spans([u for u in left if u.slice.partition["shop"] == "b"]) == [(at(0, 1), at(2) - SECOND)]
+    assert spans([u for u in left if u.slice.partition["shop"] == "b"]) == [(at(0, 1), at(2) - SECOND),
+                                                                            (at(10), at(10))]
     assert spans([u for u in left if u.slice.partition["shop"] == "a"]) == [(at(0, 1), at(10))]
 
 

@@ -249,9 +249,11 @@ class DatetimeCursor:
         if state_value is not None:
             start = max(start, self.floor(state_value, min_lookback))
         kept = [c for c in closed if c.end >= start]
-        if kept:
+        if kept:  # read again from the last one's end (inclusive, as from a resume value) less the lookbacks
             last = kept[-1]
             end = self.floor(last.end, min_lookback)
+            if self.granularity is not None:
+                end = shift(end, self.granularity, -1) or end
             kept[-1:] = [Closed(last.start, end, last.latest)] if end >= last.start else []
         return tuple(kept)
 
