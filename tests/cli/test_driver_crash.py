@@ -107,8 +107,12 @@ def test_a_killed_driver_leaves_the_windows_beyond_saved_and_the_next_run_reads_
                            capture_output=True, cwd=tmp_path, timeout=300)
     assert rerun.returncode == 0, rerun.stderr.decode()
     asked = {(r.param("since"), r.param("until")) for r in fake_api.received("/items")[before:]}
-    # the gap only: from the saved value up to the windows finished beyond it
-    assert min(asked)[0] == "2024-01-01T18:00:00Z" and max(until for _, until in asked) == "2024-01-02T23:59:59Z"
+    # the gap, from the saved value up to the windows finished beyond it; then the last of those is read again
+    # from its end only (inclusive, as from a resume value: as airbyte-cdk reads such a state)
+    end = ("2024-01-04T23:59:59Z", "2024-01-04T23:59:59Z")
+    gap = asked - {end}
+    assert end in asked and min(gap)[0] == "2024-01-01T18:00:00Z"
+    assert max(until for _, until in gap) == "2024-01-02T23:59:59Z"
     ids = sorted(r["id"] for r in read_parquet(out, "items"))
     assert set(ids) == set(range(1, 9))  # nothing lost
     # read twice: only the record at the saved value (the gap starts there, inclusive); windows 3 and 4 once
