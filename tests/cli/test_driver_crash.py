@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from spark.test_pipeline import MANIFEST, config_for, read_parquet, saved_state, serve
 
@@ -39,14 +40,23 @@ def staged(out: Path) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file() and not p.name.startswith(".")] if root.exists() else []
 
 
+def visible_or_publishing(out: Path) -> list[int]:
+    """The ids in the visible files, and in the staged files the saved state lists as still to publish (the
+    driver was killed between saving that state and moving them: the next run moves them first)."""
+    pending = [pq.read_table(out / item["staged"]).column("id").to_pylist()
+               for item in saved_state(out).get("publishing", [])
+               if (out / item["staged"]).exists()]  # else moved already, before the next save dropped the list
+    return sorted([r["id"] for r in read_parquet(out, "items")] + [i for ids in pending for i in ids])
+
+
 def beyond_saved(out: Path) -> bool:
     """Whether the saved state has the first window and keeps the windows finished after the hanging one."""
     try:
         state = saved_state(out)["streams"]["items"]["state"]
     except (FileNotFoundError, KeyError, json.JSONDecodeError):
         return False
-    return state.get("state_type") == "date-range" and state["slices"][-1]["end"] == "2024-01-04T23:59:59Z" \
-        and state["slices"][0]["end"] == "2024-01-01T18:00:00Z"
+    return state.get("state_type") == "date-range" and [(s["start"], s["end"]) for s in state["slices"]] == [
+        ("2024-01-01T00:00:00Z", "2024-01-01T18:00:00Z"), ("2024-01-03T00:00:00Z", "2024-01-04T23:59:59Z")]
 
 
 def kill_when_beyond_saved(process: subprocess.Popen, out: Path, shop, *, group: bool,
@@ -96,7 +106,7 @@ def test_a_killed_driver_leaves_the_windows_beyond_saved_and_the_next_run_reads_
             os.killpg(process.pid, signal.SIGKILL)  # whatever of it is left
         except ProcessLookupError:
             pass
-    assert sorted(r["id"] for r in read_parquet(out, "items")) == [1, 2, 5, 6, 7, 8]  # the zombie's: not visible
+    assert visible_or_publishing(out) == [1, 2, 5, 6, 7, 8]  # what the state covers; the zombie's: not visible
     state = saved_state(out)["streams"]["items"]["state"]
     assert state["slices"][0] == {"start": "2024-01-01T00:00:00Z", "end": "2024-01-01T18:00:00Z",
                                   "most_recent_cursor_value": "2024-01-01T18:00:00Z"}
