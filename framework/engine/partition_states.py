@@ -117,13 +117,19 @@ class PartitionStates:
             return self._compact.get(partition_digest(partition))
         return None
 
-    def put(self, partition: Mapping[str, Any], value: Any) -> None:
-        """Record ``partition`` at ``value``, as the newest entry."""
+    def saved_cursor(self, partition: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The cursor state ``partition`` has in full (as loaded or put), or None (compacted, or unknown)."""
+        found = self._full.get(StreamSlice(partition).key())
+        return found[2] if found is not None else None
+
+    def put(self, partition: Mapping[str, Any], value: Any, cursor_state: Mapping[str, Any] | None = None) -> None:
+        """Record ``partition`` at ``value``, as the newest entry; ``cursor_state`` is the entry's state when it
+        is more than ``{"<cursor_field>": value}`` (finished windows beyond ``value``: a ``date-range`` state)."""
         key = StreamSlice(partition).key()
         self._full.pop(key, None)
         if self._compact:
             self._unfile(partition_digest(partition))
-        self._full[key] = (partition, value, self._state_of(value))
+        self._full[key] = (partition, value, cursor_state if cursor_state is not None else self._state_of(value))
         self._shrink()
 
     def _shrink(self) -> None:

@@ -27,6 +27,13 @@ value seen in each, and the state that allows. State shapes, as Airbyte's:
   added; the parent's state moves only over parent units (windows) whose child
   units are all finished.
 
+A partition whose windows finished beyond its first unfinished one (a sync
+stopped half way) keeps them as Airbyte's concurrent ``date-range`` state
+(``{"state_type": "date-range", "slices": [...]}``, in place of
+``{"<cursor_field>": value}``, see
+:mod:`framework.components.incremental.date_ranges`); the next sync reads only
+the windows no slice covers.
+
 Saved states in any of these shapes are read back; a state without
 ``states`` (a flat ``{"<cursor_field>": value}`` or a global one) is applied to
 every partition, as Airbyte does. A partition that is in no saved state is new
@@ -46,7 +53,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from framework.components.incremental import CountCursor, Cursor
+from framework.components.incremental import CountCursor, Cursor, DatetimeCursor
+from framework.components.incremental.date_ranges import Closed, is_range_state
 from framework.components.partitions import LAZY_KEY, ParentConfig, RoutedPartition
 from framework.components.slices import StreamSlice
 from framework.components.stream import Stream
@@ -151,7 +159,12 @@ class _Partition:
     routed: RoutedPartition
     progress: WindowProgress
     units_left: int
-    recorded: datetime | None  # the value last put in the per-partition states
+    recorded: Any  # the value (and finished windows beyond it) last put in the per-partition states
+
+
+def _closed_of(cursor: Cursor | None, state: Mapping[str, Any] | None) -> tuple[Closed, ...]:
+    """The finished intervals a ``date-range`` state keeps beyond its resume value (a datetime cursor's only)."""
+    return cursor.closed_of(state) if isinstance(cursor, DatetimeCursor) else ()
 
 
 def _tag_key(tag: tuple) -> tuple:
@@ -218,10 +231,11 @@ class StreamSync:
         self._units_left = 0
         self._parents: dict[str, StreamSync] = {}
         self._parent_units_left: dict[tuple, int] = {}
-        self._windows_cache: dict[tuple, tuple[list, list, tuple]] = {}
+        self._windows_cache: dict[tuple, tuple[list, list, tuple, list]] = {}
         # Cursor values: datetimes, or ints for an IncrementingCountCursor.
         self._seen: Any = None  # latest cursor value seen in this sync
         self._prior_global: Any = None  # one-partition state, or the saved "state" value
+        self._closed_global: tuple[Closed, ...] = ()  # one-partition state: windows finished beyond it
         self._all_from_global = False  # no per-partition list was saved: every partition starts at the global value
         self._saved_lookback = 0
         self._states: PartitionStates | None = None
@@ -242,10 +256,12 @@ class StreamSync:
             return
         field = cursor.cursor_field
         if not self.partitioned:
-            flat = saved if field in saved or not isinstance(saved.get("state"), Mapping) else saved["state"]
-            if field not in flat:
+            flat = saved if field in saved or is_range_state(saved) or not isinstance(saved.get("state"), Mapping) \
+                else saved["state"]
+            if field not in flat and not is_range_state(flat):
                 raise _unknown_shape(saved, f"{{'{field}': ...}}")
             self._prior_global = cursor.state_value(flat)
+            self._closed_global = _closed_of(cursor, flat)
             return
         if not saved.keys() & {field, "state", "states", "lookback_window", "parent_state", "use_global_cursor",
                                COMPACT_KEY}:
@@ -283,22 +299,23 @@ class StreamSync:
         if saved.get(COMPACT_KEY) is not None:
             self._states.load_compacted(saved[COMPACT_KEY], cursor.state_value)
 
-    def _prior_for(self, partition: Mapping[str, Any]) -> tuple[Any, timedelta | None, bool]:
-        """Where a partition starts: (saved value, extra lookback, whether the value is the partition's own)."""
+    def _prior_for(self, partition: Mapping[str, Any]) -> tuple[Any, timedelta | None, bool, tuple[Closed, ...]]:
+        """Where a partition starts: (saved value, extra lookback, whether the value is the partition's own,
+        the intervals finished beyond it)."""
         if not self.incremental:
-            return None, None, False
+            return None, None, False, ()
         extra = timedelta(seconds=self._saved_lookback) if self._saved_lookback else None
         if not self.partitioned:
-            return self._prior_global, None, True
+            return self._prior_global, None, True, self._closed_global
         if self.global_cursor:
-            return self._prior_global, extra, True
+            return self._prior_global, extra, True, ()
         assert self._states is not None
         own = self._states.value(partition)
         if own is not None:
-            return own, None, True
+            return own, None, True, _closed_of(self.cursor, self._states.saved_cursor(partition))
         if self._all_from_global:
-            return self._prior_global, extra, False
-        return None, None, False
+            return self._prior_global, extra, False, ()
+        return None, None, False, ()
 
     # -- planning --------------------------------------------------------------------
 
@@ -314,16 +331,26 @@ class StreamSync:
             routed = [RoutedPartition({}, {})]
         units = self._units
         for p_index, part in enumerate(routed):
-            prior, extra, own = self._prior_for(part.partition)
-            bounds, windows, (floor, ceiling) = self._windows(prior, extra)
-            self._partitions.append(_Partition(part, WindowProgress(bounds, prior), len(windows),
-                                               prior if own else None))
+            prior, extra, own, closed = self._prior_for(part.partition)
+            bounds, windows, (floor, ceiling), finished = self._windows(prior, extra, closed)
+            partition = _Partition(part, WindowProgress(bounds, prior), len(windows),
+                                   (prior, closed) if own else None)
+            self._partitions.append(partition)
+            if finished:  # windows a stopped sync finished already: done before anything is read
+                progress = partition.progress
+                for index, latest in finished:
+                    if latest is not None:
+                        progress.observe(index, latest)
+                        if self._seen is None or latest > self._seen:  # read, in the sync that stopped
+                            self._seen = latest
+                    progress.finish(index)
+                self._record(partition)
             extra_fields = part.extra_fields
             if LAZY_KEY in extra_fields and (self.saved or len(windows) != 1):
                 # A parent's embedded child page is read instead of the first request on a first sync of
                 # one window per partition only (Airbyte's lazy read); otherwise every page is requested.
                 extra_fields = {key: value for key, value in extra_fields.items() if key != LAZY_KEY}
-            for w_index, cursor_slice in enumerate(windows):
+            for w_index, cursor_slice in windows:
                 units.append(Unit(len(units), StreamSlice(part.partition, cursor_slice, extra_fields),
                                   p_index, w_index, part.tags, prior, floor, ceiling))
             for tag in part.tags:
@@ -334,18 +361,31 @@ class StreamSync:
             parent._release_childless(self._parent_units_left)
         return units
 
-    def _windows(self, prior: Any, extra: timedelta | None) -> tuple[list, list, tuple]:
-        """(window bounds, cursor slices, (floor, ceiling)) from ``prior``; shared by every partition with the
-        same start."""
-        key = (prior, extra)
+    def _windows(self, prior: Any, extra: timedelta | None,
+                 closed: tuple[Closed, ...] = ()) -> tuple[list, list, tuple, list]:
+        """(window bounds, (window index, cursor slice) of each window to read, (floor, ceiling),
+        (window index, latest value) of each window finished already) from ``prior`` and the intervals
+        ``closed`` finished beyond it; shared by every partition with the same start."""
+        key = (prior, extra, closed)
         found = self._windows_cache.get(key)
         if found is None:
             cursor = self.cursor
             if cursor is None:
-                found = ([(None, None)], [{}], (None, None))
+                found = ([(None, None)], [(0, {})], (None, None), [])
+            elif closed and isinstance(cursor, DatetimeCursor):
+                skip = cursor.closed_to_skip(closed, prior, extra)
+                slices = cursor.windows(prior, min_lookback=extra, closed=skip)
+                # the windows to read and the finished intervals, in order: the windows of the partition's progress
+                items = sorted([(cursor.window_bounds(s), s) for s in slices]
+                               + [((c.start, c.end), c) for c in skip], key=lambda item: item[0])
+                found = ([bounds for bounds, _ in items],
+                         [(i, item) for i, (_, item) in enumerate(items) if not isinstance(item, Closed)],
+                         cursor.keep_range(prior, extra),
+                         [(i, item.latest) for i, (_, item) in enumerate(items) if isinstance(item, Closed)])
             else:
                 slices = cursor.windows(prior, min_lookback=extra)
-                found = ([cursor.window_bounds(s) for s in slices], slices, cursor.keep_range(prior, extra))
+                found = ([cursor.window_bounds(s) for s in slices], list(enumerate(slices)),
+                         cursor.keep_range(prior, extra), [])
             self._windows_cache[key] = found
         return found
 
@@ -415,15 +455,25 @@ class StreamSync:
                 self._parent_units_left[key] -= 1
                 if self._parent_units_left[key] == 0:
                     released.append(key)
-            if self._states is not None:
-                value = progress.value()
-                if value is not None and value != part.recorded:
-                    part.recorded = value
-                    self._states.put(part.routed.partition, value)
+            self._record(part)
         for name, index in released:
             parent = self._parents.get(name)
             if parent is not None:
                 parent.done(parent._units[index])
+
+    def _record(self, part: _Partition) -> None:
+        """Put a partition's progress in the per-partition states when it moved (under the lock)."""
+        if self._states is None:
+            return
+        progress = part.progress
+        value = progress.value()
+        beyond = progress.finished_beyond()
+        if (value is None and not beyond) or (value, beyond) == part.recorded:
+            return
+        part.recorded = (value, beyond)
+        cursor_state = self.cursor.range_state_of(value, beyond) \
+            if beyond and isinstance(self.cursor, DatetimeCursor) else None
+        self._states.put(part.routed.partition, value, cursor_state)
 
     # -- state -----------------------------------------------------------------------
 
@@ -435,7 +485,11 @@ class StreamSync:
         with self._lock:
             final = final and self._planned and self._units_left == 0
             if not self.partitioned:
-                value = self._partitions[0].progress.value() if self._partitions else self._prior_global
+                progress = self._partitions[0].progress if self._partitions else None
+                value = progress.value() if progress is not None else self._prior_global
+                beyond = progress.finished_beyond() if progress is not None else self._closed_global
+                if beyond and isinstance(cursor, DatetimeCursor):  # finished windows past the resume value
+                    return cursor.range_state_of(value, beyond)
                 if value is None and isinstance(cursor, CountCursor):  # Airbyte keeps where the sync started
                     value = cursor.start_of(self._prior_global)
                 return cursor.state_of(value) if value is not None else {}

@@ -8,13 +8,18 @@ later windows are unfinished (a record newer than an unread window must not
 carry the state past it). State never moves backwards.
 
 The finished run is tracked as windows finish, so :meth:`WindowProgress.value`
-costs the same for ten windows or ten thousand.
+costs the same for ten windows or ten thousand. Windows finished beyond the
+run are listed by :meth:`WindowProgress.finished_beyond` (merged into runs),
+so a state can record them and the next sync skip them
+(:mod:`framework.components.incremental.date_ranges`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+
+from framework.components.incremental.date_ranges import Closed
 
 __all__ = ["WindowProgress"]
 
@@ -29,6 +34,7 @@ class WindowProgress:
     seen: list[datetime | None] = field(init=False)
     _prefix: int = field(init=False, default=0, repr=False)
     _best: datetime | None = field(init=False, default=None, repr=False)
+    _finished: int = field(init=False, default=0, repr=False)
 
     def __post_init__(self) -> None:
         self.done = [False] * len(self.windows)
@@ -45,6 +51,8 @@ class WindowProgress:
 
     def finish(self, window: int) -> None:
         """Every record of ``window`` has been handed over."""
+        if not self.done[window]:
+            self._finished += 1
         self.done[window] = True
         done, seen, count = self.done, self.seen, len(self.windows)
         while self._prefix < count and done[self._prefix]:
@@ -60,6 +68,30 @@ class WindowProgress:
     def finished_prefix(self) -> int:
         """How many windows, from the first, are finished."""
         return self._prefix
+
+    def finished_beyond(self) -> tuple[Closed, ...]:
+        """The windows finished after the first unfinished one, adjacent ones merged into one interval each
+        (with the latest value seen in it); empty when every finished window is in the run from the first."""
+        if self._finished == self._prefix:
+            return ()
+        out: list[Closed] = []
+        run_open = False
+        for index in range(self._prefix, len(self.windows)):
+            if not self.done[index]:
+                run_open = False
+                continue
+            low, high = self.windows[index]
+            seen = self.seen[index]
+            if low is None or high is None:  # a window without bounds (no datetime cursor): nothing to say
+                continue
+            if run_open:
+                last = out[-1]
+                latest = last.latest if seen is None or (last.latest is not None and last.latest >= seen) else seen
+                out[-1] = Closed(last.start, high, latest)
+            else:
+                out.append(Closed(low, high, seen))
+                run_open = True
+        return tuple(out)
 
     def value(self) -> datetime | None:
         """The cursor value state may hold now (None: nothing to record yet)."""

@@ -14,6 +14,13 @@ the files committed before the failure stay. Their records are complete
 files of the sync's generation, so a retried sync that writes the same
 records again duplicates them in append mode; overwrite mode removes them
 with the older generations.
+
+*Staged* writing (``staging``, a key prefix: what Spark tasks do) commits the
+files complete under ``staging + key``, where no reader and no next sync
+looks; :meth:`WrittenFile.staged` names them and :func:`publish` (the
+driver's call) moves them to their keys. A file only its writer knew of (a
+task that outlived its driver) stays staged and is removed by the next sync
+(:func:`framework.storage.state_store.clear_staging`).
 """
 
 from __future__ import annotations
@@ -38,13 +45,15 @@ _MIB = 1024 * 1024
 
 @dataclass(frozen=True)
 class WrittenFile:
-    """A committed file: its key, where it is, how many records and bytes, and its part number."""
+    """A committed file: its key, where it is, how many records and bytes, its part number, and where it was
+    committed when it was staged (it is under ``key`` only once :func:`publish` moved it)."""
 
     key: str
     uri: str
     records: int
     bytes: int
     part_number: int
+    staged: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -57,6 +66,7 @@ class _Pending:
     target: ObjectWriter
     writer: FormatWriter
     records: int = 0
+    staged: str = ""
 
 
 class RollingWriter:
@@ -66,7 +76,7 @@ class RollingWriter:
                  arrow_schema: pa.Schema | None, avro_schema: Mapping | None, generation_id: int,
                  size_limit_bytes: int, part_numbers: Iterable[int], *, columns: Sequence[str] = (),
                  to_avro: Callable[[pa.RecordBatch], Iterable[dict]] | None = None,
-                 metadata: Mapping[str, str] | None = None):
+                 metadata: Mapping[str, str] | None = None, staging: str = ""):
         self.storage = storage
         self.layout_fn = layout_fn
         self.fmt_settings = fmt_settings
@@ -77,6 +87,7 @@ class RollingWriter:
         self._columns = tuple(columns)
         self._to_avro = to_avro
         self._metadata = {**(metadata or {}), GENERATION_KEY: str(generation_id)}
+        self.staging = staging
         self._current: _Pending | None = None
         self._finished: list[_Pending] = []
         self._closed = False
@@ -86,18 +97,21 @@ class RollingWriter:
                    arrow_schema: pa.Schema | None, avro_schema: Mapping | None, generation_id: int,
                    part_numbers: Iterable[int], sync_id: int = 0,
                    started_at: datetime | float | None = None, columns: Sequence[str] | None = None,
-                   to_avro: Callable[[pa.RecordBatch], Iterable[dict]] | None = None) -> RollingWriter:
+                   to_avro: Callable[[pa.RecordBatch], Iterable[dict]] | None = None,
+                   staging: str = "") -> RollingWriter:
         """A writer laid out and sized by ``DestinationSettings`` (path format, file name pattern, format, limit).
 
         ``columns`` (CSV with root level flattening) default to the data
-        fields of ``arrow_schema``, in order.
+        fields of ``arrow_schema``, in order; ``staging`` commits the files
+        staged (see the module docs).
         """
         layout = StreamLayout.of(settings, stream, namespace, started_at=started_at, sync_id=sync_id)
         if columns is None:
             columns = [n for n in arrow_schema.names if n not in TEXT_ENVELOPE and n != DATA] \
                 if arrow_schema is not None else []
         return cls(storage, layout.key, settings.format, arrow_schema, avro_schema, generation_id,
-                   settings.file_size_limit_mb * _MIB, part_numbers, columns=columns, to_avro=to_avro)
+                   settings.file_size_limit_mb * _MIB, part_numbers, columns=columns, to_avro=to_avro,
+                   staging=staging)
 
     # ------------------------------------------------------------ writing
 
@@ -116,7 +130,8 @@ class RollingWriter:
     def _open(self) -> _Pending:
         number = next(self._numbers)
         key = self.layout_fn(number)
-        target = self.storage.open_object(key, self._metadata)
+        staged = self.staging + key if self.staging else ""
+        target = self.storage.open_object(staged or key, self._metadata)
         try:
             # the format writers only write to (and tell) the sink, which an ObjectWriter does
             writer = open_format_writer(self.fmt_settings, self.arrow_schema, self.avro_schema, cast(BinaryIO, target),
@@ -124,7 +139,7 @@ class RollingWriter:
         except BaseException:
             target.abort()
             raise
-        self._current = _Pending(key, number, target, writer)
+        self._current = _Pending(key, number, target, writer, staged=staged)
         return self._current
 
     def _finish(self) -> None:
@@ -151,7 +166,7 @@ class RollingWriter:
             for pending in self._finished:
                 pending.target.commit()
                 written.append(WrittenFile(pending.key, self.storage.uri(pending.key), pending.records,
-                                           pending.target.bytes_written, pending.part_number))
+                                           pending.target.bytes_written, pending.part_number, pending.staged))
         except BaseException:
             self.abort()
             raise
@@ -188,6 +203,20 @@ class RollingWriter:
             self.abort()
 
 
+def publish(storage: Storage, files: Iterable[Mapping[str, Any]]) -> int:
+    """Move each staged file (a :meth:`WrittenFile.as_dict` with ``staged``) to its key; returns how many moved.
+
+    Files not staged are skipped; one moved already (a publication finished
+    again after a crash) counts as done.
+    """
+    moved = 0
+    for item in files:
+        staged = item.get("staged")
+        if staged and storage.move(str(staged), str(item["key"])):
+            moved += 1
+    return moved
+
+
 def delete_older_generations(storage: Storage, layout: StreamLayout | DestinationSettings, stream: str | None = None,
                              namespace: str | None = "", generation: int = 0) -> list[str]:
     """Delete the stream's files of generations before ``generation`` (and files with no generation).
@@ -208,4 +237,4 @@ def delete_older_generations(storage: Storage, layout: StreamLayout | Destinatio
     return victims
 
 
-__all__ = ["RollingWriter", "WrittenFile", "delete_older_generations"]
+__all__ = ["RollingWriter", "WrittenFile", "delete_older_generations", "publish"]

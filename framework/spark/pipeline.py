@@ -4,12 +4,30 @@ For each selected stream the driver plans the sync (reading parent streams
 first where a SubstreamPartitionRouter needs them) and splits the units into
 a few contiguous groups, one Spark task each. The groups run as concurrent
 one-task Spark jobs (``mapInArrow``); each answers with one small row per
-unit. As soon as a group is back, its files are committed (the task commits
-them before it answers), so the driver folds its units into the stream's
-state and saves the connection state next to the output: state never covers
-data that is not durably written, and a sync killed half way loses only the
-groups still running (their files never appear), so the next run reads
-again only what no saved state covers.
+unit and the files it wrote, *staged*: complete, under a key of the task
+attempt that no reader and no later sync reads. Only the driver makes files
+visible. As soon as a group is back, it folds the group's units into the
+stream's state and saves the connection state, which lists the group's
+staged files as still to publish; then it moves them to their final keys
+(a rename locally, a server-side copy on S3) and the next save drops the
+list.
+
+Why a crash at any point neither loses nor duplicates (beyond the units in
+flight):
+
+* before the state is saved: the group's files are staged only, the state
+  does not cover its units; the next run reads them again and removes the
+  staged files.
+* after the save, before or during the moves: the next run finds the list
+  in the saved state and finishes the moves first (a move done already is
+  skipped), so the files its state covers are all visible, once.
+* a task that outlives its killed driver (a zombie) can only stage: no
+  state lists its files, so the next run removes them and reads its units
+  again.
+* groups that finish ahead of an unfinished one: the state records the
+  finished windows beyond the first unfinished one (Airbyte's ``date-range``
+  slices, :mod:`framework.components.incremental.date_ranges`; per partition,
+  each partition's own entry), so the next run reads only what was in flight.
 
 Planning and grouping the units (:mod:`framework.engine.plan`), reading them
 in the tasks (:mod:`framework.engine.worker`) and folding their results into
@@ -44,13 +62,21 @@ from framework.engine.report import StreamReport, any_failed
 from framework.engine.results import UnitResult, failed_group, fold_results, from_arrow
 from framework.engine.worker import ConnectorSource
 from framework.errors import ConfigError, FrameworkError
-from framework.formats.rolling import delete_older_generations
+from framework.formats.rolling import delete_older_generations, publish
 from framework.models.destination import DestinationSettings
 from framework.protocol.catalog import Selection
 from framework.spark.tasks import RESULT_DDL, TaskJob, encode_units, task_function
 from framework.storage import Storage, storage_for
 from framework.storage.layout import next_part_number
-from framework.storage.state_store import CatalogStore, ConnectionState, StateStore, configured_entry, merge_stream
+from framework.storage.state_store import (
+    CatalogStore,
+    ConnectionState,
+    StateStore,
+    clear_staging,
+    configured_entry,
+    finish_publishing,
+    merge_stream,
+)
 from framework.typed import RecordConverter, parse_schema
 
 if TYPE_CHECKING:
@@ -133,6 +159,12 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     storage.remove_stale_temporaries()  # what killed tasks and interrupted runs left, never a live writer's
     store = StateStore(storage)
     saved = store.load()
+    # A driver that died between saving a state and publishing the files it covers: publish them now;
+    # whatever else is staged (tasks that outlived their driver, failed attempts) no state covers.
+    if saved.publishing:
+        finish_publishing(storage, saved)
+        store.save(saved, datetime.now(timezone.utc).isoformat())
+    clear_staging(storage)
     with open(manifest_path, encoding="utf-8") as handle:
         manifest_text = handle.read()
     run = _Run(
@@ -151,6 +183,7 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     with coordination.Coordinator(connector.context.services, host=listen, advertised=advertised) as coordinator:
         run.coordinator = coordinator.address
         _sync_streams(run, selections, saved, given_states, progress, results)
+    clear_staging(storage)  # every file is published: what is left are failed attempts' (and empty folders)
     return PipelineResult(run.connection.sync_id, results)
 
 
@@ -214,9 +247,14 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
             coordinator=run.coordinator,
         )
         for results in _run_groups(run, job, groups):
-            if _fold(sync, results, result, connector) and not overwrite:
+            files = _fold(sync, results, result, connector)
+            if files is not None and not overwrite:
+                # state and the moves still to do in one write, then the moves (see the module docs)
+                run.connection.publishing = [{"staged": f["staged"], "key": f["key"]} for f in files if f.get("staged")]
                 run.save(stream.name, sync.state(), generation)
                 result.state_saved = True
+            publish(run.storage, files or ())
+            run.connection.publishing = []
             if progress:
                 progress("group", result)
     final = result.error is None
@@ -284,8 +322,10 @@ def _run_groups(run: _Run, job: TaskJob, groups: list[list[Any]]) -> Iterator[li
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _fold(sync: Sync, results: list[UnitResult], result: StreamResult, connector: Connector) -> bool:
-    """Take the results of a finished group into the stream's sync and result; True when a unit finished."""
+def _fold(sync: Sync, results: list[UnitResult], result: StreamResult,
+          connector: Connector) -> tuple[dict[str, Any], ...] | None:
+    """Take the results of a finished group into the stream's sync and result; the group's files when a unit
+    finished, else None."""
     totals = fold_results(sync, results)
     result.files.extend(totals.files)
     if totals.error:
@@ -294,7 +334,7 @@ def _fold(sync: Sync, results: list[UnitResult], result: StreamResult, connector
     result.pages += totals.pages
     result.nulled += totals.nulled
     result.units_done += totals.units_done
-    return totals.units_done > 0
+    return totals.files if totals.units_done > 0 else None
 
 
 def _spark_failure(exc: BaseException) -> str:

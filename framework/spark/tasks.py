@@ -6,11 +6,17 @@ stream's schema) and the destination settings. The engine does the reading
 (:func:`framework.engine.worker.read_group`: the connector built once per
 Python worker, the units read page by page, each page typed into an Arrow
 batch); the task writes the batches through a rolling writer and commits the
-files only when all its units are read. It answers with one small row per
-unit (:class:`~framework.engine.results.UnitResult`: records, latest cursor
-value, whether it failed); the records themselves never go back to the
-driver. A failure aborts the task's files: nothing partial appears, and the
-driver's state does not move over those units.
+files, *staged*, only when all its units are read: complete, under a key of
+its own attempt (:func:`~framework.storage.state_store.staging_prefix`) that
+no reader looks at. It answers with one small row per unit
+(:class:`~framework.engine.results.UnitResult`: records, latest cursor value,
+whether it failed, and on the first the staged files); the records
+themselves never go back to the driver. The driver alone makes files
+visible (:func:`~framework.formats.rolling.publish`), together with the
+state that covers them, so a task that outlives its driver leaves only
+staged files, which the next sync removes. A failure aborts the task's
+files: nothing partial appears, and the driver's state does not move over
+those units.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import pickle
+import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +39,7 @@ from framework.formats.rolling import RollingWriter
 from framework.models.destination import DestinationSettings
 from framework.storage import storage_for
 from framework.storage.layout import PartNumbers, StreamLayout
+from framework.storage.state_store import staging_prefix
 from framework.typed import RecordConverter, parse_schema
 
 # RESULT_SCHEMA as a Spark DDL string (what ``mapInArrow`` takes).
@@ -92,7 +100,8 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
                                           arrow_schema=converter.schema, avro_schema=converter.avro.schema,
                                           generation_id=job.generation_id, sync_id=job.sync_id,
                                           started_at=job.started_at, to_avro=converter.to_avro_records,
-                                          part_numbers=PartNumbers(job.part_start, job.tasks, task_index))
+                                          part_numbers=PartNumbers(job.part_start, job.tasks, task_index),
+                                          staging=staging_prefix(job.sync_id, uuid.uuid4().hex[:16]))
     # Avro and Parquet: typed by the stream's schema (the seed's rules); JSONL and CSV carry the record as it came.
     typer = PageTyper(converter if settings.format.format_type in TYPED_FORMATS else None,
                       generation_id=job.generation_id, sync_id=job.sync_id)

@@ -188,6 +188,25 @@ class LocalStorage:
                 except FileNotFoundError:
                     pass
 
+    def move(self, source: str, target: str) -> bool:
+        """Rename ``source`` to ``target``, its metadata first (atomic per file, on one file system)."""
+        src, dst = self.path(source), self.path(target)
+        if not os.path.exists(src):
+            if os.path.exists(dst):
+                return False
+            raise FrameworkError(f"cannot move {src} to {dst}: neither is there")
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        for old, new in ((self.metadata_path(src), self.metadata_path(dst)), (self.sidecar(src), self.sidecar(dst))):
+            try:
+                if os.path.exists(old):
+                    os.makedirs(os.path.dirname(new), exist_ok=True)
+                os.replace(old, new)
+            except FileNotFoundError:  # no metadata, or moved before a crash
+                pass
+        os.replace(src, dst)
+        _sync_folder(os.path.dirname(dst))
+        return True
+
 
 class LocalObjectWriter(WriterContext):
     """Bytes of one object in a hidden temp file next to its final name."""

@@ -73,6 +73,11 @@ class Storage(Protocol):
     def delete(self, keys: Iterable[str]) -> None:
         """Remove these objects; keys that are not there are skipped."""
 
+    def move(self, source: str, target: str) -> bool:
+        """Make the complete object ``source`` appear as ``target`` (with its metadata) and ``source`` go:
+        a rename locally, a copy and delete on S3. False when ``source`` is gone and ``target`` is there
+        (moved already); :class:`~framework.errors.FrameworkError` when neither is."""
+
     def uri(self, key: str = "") -> str:
         """Where the object is, for people and for Spark: a file path or ``s3://bucket/key``."""
 

@@ -37,6 +37,7 @@ _MAX_PARTS = 10_000
 #: lock, so the age is all there is; a live upload idle that long (sealed, its task still reading) that is
 #: aborted fails its task's commit, whose units are then read again: nothing is lost.
 STALE_UPLOAD_AFTER = 3600.0
+_MAX_COPY = 5 * 1024 * _MIB  # the largest object one CopyObject copies
 _REFUSED = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "ExpiredToken", "InvalidToken",
             "InvalidClientTokenId", "AllAccessDisabled"}
 
@@ -177,6 +178,34 @@ class S3Storage:
                     f"could not delete {len(errors)} object(s) under {self.uri()}, first s3://{self.bucket}/"
                     f"{first.get('Key')}: {first.get('Code')} {first.get('Message', '')}".rstrip()
                 )
+
+    def move(self, source: str, target: str) -> bool:
+        """Copy ``source`` to ``target`` inside the bucket (metadata kept; no bytes through this process),
+        then delete ``source``. A copy is complete or absent, so ``target`` never shows half an object."""
+        src, dst = self.full_key(source), self.full_key(target)
+        try:
+            head = self.client.head_object(Bucket=self.bucket, Key=src)
+        except Exception as exc:
+            if _code(exc) not in ("404", "NoSuchKey", "NotFound"):
+                _raise("read the metadata of", self.uri(source), exc)
+            try:
+                self.client.head_object(Bucket=self.bucket, Key=dst)
+                return False
+            except Exception as missing:
+                if _code(missing) not in ("404", "NoSuchKey", "NotFound"):
+                    _raise("read the metadata of", self.uri(target), missing)
+            raise FrameworkError(f"cannot move {self.uri(source)} to {self.uri(target)}: neither is there") from None
+        try:
+            if int(head.get("ContentLength", 0)) <= _MAX_COPY:
+                self.client.copy_object(Bucket=self.bucket, Key=dst, CopySource={"Bucket": self.bucket, "Key": src},
+                                        MetadataDirective="COPY")
+            else:  # above S3's single-copy limit: a multipart copy, metadata given again
+                self.client.copy({"Bucket": self.bucket, "Key": src}, self.bucket, dst,
+                                 ExtraArgs={"Metadata": head.get("Metadata", {})})
+        except Exception as exc:
+            _raise("copy", f"{self.uri(source)} to {self.uri(target)}", exc)
+        self.delete([source])
+        return True
 
 
 class S3ObjectWriter(WriterContext):

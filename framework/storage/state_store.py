@@ -8,11 +8,23 @@ under the output root::
 ``sync_id`` increases by one with every sync of the connection; a stream's
 ``generation_id`` increases when it is overwritten (a full refresh that
 replaces older files). The document is written atomically (temp + rename, or
-a single S3 put) and only after the files its state covers are committed.
+a single S3 put).
+
+Spark tasks write their files *staged* (complete, under
+``_airbyte_state/staging/sync-<sync id>/<task attempt>/<final key>``, where no
+reader looks) and the driver publishes them. So that state and files move
+together, the document that first covers a group's units also lists the
+moves still to do, ``"publishing": [{"staged": ..., "key": ...}]``; the
+driver then moves the files and the next save drops the list. A run that
+finds the list (its predecessor died between the two) finishes the moves
+first (:func:`finish_publishing`), then removes whatever else is staged
+(:func:`clear_staging`: files of tasks that outlived their driver, which no
+state covers).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -27,12 +39,20 @@ if TYPE_CHECKING:
 
 STATE_KEY = "_airbyte_state/state.json"
 CATALOG_KEY = "_airbyte_state/catalog.json"
+#: Where Spark tasks stage their files until the driver publishes them.
+STAGING_PREFIX = "_airbyte_state/staging/"
+
+
+def staging_prefix(sync_id: int, attempt: str) -> str:
+    """The key prefix one task attempt of sync ``sync_id`` stages its files under (ends with ``/``)."""
+    return f"{STAGING_PREFIX}sync-{sync_id}/{attempt}/"
 
 
 @dataclass
 class ConnectionState:
     sync_id: int = 0
     streams: dict[str, dict[str, Any]] = field(default_factory=dict)
+    publishing: list[dict[str, str]] = field(default_factory=list)  # staged files the state covers, not moved yet
 
     def stream_state(self, name: str) -> dict[str, Any] | None:
         entry = self.streams.get(name)
@@ -43,8 +63,10 @@ class ConnectionState:
         return int(entry.get("generation_id", 0)) if entry else 0
 
     def as_json(self, updated_at: str) -> bytes:
-        return orjson.dumps({"sync_id": self.sync_id, "streams": self.streams, "updated_at": updated_at},
-                            option=orjson.OPT_INDENT_2)
+        document: dict[str, Any] = {"sync_id": self.sync_id, "streams": self.streams, "updated_at": updated_at}
+        if self.publishing:
+            document["publishing"] = self.publishing
+        return orjson.dumps(document, option=orjson.OPT_INDENT_2)
 
 
 class StateStore:
@@ -61,8 +83,10 @@ class StateStore:
         try:
             data = orjson.loads(raw)
             streams = {str(k): dict(v) for k, v in (data.get("streams") or {}).items()}
-            return ConnectionState(int(data.get("sync_id", 0)), streams)
-        except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError) as exc:
+            publishing = [{"staged": str(item["staged"]), "key": str(item["key"])}
+                          for item in data.get("publishing") or ()]
+            return ConnectionState(int(data.get("sync_id", 0)), streams, publishing)
+        except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError, KeyError) as exc:
             raise StateError(f"{self.storage.uri(self.key)}: the saved state is damaged ({exc}); move it away "
                              "to start from scratch, or pass --state with a good copy") from None
 
@@ -74,6 +98,35 @@ class StateStore:
             reason = exc.strerror or str(exc)
             raise StorageError(f"the state could not be saved to {self.key} ({reason}); the state saved before "
                                "is kept, so the next run reads again what this one read since") from None
+
+
+def finish_publishing(storage: Storage, state: ConnectionState) -> int:
+    """Move the staged files a saved state covers but its run did not publish (it died in between);
+    returns how many moved. A file moved already is skipped."""
+    moved = sum(1 for item in state.publishing if storage.move(item["staged"], item["key"]))
+    state.publishing = []
+    return moved
+
+
+def clear_staging(storage: Storage) -> list[str]:
+    """Remove every staged file (none is covered by a state once :func:`finish_publishing` ran): files of
+    task attempts that failed or outlived their driver. Returns the removed keys.
+
+    A local output loses the whole staging folder (hidden temporaries of killed tasks included).
+    """
+    from framework.storage.local import METADATA_FOLDER, LocalStorage  # here: imported by the storage package
+
+    victims = [info.key for info in storage.list(STAGING_PREFIX, with_metadata=False)]
+    if victims:
+        storage.delete(victims)
+    if isinstance(storage, LocalStorage):
+        import shutil
+
+        shutil.rmtree(storage.path(STAGING_PREFIX), ignore_errors=True)
+        # and the metadata of staged files that never made it (kept apart from data, in the hidden folder)
+        shutil.rmtree(os.path.join(storage.root, METADATA_FOLDER, *STAGING_PREFIX.strip("/").split("/")),
+                      ignore_errors=True)
+    return victims
 
 
 class CatalogStore:
@@ -136,5 +189,5 @@ def merge_stream(state: ConnectionState, name: str, stream_state: Mapping[str, A
     entry["generation_id"] = generation_id
 
 
-__all__ = ["CATALOG_KEY", "CatalogStore", "ConnectionState", "STATE_KEY", "StateStore", "configured_entry",
-           "merge_stream"]
+__all__ = ["CATALOG_KEY", "STAGING_PREFIX", "STATE_KEY", "CatalogStore", "ConnectionState", "StateStore",
+           "clear_staging", "configured_entry", "finish_publishing", "merge_stream", "staging_prefix"]

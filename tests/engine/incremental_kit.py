@@ -293,11 +293,26 @@ def instant(value: Any) -> datetime:
     return datetime.fromtimestamp(value / 1000 if value > 10**11 else value, timezone.utc)
 
 
+def finished_ranges(cursor_state: Mapping[str, Any]) -> list[tuple[datetime, datetime]]:
+    """The finished intervals (both ends inclusive) a ``date-range`` cursor state keeps beyond its first slice."""
+    if cursor_state.get("state_type") != "date-range":
+        return []
+    return [(instant(s["start"]), instant(s["end"])) for s in cursor_state["slices"][1:]]
+
+
+def resume_value(cursor_state: Mapping[str, Any]) -> datetime:
+    """Where a cursor state resumes from: its ``updated_at``, or a ``date-range`` state's first slice's value."""
+    if cursor_state.get("state_type") == "date-range":
+        first = cursor_state["slices"][0]
+        return instant(first.get("most_recent_cursor_value") or first["end"])
+    return instant(cursor_state["updated_at"])
+
+
 def claims(state: Mapping[str, Any]) -> tuple[list[tuple[Any, datetime]], datetime | None]:
     """What a state says is synced: ``([(account or None for all, up to), ...], parent cursor)``."""
     found = []
     for entry in state.get("states") or []:
-        found.append((entry["partition"].get("account_id"), instant(entry["cursor"]["updated_at"])))
+        found.append((entry["partition"].get("account_id"), resume_value(entry["cursor"])))
     if isinstance(state.get("state"), Mapping) and "updated_at" in state["state"]:
         found.append((None, instant(state["state"]["updated_at"])))
     if "updated_at" in state:
@@ -320,6 +335,12 @@ def assert_states_safe(run: Run, shop: Shop, *before: Run | None) -> None:
                 missing = [o for o in shop.all_orders() if (account is None or o["account"] == account)
                            and instant(o["updated_at"]) < upto and key(o) not in emitted]
                 assert not missing, f"state {state} claims {missing} which were not read"
+            ranges = [(e["partition"].get("account_id"), r) for e in state.get("states") or []
+                      for r in finished_ranges(e["cursor"])] + [(None, r) for r in finished_ranges(state)]
+            for account, (low, high) in ranges:
+                missing = [o for o in shop.all_orders() if (account is None or o["account"] == account)
+                           and low <= instant(o["updated_at"]) <= high and key(o) not in emitted]
+                assert not missing, f"state {state} claims the finished range {low} .. {high}: {missing} unread"
             if parent_cursor is not None:
                 done = {a["id"] for a in shop.accounts if "id" in a and instant(a["updated_at"]) < parent_cursor}
                 missing = [o for o in shop.all_orders() if o["account"] in done and key(o) not in emitted]

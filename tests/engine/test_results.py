@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timezone
+from datetime import timedelta, timezone
 
 from engine.incremental_kit import at, cursor, iso, source, stream, write
 from hypothesis import given, settings
@@ -65,8 +65,12 @@ def test_folding_finishes_the_units_that_succeeded_and_state_stops_at_a_failed_o
     assert folded.error == "refused"  # the first in plan order
     assert folded.files == ({"key": "a"}, {"key": "b"})
     assert sync.records_read == 5
-    assert sync.state() == {"updated_at": iso(at(0, 5))}  # not past unit 1, which failed
-    assert sync.state(final=True) == {"updated_at": iso(at(0, 5))}  # unfinished: no final state either
+    # not past unit 1, which failed; unit 2, finished beyond it, is kept as a finished range (Airbyte's shape)
+    beyond = {"state_type": "date-range", "slices": [
+        {"start": iso(at(0)), "end": iso(at(0, 5)), "most_recent_cursor_value": iso(at(0, 5))},
+        {"start": iso(at(2)), "end": iso(at(3) - timedelta(seconds=1)), "most_recent_cursor_value": iso(at(2, 5))}]}
+    assert sync.state() == beyond
+    assert sync.state(final=True) == beyond  # unfinished: no final state either
     later = fold_results(sync, [UnitResult(1, records=1, latest=at(1, 5)), UnitResult(3, latest=at(3, 1))])
     assert later.error is None and later.units_done == 2
     assert sync.state(final=True) == {"updated_at": iso(at(3, 1))}

@@ -571,6 +571,24 @@ def test_a_task_that_fails_reports_every_unit_it_held_as_failed(shop, manifest, 
     assert data_files(tmp_path / "out", "items") == []
 
 
+def test_a_task_that_outlives_its_driver_only_stages_and_the_next_run_removes_its_files(spark, shop, manifest,
+                                                                                        tmp_path):
+    """A zombie (its driver is gone, no state lists its files) can only stage: nothing of it is visible, and
+    the next run removes it and reads its units once."""
+    from framework.spark.tasks import encode_units, run_task
+    from framework.storage.state_store import STAGING_PREFIX
+
+    job, plan = task_job(shop, manifest, tmp_path)
+    list(run_task(job, iter(encode_units(plan).to_batches()), 0))  # the zombie: every unit, all written
+    out = tmp_path / "out"
+    assert data_files(out, "items") == []
+    assert any(p.suffix == ".parquet" for p in (out / STAGING_PREFIX).rglob("*"))
+    result = sync(spark, manifest, shop, settings_for(out), streams=["items"])
+    assert not result.failed
+    assert [r["id"] for r in read_parquet(out, "items")] == list(range(1, 9))  # once each
+    assert not (out / STAGING_PREFIX).exists() and "publishing" not in saved_state(out)
+
+
 def test_one_result_row_per_unit(shop, manifest, tmp_path):
     """The driver gets one small row per unit back, never records: run a task without Spark and look."""
     from framework.spark.tasks import RESULT_SCHEMA, encode_units, run_task

@@ -28,6 +28,13 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from framework.components.http.request import Injection, RequestParts, injection_of
+from framework.components.incremental.date_ranges import (
+    Closed,
+    is_range_state,
+    range_state,
+    read_range_state,
+    subtract_closed,
+)
 from framework.components.incremental.min_max import MinMax, min_max_of
 from framework.components.incremental.windows import (
     Clamp,
@@ -109,13 +116,15 @@ class DatetimeCursor:
             end = self.clamp.end(end, self.granularity)
         return start, end
 
-    def windows(self, state_value: datetime | None, *, min_lookback: Step | None = None) -> list[dict]:
+    def windows(self, state_value: datetime | None, *, min_lookback: Step | None = None,
+                closed: tuple[Closed, ...] = ()) -> list[dict]:
         """The cursor slices to read, oldest first: ``{partition_field_start: ..., partition_field_end: ...}``.
 
         The range starts at ``start_datetime`` or, when a state is given, at
         ``state - lookback_window`` if that is later. ``min_lookback`` (a global
         substream cursor passes the previous sync's duration) is looked back
-        *as well*: the two add up, as in airbyte-cdk.
+        *as well*: the two add up, as in airbyte-cdk. The parts ``closed``
+        covers (finished already, see :meth:`closed_to_skip`) are left out.
         """
         start, end = self.bounds()
         if state_value is not None:
@@ -124,6 +133,8 @@ class DatetimeCursor:
             pairs = clamped_windows(start, end, self.step, self.granularity, self.clamp)
         else:
             pairs = datetime_windows(start, end, self.step, self.granularity)
+        if closed:
+            pairs = subtract_closed(pairs, closed, self.granularity)
         if self.is_compare_strictly:
             pairs = [(low, high) for low, high in pairs if low < high]
         fmt, start_key, end_key = self.datetime_format, self.partition_field_start, self.partition_field_end
@@ -204,6 +215,8 @@ class DatetimeCursor:
                 f"the saved state should be an object like {self.state_of(_EXAMPLE)!r}, "
                 f"not a {type(stream_state).__name__}; fix it or clear the state"
             )
+        if is_range_state(stream_state):  # finished ranges: resume from the first one's value
+            return read_range_state(stream_state, self._state_parse, self.granularity)[0]
         value = stream_state.get(self.cursor_field)
         if value is None or value == "":
             return None
@@ -216,6 +229,44 @@ class DatetimeCursor:
                 f"{self.datetime_format!r}) or clear the state to read from start_datetime"
             )
         return found
+
+    def closed_of(self, stream_state: Mapping[str, Any] | None) -> tuple[Closed, ...]:
+        """The finished intervals beyond the resume value of a ``date-range`` state (none for a plain state);
+        see :mod:`~framework.components.incremental.date_ranges`."""
+        if not is_range_state(stream_state):
+            return ()
+        assert stream_state is not None
+        return read_range_state(stream_state, self._state_parse, self.granularity)[1]
+
+    def closed_to_skip(self, closed: tuple[Closed, ...], state_value: datetime | None,
+                       min_lookback: Step | None = None) -> tuple[Closed, ...]:
+        """Of the saved finished intervals, those this sync skips: the ones ending after where it starts, the
+        last one shortened by the lookbacks (the range after it is read from its end less the lookback, as
+        after a resume value)."""
+        if not closed:
+            return ()
+        start = self.bounds()[0]
+        if state_value is not None:
+            start = max(start, self.floor(state_value, min_lookback))
+        kept = [c for c in closed if c.end >= start]
+        if kept:  # read again from the last one's end (inclusive, as from a resume value) less the lookbacks
+            last = kept[-1]
+            end = self.floor(last.end, min_lookback)
+            if self.granularity is not None:
+                end = shift(end, self.granularity, -1) or end
+            kept[-1:] = [Closed(last.start, end, last.latest)] if end >= last.start else []
+        return tuple(kept)
+
+    def range_state_of(self, value: datetime | None, closed: tuple[Closed, ...]) -> dict[str, Any]:
+        """The ``date-range`` state resuming from ``value`` with the finished intervals ``closed`` beyond it."""
+        return range_state(self._state_text, self.start.value(), value, closed)
+
+    def _state_text(self, dt: datetime) -> str:
+        value = self.format(dt)
+        return value if isinstance(value, str) else str(value)
+
+    def _state_parse(self, value: Any) -> datetime | None:
+        return None if isinstance(value, bool) else self._parse(value)
 
     def state_of(self, dt: datetime) -> dict[str, FormattedValue]:
         """The state that records ``dt``: ``{"<cursor_field>": dt in datetime_format}``.

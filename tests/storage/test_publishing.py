@@ -1,0 +1,108 @@
+"""Staged files and their publication: what a task stages no reader sees; the driver moves it to its key after
+saving the state that lists the move; a run that finds moves left undone finishes them; the rest of the
+staging area (tasks that outlived their driver) is removed."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from framework.errors import FrameworkError
+from framework.formats.rolling import RollingWriter, publish
+from framework.models.destination import DestinationSettings
+from framework.storage.layout import PartNumbers, StreamLayout, next_part_number
+from framework.storage.local import LocalStorage
+from framework.storage.s3 import S3Storage
+from framework.storage.state_store import (
+    STAGING_PREFIX,
+    ConnectionState,
+    StateStore,
+    clear_staging,
+    finish_publishing,
+    staging_prefix,
+)
+
+AT = datetime(2024, 3, 5, tzinfo=timezone.utc)
+SCHEMA = pa.schema([("id", pa.int64())])
+
+
+@pytest.fixture(params=["local", "s3"])
+def storage(request, tmp_path):
+    if request.param == "local":
+        return LocalStorage(str(tmp_path / "out"))
+    return S3Storage(request.getfixturevalue("s3_bucket"), "data", request.getfixturevalue("s3_client"))
+
+
+def staged_writer(storage, settings, attempt="a1", start=0):
+    return RollingWriter.for_stream(storage, settings, stream="users", arrow_schema=SCHEMA, avro_schema=None,
+                                    generation_id=3, part_numbers=PartNumbers(start, 1, 0), sync_id=7,
+                                    started_at=AT, staging=staging_prefix(7, attempt))
+
+
+def settings_for(storage) -> DestinationSettings:
+    return DestinationSettings.model_validate({"output": "unused", "format": {"format_type": "Parquet"}})
+
+
+def rows(data: bytes | None) -> int:
+    assert data is not None
+    return pq.read_table(pa.BufferReader(data)).num_rows
+
+
+def visible(storage) -> list[str]:
+    layout = StreamLayout.of(settings_for(storage), "users", "", started_at=AT)
+    return [i.key for i in storage.list(layout.scan_prefix) if layout.part_number_of(i.key) is not None]
+
+
+def test_staged_files_are_complete_but_unseen_until_published(storage):
+    writer = staged_writer(storage, settings_for(storage))
+    writer.write(pa.RecordBatch.from_pydict({"id": [1, 2, 3]}, schema=SCHEMA))
+    (written,) = writer.commit()
+    assert written.staged == staging_prefix(7, "a1") + written.key
+    assert visible(storage) == [] and next_part_number(storage, settings_for(storage), "users") == 0
+    assert rows(storage.read(written.staged)) == 3
+    assert publish(storage, [written.as_dict()]) == 1
+    assert visible(storage) == [written.key]
+    assert rows(storage.read(written.key)) == 3 and storage.read(written.staged) is None
+    assert (storage.list(written.key)[0].metadata or {}).get("ab-generation-id") == "3"  # metadata moved along
+    assert publish(storage, [written.as_dict()]) == 0  # moved already: nothing to do, no error
+
+
+def test_a_move_with_neither_end_there_is_an_error(storage):
+    with pytest.raises(FrameworkError, match="neither is there"):
+        storage.move("nowhere/a.jsonl", "nowhere/b.jsonl")
+
+
+def test_a_run_finishes_the_publication_its_predecessor_saved_and_clears_the_rest(storage):
+    settings = settings_for(storage)
+    covered = staged_writer(storage, settings, "covered")
+    covered.write(pa.RecordBatch.from_pydict({"id": [1]}, schema=SCHEMA))
+    (file,) = covered.commit()
+    zombie = staged_writer(storage, settings, "zombie", start=1)  # a task that outlived its driver
+    zombie.write(pa.RecordBatch.from_pydict({"id": [2]}, schema=SCHEMA))
+    zombie.commit()
+    store = StateStore(storage)
+    # the driver died right after saving the state that covers `covered`, before moving its file
+    store.save(ConnectionState(7, {"users": {"state": {"n": 1}}}, [{"staged": file.staged, "key": file.key}]),
+               "now")
+    saved = store.load()
+    assert saved.publishing == [{"staged": file.staged, "key": file.key}]
+    assert finish_publishing(storage, saved) == 1 and saved.publishing == []
+    store.save(saved, "later")
+    assert "publishing" not in store.load().as_json("x").decode()
+    removed = clear_staging(storage)
+    assert len(removed) == 1 and "zombie" in removed[0]
+    assert visible(storage) == [file.key]
+    assert storage.list(STAGING_PREFIX) == []
+
+
+def test_the_local_staging_folder_goes_whole(tmp_path):
+    storage = LocalStorage(str(tmp_path))
+    folder = tmp_path / STAGING_PREFIX / "sync-3" / "abc"
+    folder.mkdir(parents=True)
+    (folder / ".part.jsonl.123.tmp").write_bytes(b"half")  # a killed task's temporary
+    clear_staging(storage)
+    assert not os.path.exists(tmp_path / STAGING_PREFIX)
