@@ -35,6 +35,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="where tables go (default: the destination's normalization settings, else parquet)")
     parser.add_argument("--dialect", help="naming dialect (default: the target's)")
     parser.add_argument("--master", metavar="URL", help="Spark master (default local[*], or spark-submit's)")
+    parser.add_argument("--remote", metavar="sc://HOST:PORT",
+                        help="run on a Spark Connect server (also SPARK_REMOTE); see docs/cluster.md")
     parser.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     return parser
 
@@ -54,7 +56,7 @@ def run(args: argparse.Namespace, err: IO[str]) -> int:
     settings = normalization_settings(destination, args.target, args.dialect)
     streams = [s.strip() for s in args.streams.split(",") if s.strip()] if args.streams else None
     started = time.perf_counter()
-    spark = spark_session(args.master, app_name="normalize-output", full_jit=True)
+    spark = spark_session(args.master, app_name="normalize-output", full_jit=True, remote=args.remote)
     if not args.quiet:
         print(f"Spark ready in {time.perf_counter() - started:.1f} s; normalizing {destination.base_uri} "
               f"into {settings.target} ({'full refresh' if args.full_refresh else 'incremental'})", file=err)

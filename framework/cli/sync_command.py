@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal
 
@@ -40,6 +40,8 @@ class SyncOptions:
     output: str | None = None  # --output
     format: FormatName | None = None  # --format
     master: str | None = None  # --master: Spark's master URL
+    remote: str | None = None  # --remote: a Spark Connect server (sc://host:port); SPARK_REMOTE too
+    services_host: str | None = None  # --services-host: where the tasks reach this process's sync-wide services
     sync_mode: Literal["append", "overwrite"] = "append"
     given_state: bool = False  # --state was given (its states come to run_sync as ``states``)
     normalize: bool = False  # --normalize
@@ -66,7 +68,8 @@ def run_sync(options: SyncOptions, connector: Connector, selections: Sequence[Se
         from framework.normalization.runner import normalize
         from framework.spark.session import spark_session
 
-        done = normalize(spark_session(options.master, full_jit=True), settings, normalization_settings(settings),
+        done = normalize(spark_session(options.master, full_jit=True, remote=options.remote), settings,
+                         normalization_settings(settings),
                          progress=reporter.normalized)
         return 1 if done.failed else 0
     return 1 if result.failed else 0
@@ -74,6 +77,7 @@ def run_sync(options: SyncOptions, connector: Connector, selections: Sequence[Se
 
 def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selection], states: Mapping[str, Any],
           reporter: Reporter) -> tuple[PipelineResult, DestinationSettings]:
+    from framework.spark.connect import describe
     from framework.spark.pipeline import PipelineOptions, run_pipeline
     from framework.spark.session import spark_session
 
@@ -85,12 +89,26 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
         LocalStorage(settings.base_uri).check_writable()
     started = time.perf_counter()
     # The session normalizes too when asked: that work runs in the JVM and wants its full JIT.
-    spark = spark_session(options.master, full_jit=_normalizes(options, settings))
-    reporter.started(spark.sparkContext.master or "", settings.base_uri, settings.format.format_type,
-                     time.perf_counter() - started)
+    spark = spark_session(options.master, full_jit=_normalizes(options, settings), remote=options.remote)
+    reporter.started(describe(spark), settings.base_uri, settings.format.format_type, time.perf_counter() - started)
     result = run_pipeline(connector, options.manifest, selections, settings, spark, given_states=states or None,
-                          options=PipelineOptions(sync_mode=options.sync_mode), progress=reporter.progress)
+                          options=PipelineOptions(sync_mode=options.sync_mode, services_host=options.services_host),
+                          progress=reporter.progress, warn=_warner(reporter))
     return result, settings
+
+
+def _warner(reporter: Reporter) -> Callable[[str], None]:
+    """How a warning reaches the user: a ``warning`` event in JSON lines, else a line on stderr (even quiet)."""
+
+    def warn(text: str) -> None:
+        if isinstance(reporter, JsonReporter):
+            reporter.warning(text)
+        else:
+            err = getattr(reporter, "err", sys.stderr)
+            err.write(f"run-manifest: warning: {text}\n")
+            err.flush()
+
+    return warn
 
 
 def _normalizes(options: SyncOptions, settings: DestinationSettings) -> bool:
