@@ -117,3 +117,19 @@ def test_a_sync_whose_tasks_cannot_reach_the_driver_warns_and_runs_without_servi
     assert coordinators and coordinators == [None] * len(coordinators)
     assert len(warned) == 1 and "(budget) are not shared" in warned[0]
     assert json.dumps(saved_state(out)["streams"]["items"]["state"]) == '{"updated_at": "2024-01-04T18:00:00Z"}'
+
+
+def test_the_warning_reaches_stderr_as_text_or_a_json_event_even_when_quiet():
+    import io
+
+    from framework.cli.progress import reporter_for
+    from framework.cli.sync_command import _warner
+
+    for log_format, quiet in (("text", False), ("text", True), ("json", True)):
+        err = io.StringIO()
+        _warner(reporter_for(err, log_format, quiet))("the services are not shared")
+        if log_format == "json":
+            event = json.loads(err.getvalue())
+            assert (event["event"], event["message"]) == ("warning", "the services are not shared")
+        else:
+            assert err.getvalue() == "run-manifest: warning: the services are not shared\n"
