@@ -25,6 +25,7 @@ generation the next overwrite deletes.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 import warnings
@@ -154,18 +155,17 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     ])
     results: list[StreamResult] = []
     bind = connect.services_bind(spark, options.services_host)
-    if bind is None:  # Spark Connect whose tasks may not reach this client: each task keeps its own services
-        if connector.context.services:
-            text = connect.no_services_warning(spark, list(connector.context.services))
-            if warn is not None:
-                warn(text)
-            else:
-                warnings.warn(text, ServicesNotShared, stacklevel=2)
-        _sync_streams(run, selections, saved, given_states, progress, results)
-        return PipelineResult(run.connection.sync_id, results)
-    listen, advertised = bind
-    with coordination.Coordinator(connector.context.services, host=listen, advertised=advertised) as coordinator:
-        run.coordinator = coordinator.address
+    if bind is None and connector.context.services:  # Spark Connect whose tasks may not reach this client
+        text = connect.no_services_warning(spark, list(connector.context.services))
+        if warn is not None:
+            warn(text)
+        else:
+            warnings.warn(text, ServicesNotShared, stacklevel=2)
+    # Without a coordinator (bind is None) each task keeps its own services.
+    serving = (coordination.Coordinator(connector.context.services, host=bind[0], advertised=bind[1])
+               if bind is not None else contextlib.nullcontext(None))
+    with serving as coordinator:
+        run.coordinator = coordinator.address if coordinator is not None else None
         _sync_streams(run, selections, saved, given_states, progress, results)
     return PipelineResult(run.connection.sync_id, results)
 
