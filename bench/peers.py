@@ -1,7 +1,8 @@
 """This project next to its peers, on one local API: records/s, peak memory and the ratios, in one table.
 
-    python bench/peers.py [--records 200000,2000000] [--shards 16] [--modes bare,protocol,spark,cdk,dlt]
-                          [--runs 1] [--markdown] [--peers-python PATH] [--timeout 1800]
+    python bench/peers.py [--records 200000,2000000] [--shards 16] [--modes bare,protocol,spark,connect,cdk,dlt]
+                          [--runs 1] [--markdown] [--peers-python PATH] [--remote sc://HOST:PORT]
+                          [--timeout 1800]
 
 For each record count it starts ``bench/api_server.py`` (its own process)
 with the records split into ``--shards`` disjoint shards, writes one
@@ -17,6 +18,9 @@ the other, each as a child process of this script:
   --log-format json`` (``local[*]``, Parquet), its JSON lines read: the
   ``started`` event ends the start-up, ``summary`` the sync; the rows of the
   Parquet files written are counted;
+* **Spark Connect** (with ``--remote``): the Spark mode with ``--remote``
+  against that running server, after one unmeasured warm-up sync; the
+  client's start-up and memory are measured, the server's are not;
 * **airbyte-cdk**: ``source-declarative-manifest read`` on the same manifest
   (injected into the config), its RECORD lines counted;
 * **dlt**: ``rest_api`` with a ``page_number`` paginator, one resource per
@@ -52,11 +56,12 @@ from pathlib import Path
 from harness import PAGE_SIZE, ApiServer, peers_python, run_manifest_command
 from pipeline import DLT_SCRIPT, STREAM, parquet_rows, write_inputs
 
-BARE, PROTOCOL, SPARK, CDK, DLT = "bare", "protocol", "spark", "cdk", "dlt"
+BARE, PROTOCOL, SPARK, CONNECT, CDK, DLT = "bare", "protocol", "spark", "connect", "cdk", "dlt"
 LABELS = {
     BARE: "bare loop (requests + orjson)",
     PROTOCOL: "run-manifest --protocol",
     SPARK: "run-manifest (Spark local[*] -> Parquet)",
+    CONNECT: "run-manifest --remote (warm Spark Connect)",
     CDK: "airbyte-cdk source-declarative-manifest",
     DLT: "dlt rest_api -> Parquet",
 }
@@ -330,6 +335,7 @@ class Setup:
     cdk_python: str | None
     dlt_python: str | None
     timeout: float
+    remote: str | None = None  # --remote: a running Spark Connect server, for the connect mode
 
 
 def _has_module(python: str | None, module: str) -> bool:
@@ -355,12 +361,31 @@ def run_protocol(setup: Setup, folder: Path) -> Result:
 
 
 def run_spark(setup: Setup, folder: Path) -> Result:
+    return _run_sync(SPARK, setup, folder)
+
+
+def run_connect(setup: Setup, folder: Path) -> Result:
+    """The Spark mode against a running Spark Connect server, warmed by one unmeasured sync first: the
+    client's start-up is measured, the server's is not (a shared server is up already). Peak memory is the
+    client's only (the server is not under this process)."""
+    if not setup.remote:
+        return Result(LABELS[CONNECT], 0, setup.records, 0.0, 0.0, 0.0, 0.0,
+                      missing="no server: give --remote sc://host:port (a Spark Connect server whose Python "
+                              "imports framework, e.g. started with PYTHONPATH at this repository)")
+    warm = folder / "warm-up"
+    warm.mkdir()
+    _run_sync(CONNECT, setup, warm, ["--remote", setup.remote])
+    result = _run_sync(CONNECT, setup, folder, ["--remote", setup.remote])
+    return replace(result, note=f"{result.note}; client memory only")
+
+
+def _run_sync(mode: str, setup: Setup, folder: Path, more: Sequence[str] = ()) -> Result:
     output = folder / "output"
     command = run_manifest_command() + [setup.manifest, "--config", setup.config, "--output", str(output),
-                                        "--log-format", "json"]
+                                        "--log-format", "json", *more]
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
     watcher = JsonLog()
-    result = measure(SPARK, command, watcher, setup.records, str(folder), setup.timeout, env, watch_stderr=True)
+    result = measure(mode, command, watcher, setup.records, str(folder), setup.timeout, env, watch_stderr=True)
     rows = parquet_rows(output / STREAM)
     if result.ok and watcher.result is None:
         result = replace(result, error="no summary line on stderr")
@@ -411,7 +436,7 @@ def run_dlt(setup: Setup, folder: Path) -> Result:
 
 
 RUNNERS: dict[str, Callable[[Setup, Path], Result]] = {
-    BARE: run_bare, PROTOCOL: run_protocol, SPARK: run_spark, CDK: run_cdk, DLT: run_dlt}
+    BARE: run_bare, PROTOCOL: run_protocol, SPARK: run_spark, CONNECT: run_connect, CDK: run_cdk, DLT: run_dlt}
 
 
 def best(results: Sequence[Result]) -> Result:
@@ -467,6 +492,7 @@ def markdown_table(results: Sequence[Result]) -> str:
 RATIOS = (  # (name, numerator, denominator, target)
     ("protocol / bare loop", PROTOCOL, BARE, 0.5),
     ("Spark / dlt", SPARK, DLT, 5.0),
+    ("Spark Connect (warm) / dlt", CONNECT, DLT, 5.0),
     ("protocol / airbyte-cdk", PROTOCOL, CDK, None),
     ("Spark / airbyte-cdk", SPARK, CDK, None),
 )
@@ -500,6 +526,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--peers-python", metavar="PATH",
                         help="python with airbyte-cdk and dlt (default: $AIRBYTE_CDK_PYTHON / $DLT_PYTHON, "
                              "then .venv-peers/bin/python)")
+    parser.add_argument("--remote", metavar="sc://HOST:PORT",
+                        help="a running Spark Connect server for the connect mode (not run without it)")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds a mode may take (default 1800)")
     parser.add_argument("--markdown", action="store_true", help="also print the tables in Markdown")
     parser.add_argument("--bare-loop", nargs=2, metavar=("URL", "SHARDS"), help=argparse.SUPPRESS)
@@ -530,7 +558,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             with ApiServer(count, args.shards) as api:
                 manifest, config = write_inputs(Path(tmp, f"{count}", "inputs"), api.url, args.shards)
                 setup = Setup(api.url, args.shards, count, Path(tmp, f"{count}"), manifest, config,
-                              cdk_python, dlt_python, args.timeout)
+                              cdk_python, dlt_python, args.timeout, args.remote)
                 runs: dict[str, list[Result]] = {mode: [] for mode in modes}
                 for number in range(1, args.runs + 1):
                     for mode in modes:

@@ -39,6 +39,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="a Spark setting (repeatable); wins over spark-defaults.conf and PYSPARK_SUBMIT_ARGS")
     parser.add_argument("--shared-path", action="store_true",
                         help="the local --output is a folder every node mounts at the same path")
+    parser.add_argument("--remote", metavar="sc://HOST:PORT",
+                        help="run on a Spark Connect server (also SPARK_REMOTE); see docs/cluster.md")
     parser.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     return parser
 
@@ -65,7 +67,7 @@ def run(args: argparse.Namespace, err: IO[str]) -> int:
     conf = dict(args.conf)
     check_shared_output(destination, known_master(args.master, conf), args.shared_path)
     spark = spark_session(args.master, app_name="normalize-output", full_jit=True,
-                          jdbc=settings.target == "postgres", **conf)
+                          jdbc=settings.target == "postgres", remote=args.remote, **conf)
     check_shared_output(destination, spark.conf.get("spark.master", None), args.shared_path)
     if not args.quiet:
         print(f"Spark ready in {time.perf_counter() - started:.1f} s; normalizing {destination.base_uri} "

@@ -19,7 +19,8 @@ JSON events (every object has ``event`` and ``time``, an ISO 8601 UTC instant
 with milliseconds, such as ``"2026-11-03T10:15:02.418Z"``):
 
 ``started``
-    ``master`` (Spark's master URL), ``output`` (the destination's base URI),
+    ``master`` (Spark's master URL; over Spark Connect
+    ``sc://host (the server's master)``), ``output`` (the destination's base URI),
     ``format`` (``Parquet``, ``Avro``, ``CSV`` or ``JSONL``),
     ``spark_seconds`` (Spark's start-up).
 ``stream_planned``
@@ -48,6 +49,10 @@ with milliseconds, such as ``"2026-11-03T10:15:02.418Z"``):
     during the sync, each time a config changed by the run was saved (an OAuth
     refresh token rotated): ``config`` (the file rewritten), ``backup``,
     ``reason`` (``oauth_tokens_rotated``). Sent even with ``--quiet``.
+``warning``
+    ``message``: something to know that does not stop the sync (a Spark
+    Connect sync without the driver's sync-wide services). Sent even with
+    ``--quiet``.
 ``stream_normalized``
     after the summary, with ``--normalize``: ``stream``, ``mode``
     (``overwrite``, ``append`` or ``append_dedup``), ``incremental``
@@ -266,6 +271,10 @@ class JsonReporter:
 
     def failure(self, error: str, stream: str | None = None) -> None:
         self._emit("failure", always=True, stream=stream, error=error)
+
+    def warning(self, message: str) -> None:
+        """Something the user should know that does not stop the sync (shown even when quiet)."""
+        self._emit("warning", always=True, message=message)
 
     def config_migrated(self, config: str, backup: str | None, error: str | None = None) -> None:
         """The manifest's config migrations changed the config: rewritten (its ``backup``), or not (``error``)."""

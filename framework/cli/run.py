@@ -101,6 +101,12 @@ def _parser() -> argparse.ArgumentParser:
     spark.add_argument("--shared-path", action="store_true",
                        help="the local --output is a folder every node of the cluster mounts at the same path "
                             "(without it a local --output on a non-local master is refused)")
+    spark.add_argument("--remote", metavar="sc://HOST:PORT",
+                       help="run on a Spark Connect server (also SPARK_REMOTE); see docs/cluster.md")
+    spark.add_argument("--services-host", metavar="HOST",
+                       help="an address of this machine the executors reach: the tasks call the sync's shared "
+                            "services (one token, one API budget) there (needed over Spark Connect unless the "
+                            "server runs a local master on this machine)")
     spark.add_argument("--sync-mode", choices=["append", "overwrite"], default="append",
                        help="append to earlier files, or replace them once the sync succeeds")
     spark.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
@@ -283,7 +289,8 @@ def _announce(args: argparse.Namespace, normalized: NormalizedConfig, out: IO[by
 
 def _sync_options(args: argparse.Namespace) -> SyncOptions:
     return SyncOptions(manifest=args.manifest, destination=args.destination, output=args.output, format=args.format,
-                       master=args.master, sync_mode=args.sync_mode, given_state=bool(args.state),
+                       master=args.master, remote=args.remote, services_host=args.services_host,
+                       sync_mode=args.sync_mode, given_state=bool(args.state),
                        normalize=args.normalize, quiet=args.quiet, log_format=args.log_format,
                        check_first=not args.no_check, conf=tuple(args.conf), shared_path=args.shared_path)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal
 
@@ -40,6 +40,8 @@ class SyncOptions:
     output: str | None = None  # --output
     format: FormatName | None = None  # --format
     master: str | None = None  # --master: Spark's master URL
+    remote: str | None = None  # --remote: a Spark Connect server (sc://host:port); SPARK_REMOTE too
+    services_host: str | None = None  # --services-host: where the tasks reach this process's sync-wide services
     sync_mode: Literal["append", "overwrite"] = "append"
     given_state: bool = False  # --state was given (its states come to run_sync as ``states``)
     normalize: bool = False  # --normalize
@@ -73,7 +75,8 @@ def run_sync(options: SyncOptions, connector: Connector, selections: Sequence[Se
         from framework.spark.session import spark_session
 
         target = normalization_settings(settings)
-        spark = spark_session(options.master, full_jit=True, jdbc=target.target == "postgres", **dict(options.conf))
+        spark = spark_session(options.master, full_jit=True, jdbc=target.target == "postgres",
+                              remote=options.remote, **dict(options.conf))
         done = normalize(spark, settings, target, progress=reporter.normalized)
         return 1 if done.failed else 0
     return 1 if result.failed else 0
@@ -84,6 +87,7 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
     from framework.spark import require_spark_extra
 
     require_spark_extra()  # before anything else: the fix, not an ImportError
+    from framework.spark.connect import describe
     from framework.spark.pipeline import PipelineOptions, run_pipeline
     from framework.spark.session import known_master, spark_session
 
@@ -101,13 +105,13 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
     # The session normalizes too when asked: that work runs in the JVM and wants its full JIT.
     normalizes = _normalizes(options, settings)
     postgres = normalizes and normalization_settings(settings).target == "postgres"
-    spark = spark_session(options.master, full_jit=normalizes, jdbc=postgres, **conf)
+    spark = spark_session(options.master, full_jit=normalizes, jdbc=postgres, remote=options.remote, **conf)
     # under spark-submit (or a master from the settings) the session knows it first: still before any request
     check_shared_output(settings, spark.conf.get("spark.master", None), options.shared_path)
-    reporter.started(spark.sparkContext.master or "", settings.base_uri, settings.format.format_type,
-                     time.perf_counter() - started)
+    reporter.started(describe(spark), settings.base_uri, settings.format.format_type, time.perf_counter() - started)
     result = run_pipeline(connector, options.manifest, selections, settings, spark, given_states=states or None,
-                          options=PipelineOptions(sync_mode=options.sync_mode), progress=reporter.progress)
+                          options=PipelineOptions(sync_mode=options.sync_mode, services_host=options.services_host),
+                          progress=reporter.progress, warn=_warner(reporter))
     return result, settings
 
 
@@ -131,6 +135,20 @@ def _check_first(connector: Connector) -> None:
     if not ok:
         raise CheckFailed(f"the connection check failed, so Spark was not started: {message} (run-manifest --check "
                           "tells the same; --no-check skips it)")
+
+
+def _warner(reporter: Reporter) -> Callable[[str], None]:
+    """How a warning reaches the user: a ``warning`` event in JSON lines, else a line on stderr (even quiet)."""
+
+    def warn(text: str) -> None:
+        if isinstance(reporter, JsonReporter):
+            reporter.warning(text)
+        else:
+            err = getattr(reporter, "err", sys.stderr)
+            err.write(f"run-manifest: warning: {text}\n")
+            err.flush()
+
+    return warn
 
 
 def _normalizes(options: SyncOptions, settings: DestinationSettings) -> bool:

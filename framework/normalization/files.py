@@ -40,6 +40,7 @@ import pyarrow.parquet as pq
 from framework.errors import ConfigError
 from framework.formats import CountingSink
 from framework.models.destination import DestinationSettings
+from framework.spark.connect import default_parallelism, is_connect
 from framework.storage import LocalStorage, ObjectWriter, Storage, StreamLayout, storage_for
 from framework.typed.envelope import DATA, EXTRACTED_AT, RAW_ID, TEXT_ENVELOPE
 
@@ -114,8 +115,11 @@ def read_files(spark: SparkSession, destination_json: Mapping[str, Any], keys: S
     spark_schema = from_arrow_schema(schema)
     if not keys:
         return spark.createDataFrame([], spark_schema)
-    slices = max(1, min(len(keys), int(spark.sparkContext.defaultParallelism) * 2))
-    listing = spark.createDataFrame(spark.sparkContext.parallelize([(k,) for k in keys], slices), "key string")
+    slices = max(1, min(len(keys), default_parallelism(spark) * 2))
+    if is_connect(spark):  # no SparkContext: the keys travel as a local table, spread round-robin
+        listing = spark.createDataFrame([(k,) for k in keys], "key string").repartition(slices)
+    else:
+        listing = spark.createDataFrame(spark.sparkContext.parallelize([(k,) for k in keys], slices), "key string")
     fields = dict(fields or {})
     target = TEXT_SCHEMA if reader == "text" else schema
 

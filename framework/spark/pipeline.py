@@ -43,9 +43,10 @@ generation the next overwrite deletes.
 
 from __future__ import annotations
 
-import socket
+import contextlib
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -65,6 +66,7 @@ from framework.errors import ConfigError, FrameworkError
 from framework.formats.rolling import delete_older_generations, publish
 from framework.models.destination import DestinationSettings
 from framework.protocol.catalog import Selection
+from framework.spark import connect
 from framework.spark.tasks import RESULT_DDL, TaskJob, encode_units, task_function
 from framework.storage import Storage, storage_for
 from framework.storage.layout import next_part_number
@@ -113,6 +115,7 @@ class PipelineOptions:
     sync_mode: str = "append"  # or "overwrite": read everything again, then delete the older generations
     tasks_per_core: int = 2
     namespace: str = ""
+    services_host: str | None = None  # where the tasks reach the driver's services (framework.spark.connect)
 
     def __post_init__(self) -> None:
         if self.sync_mode not in ("append", "overwrite"):
@@ -145,8 +148,13 @@ class _Run:
 def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[Selection],
                  settings: DestinationSettings, spark: SparkSession, *, given_states: Mapping[str, Any] | None = None,
                  options: PipelineOptions = PipelineOptions(),
-                 progress: Callable[[str, StreamResult], None] | None = None) -> PipelineResult:
+                 progress: Callable[[str, StreamResult], None] | None = None,
+                 warn: Callable[[str], None] | None = None) -> PipelineResult:
     """Sync ``selections`` into the destination of ``settings`` on ``spark``; see the module docs.
+
+    ``warn(text)`` says what the user should know before the sync runs (default: a
+    :class:`ServicesNotShared` warning): today, that a Spark Connect sync runs without the
+    driver's sync-wide services (:func:`framework.spark.connect.services_bind`).
 
     ``given_states`` (stream name -> state) replaces the state saved next to the
     output for those streams (not in overwrite mode, which reads everything
@@ -172,28 +180,32 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
         connection=ConnectionState(saved.sync_id + 1, {name: dict(entry) for name, entry in saved.streams.items()}),
         source=ConnectorSource.of_connector(connector, manifest_path, manifest_text),
         destination=orjson.loads(settings.model_dump_json(by_alias=True)),
-        cores=max(1, int(spark.sparkContext.defaultParallelism)), options=options,
+        cores=connect.default_parallelism(spark), options=options,
     )
     CatalogStore(storage).merge([
         configured_entry(connector.stream(s.name).with_cursor_field(s.cursor_field), s.incremental, options.sync_mode)
         for s in selections
     ])
     results: list[StreamResult] = []
-    listen, advertised = _driver_host(spark)
-    with coordination.Coordinator(connector.context.services, host=listen, advertised=advertised) as coordinator:
-        run.coordinator = coordinator.address
+    bind = connect.services_bind(spark, options.services_host)
+    if bind is None and connector.context.services:  # Spark Connect whose tasks may not reach this client
+        text = connect.no_services_warning(spark, list(connector.context.services))
+        if warn is not None:
+            warn(text)
+        else:
+            warnings.warn(text, ServicesNotShared, stacklevel=2)
+    # Without a coordinator (bind is None) each task keeps its own services.
+    serving = (coordination.Coordinator(connector.context.services, host=bind[0], advertised=bind[1])
+               if bind is not None else contextlib.nullcontext(None))
+    with serving as coordinator:
+        run.coordinator = coordinator.address if coordinator is not None else None
         _sync_streams(run, selections, saved, given_states, progress, results)
     clear_staging(storage)  # every file is published: what is left are failed attempts' (and empty folders)
     return PipelineResult(run.connection.sync_id, results)
 
 
-def _driver_host(spark: SparkSession) -> tuple[str, str | None]:
-    """Where the driver's services listen, and the address tasks use: loopback locally; on a cluster every
-    interface, reached at Spark's own ``spark.driver.host`` (which the executors reach already)."""
-    master = spark.conf.get("spark.master", "local") or "local"
-    if master.startswith("local"):
-        return "127.0.0.1", None
-    return "0.0.0.0", spark.conf.get("spark.driver.host", None) or socket.gethostname()
+class ServicesNotShared(UserWarning):
+    """The sync runs without the driver's sync-wide services: its tasks cannot be assumed to reach it."""
 
 
 def _sync_streams(run: _Run, selections: Sequence[Selection], saved: ConnectionState,
@@ -299,9 +311,12 @@ def _run_groups(run: _Run, job: TaskJob, groups: list[list[Any]]) -> Iterator[li
     job_group = f"run-manifest-{job.stream}-{uuid.uuid4().hex[:12]}"
 
     def one(index: int, group: list[Any]) -> list[UnitResult]:
-        spark.sparkContext.setJobGroup(job_group, f"sync of stream {job.stream}", interruptOnCancel=True)
-        frame = spark.createDataFrame(encode_units(group)).coalesce(1)
-        return from_arrow(frame.mapInArrow(task_function(job, index), RESULT_DDL).toArrow())
+        connect.tag_jobs(spark, job_group, f"sync of stream {job.stream}")
+        try:
+            frame = spark.createDataFrame(encode_units(group)).coalesce(1)
+            return from_arrow(frame.mapInArrow(task_function(job, index), RESULT_DDL).toArrow())
+        finally:
+            connect.untag_jobs(spark, job_group)
 
     pool = ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix=f"sync-{job.stream}")
     pending: dict[Future, list[Any]] = {pool.submit(one, i, g): g for i, g in enumerate(groups)}
@@ -316,7 +331,7 @@ def _run_groups(run: _Run, job: TaskJob, groups: list[list[Any]]) -> Iterator[li
                     yield failed_group(group, f"a Spark task failed: {_spark_failure(exc)}")
     except BaseException:
         if pending:  # interrupted: stop the jobs still running; their files never appear
-            spark.sparkContext.cancelJobGroup(job_group)
+            connect.cancel_jobs(spark, job_group)
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
@@ -348,4 +363,4 @@ def _spark_failure(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-__all__ = ["PipelineOptions", "PipelineResult", "StreamResult", "run_pipeline"]
+__all__ = ["PipelineOptions", "PipelineResult", "ServicesNotShared", "StreamResult", "run_pipeline"]

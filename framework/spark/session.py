@@ -29,6 +29,10 @@ pipeline): ``validate-manifest`` and protocol mode never pay for it.
   virtual environment with ``spark.archives`` and point ``PYSPARK_PYTHON`` at
   its ``bin/python`` (docs/cluster.md). Locally the driver's own interpreter
   is used.
+* ``remote`` (``--remote sc://host:port``, or ``SPARK_REMOTE``): a Spark
+  Connect session against that server (:mod:`framework.spark.connect`). The
+  server owns its master, JVM settings and log level: only ``conf`` (SQL
+  settings the server lets a session change) is passed on.
 """
 
 from __future__ import annotations
@@ -37,18 +41,22 @@ import hashlib
 import os
 import re
 import shlex
+import socket
 import sys
 import tempfile
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from framework.errors import ConfigError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
 def spark_session(master: str | None = None, app_name: str = "run-manifest", *, full_jit: bool = False,
-                  jdbc: bool = False, **conf: str) -> SparkSession:
+                  jdbc: bool = False, remote: str | None = None, **conf: str) -> SparkSession:
     """A SparkSession for the pipeline (created, or the active one reused); see the module docs.
 
     ``conf`` are Spark settings that win over every other source. A local
@@ -57,6 +65,11 @@ def spark_session(master: str | None = None, app_name: str = "run-manifest", *, 
     work done in the JVM itself (normalization: about 2x at 1,000,000 records
     in bench/normalization.py), which asks for the full JIT.
     """
+    from framework.spark.connect import remote_url
+
+    url = remote_url(remote, master)
+    if url:
+        return _connect_session(url, app_name, conf)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -71,6 +84,43 @@ def spark_session(master: str | None = None, app_name: str = "run-manifest", *, 
     if plan.quiet:
         session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def _connect_session(url: str, app_name: str, conf: dict[str, str]) -> SparkSession:
+    """A Spark Connect session on ``url``; a server that cannot be reached is a :class:`ConfigError` naming it."""
+    from pyspark.sql import SparkSession
+
+    try:
+        import pyspark.sql.connect.session  # noqa: F401 - its packages (grpcio, ...) are the `connect` extra
+    except ImportError as exc:
+        raise ConfigError(f"Spark Connect needs its client packages ({exc.name} is missing): "
+                          "pip install 'manifest-framework[connect]'") from None
+    _check_reachable(url)
+    builder = SparkSession.builder.remote(url).appName(app_name)
+    for key, value in {"spark.sql.execution.arrow.pyspark.enabled": "true", **conf}.items():
+        builder = builder.config(key, value)
+    try:
+        session = builder.getOrCreate()
+        session.conf.get("spark.master", None)  # the first call reaches the server
+    except Exception as exc:  # noqa: BLE001 - gRPC's errors: the server is down or the URL is wrong
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"the Spark Connect server at {url} could not be reached ({detail}); start it "
+                          f"(sbin/start-connect-server.sh) or fix --remote / SPARK_REMOTE") from None
+    return session
+
+
+def _check_reachable(url: str) -> None:
+    """Fail at once when nothing listens at an ``sc://`` URL (the Connect client would retry for minutes)."""
+    if not url.startswith("sc://"):
+        return  # "local": pyspark starts a Connect server of its own
+    parsed = urllib.parse.urlparse("http://" + url[len("sc://"):].split(";", 1)[0])
+    host, port = parsed.hostname or "localhost", parsed.port or 15002
+    try:
+        socket.create_connection((host, port), timeout=10).close()
+    except OSError as exc:
+        raise ConfigError(f"the Spark Connect server at {url} could not be reached ({host}:{port}: "
+                          f"{exc.strerror or exc}); start it (sbin/start-connect-server.sh) or fix --remote / "
+                          "SPARK_REMOTE") from None
 
 
 @dataclass(frozen=True)

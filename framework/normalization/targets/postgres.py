@@ -249,8 +249,11 @@ class PostgresTarget:
         from py4j.java_gateway import JavaClass  # type: ignore[import-untyped]
         from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
 
-        jvm = self._spark._jvm
-        assert jvm is not None  # a classic Spark session (not Spark Connect) has a JVM
+        jvm = getattr(self._spark, "_jvm", None)
+        if jvm is None:  # Spark Connect: the client has no JVM to run the target's statements through
+            raise FrameworkError("the PostgreSQL target runs its statements through the Spark driver's JDBC "
+                                 "driver, which a Spark Connect client does not have: run normalization with "
+                                 "--master (or local Spark), or use the parquet target over Spark Connect")
         driver_class = jvm.org.postgresql.Driver
         if not isinstance(driver_class, JavaClass):
             raise FrameworkError(
