@@ -45,7 +45,8 @@ def spark():
     """
     from framework.spark.session import spark_session
 
-    session = spark_session(master="local[2]", app_name="tests", **{"spark.sql.shuffle.partitions": "2"})
+    # jdbc: normalization's PostgreSQL target is tested on this session too
+    session = spark_session(master="local[2]", app_name="tests", jdbc=True, **{"spark.sql.shuffle.partitions": "2"})
     yield session
     session.stop()
 

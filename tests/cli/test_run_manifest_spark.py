@@ -122,7 +122,7 @@ def test_destination_file_with_airbyte_s3_keys_and_a_local_output(run, tmp_path)
 
     assert code == 0, stderr
     found = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()
-                   and not p.name.startswith("."))
+                   and not p.name.startswith(".") and not p.relative_to(out).as_posix().startswith(".metadata/"))
     data = [name for name in found if not name.startswith("_airbyte_state/")]
     assert data and all(
         re.fullmatch(r"items/\d{4}/\d{2}/\d{4}_\d{2}_\d{2}_1_\d+\.csv\.gz", name) for name in data), data

@@ -28,7 +28,7 @@ def test_a_cluster_sync_refreshes_once_per_expiry_and_saves_the_rotated_config(s
         env.pop("SPARK_REMOTE", None)
         done = subprocess.run([sys.executable, "-m", "framework.cli.run", str(manifest), "--config", str(config),
                                "--output", str(tmp_path / "out"), "--format", "jsonl", "--streams", "items",
-                               "--master", spark_cluster.master_url],
+                               "--master", spark_cluster.master_url, "--shared-path"],
                               capture_output=True, text=True, env=env, timeout=300, check=False)
         assert done.returncode == 0, done.stderr[-3000:]
         assert [r for r in provider.refreshes if not r.accepted] == []
