@@ -110,6 +110,8 @@ class PartitionStates:
 
     def value(self, partition: Mapping[str, Any]) -> Any:
         """The saved cursor value of ``partition``: its own, or its compacted day; None when unknown."""
+        if not self._full and not self._compact:  # a first sync: no key to build (half of planning, bench/plan_scale)
+            return None
         found = self._full.get(StreamSlice(partition).key())
         if found is not None:
             return found[1]
@@ -119,6 +121,8 @@ class PartitionStates:
 
     def saved_cursor(self, partition: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The cursor state ``partition`` has in full (as loaded or put), or None (compacted, or unknown)."""
+        if not self._full:
+            return None
         found = self._full.get(StreamSlice(partition).key())
         return found[2] if found is not None else None
 
