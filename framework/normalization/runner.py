@@ -215,7 +215,10 @@ def _shape(frame: DataFrame) -> list[tuple[str, str]]:
 
 
 def _gist(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    # a Py4J error reads "An error occurred while calling o1.parquet.\n: org.apache...Exception: why": the
+    # Java exception's line (its leading ": " dropped) says what went wrong
+    lines = [line.strip().removeprefix(": ").removeprefix("Caused by: ") for line in str(exc).strip().splitlines()
+             if line.strip()]
     for line in reversed(lines):
         head = line.split(":", 1)[0]
         if head.endswith(("Error", "Exception")) and not line.startswith(("at ", "File ")):
