@@ -21,10 +21,12 @@ pytestmark = pytest.mark.spark
 
 
 def test_four_tasks_share_one_budget_no_429_and_most_of_the_rate(tmp_path):
-    found = api_budget.measure(tasks=4, limit=40, period=2.0, partitions=8, pages=25, work=tmp_path)
+    # one partition per task, so all four run for the whole sync: a second wave of tasks would leave a gap
+    # while Spark starts it, which is Spark's scheduling, not the budget (seen in CI: windows 38, 6, 40, ...)
+    found = api_budget.measure(tasks=4, limit=40, period=2.0, partitions=4, pages=50, work=tmp_path)
     print(found.report())
     assert found.exit_code == 0, found.stderr
-    assert found.records == 8 * (25 * 5 - 2)
+    assert found.records == 4 * (50 * 5 - 2)
     assert found.refused == 0, found.report()
     assert max(found.windows) <= 40
     assert len(found.steady) >= 3, found.report()
