@@ -61,6 +61,7 @@ from framework.components.http.request import (
 from framework.components.http.token_service import SharedToken, save_rotation, share
 from framework.components.http.transport import HttpResponse
 from framework.components.registry import BuildContext, builds
+from framework.engine.config_sink import get_path, set_path
 from framework.errors import (
     AuthenticationError,
     ConfigError,
@@ -429,15 +430,6 @@ def _find(body: Any, key: str, depth: int = 0) -> Any:
     return None
 
 
-def _config_at(config: Mapping[str, Any], path: tuple[str, ...]) -> Any:
-    node: Any = config
-    for key in path:
-        if not isinstance(node, Mapping) or key not in node:
-            return None
-        node = node[key]
-    return node
-
-
 @dataclass(frozen=True)
 class _Refusal:
     """Which token answers mean the refresh token was refused (``refresh_token_error_*``)."""
@@ -481,13 +473,7 @@ class TokenRotation:
         """A copy of ``config`` with :meth:`updates` written in (objects made along a path that lacks them)."""
         updated = copy.deepcopy(dict(config))
         for path, value in self.updates():
-            node = updated
-            for key in path[:-1]:
-                child = node.get(key)
-                if not isinstance(child, dict):
-                    child = node[key] = {}
-                node = child
-            node[path[-1]] = value
+            set_path(updated, path, value)
         return updated
 
 
@@ -691,9 +677,9 @@ def _build_oauth(model: models.OAuthAuthenticator, ctx: BuildContext, path: tupl
     grant_type = JWT_BEARER_GRANT if use_assertion else (render(model.grant_type) or "refresh_token")
     client_id, client_secret = render(model.client_id), render(model.client_secret)
     if updater is not None:  # as Airbyte: the config's `credentials` win over the rendered values
-        client_id = _text(_config_at(ctx.config, ("credentials", "client_id"))) or client_id
-        client_secret = _text(_config_at(ctx.config, ("credentials", "client_secret"))) or client_secret
-        refresh_token = _text(_config_at(ctx.config, tuple(updater.refresh_token_config_path)))
+        client_id = _text(get_path(ctx.config, ("credentials", "client_id"))) or client_id
+        client_secret = _text(get_path(ctx.config, ("credentials", "client_secret"))) or client_secret
+        refresh_token = _text(get_path(ctx.config, tuple(updater.refresh_token_config_path)))
     else:
         refresh_token = render(model.refresh_token)
     headers = {str(k): _text(v) for k, v in _render_mapping(ctx, model.refresh_request_headers, params).items()}
@@ -732,8 +718,8 @@ def _build_oauth(model: models.OAuthAuthenticator, ctx: BuildContext, path: tupl
     if updater is not None:
         rotating = _Rotating(updater.refresh_token_name, tuple(updater.access_token_config_path),
                              tuple(updater.refresh_token_config_path), tuple(updater.token_expiry_date_config_path))
-        initial = _held_token(ctx, _config_at(ctx.config, rotating.access_token_config_path),
-                              _config_at(ctx.config, rotating.token_expiry_date_config_path))
+        initial = _held_token(ctx, get_path(ctx.config, rotating.access_token_config_path),
+                              get_path(ctx.config, rotating.token_expiry_date_config_path))
     else:
         access_token = render(model.access_token_value)
         if access_token:
