@@ -10,7 +10,7 @@ Three reporters, one interface (:class:`Reporter`), picked by
   progress of the running stream is one line redrawn in place; otherwise
   (a pipe, a log file) each update is its own line, at most one per
   ``interval`` seconds per stream, besides the planned and closing lines.
-* :class:`QuietReporter` (``--quiet``): nothing but failures.
+* :class:`QuietReporter` (``--quiet``): nothing but failures and warnings.
 * :class:`JsonReporter` (``--log-format json``): one JSON object per line for
   every event, and nothing else from us. ``--quiet`` keeps only ``failure``
   events. The keys are stable; a key may be added, none removed or renamed.
@@ -26,7 +26,8 @@ with milliseconds, such as ``"2026-11-03T10:15:02.418Z"``):
 ``stream_planned``
     ``stream``, ``partitions`` (partitions to read).
 ``stream_progress``
-    ``stream``, ``records``, ``pages``, ``partitions_done``, ``partitions``,
+    ``stream``, ``records``, ``pages``, ``empty_pages`` (responses that held
+    no record, not in ``pages``), ``partitions_done``, ``partitions``,
     ``records_per_second`` (since the stream was planned).
 ``stream_done``
     the keys of ``stream_progress`` and ``files``, ``bytes``, ``nulled``
@@ -51,8 +52,11 @@ with milliseconds, such as ``"2026-11-03T10:15:02.418Z"``):
     ``reason`` (``oauth_tokens_rotated``). Sent even with ``--quiet``.
 ``warning``
     ``message``: something to know that does not stop the sync (a Spark
-    Connect sync without the driver's sync-wide services). Sent even with
-    ``--quiet``.
+    Connect sync without the driver's sync-wide services; data that looks
+    wrong, with the fix). A stream's data adds ``stream`` and ``kind`` (what
+    :mod:`framework.engine.signals` found: ``extractor-empty``,
+    ``pagination-stopped``, ``repeated-page``, ``missing-key``,
+    ``missing-cursor``); each kind once per stream. Sent even with ``--quiet``.
 ``stream_normalized``
     after the summary, with ``--normalize``: ``stream``, ``mode``
     (``overwrite``, ``append`` or ``append_dedup``), ``incremental``
@@ -75,6 +79,8 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 import orjson
 
 if TYPE_CHECKING:  # the pipeline and normalization need pyspark to run; only their result types are used here
+    from framework.engine.report import StreamReport
+    from framework.engine.signals import Signal
     from framework.normalization.runner import StreamOutcome
     from framework.spark.pipeline import PipelineResult, StreamResult
 
@@ -105,6 +111,26 @@ class Clocks:
 
 def _rate(records: int, seconds: float) -> float:
     return records / seconds if seconds > 0 else 0.0
+
+
+def _records_text(result: StreamReport, *, running: bool) -> str:
+    """How many records (and pages) a stream read, in words: pages that held no record are said as such."""
+    empty = result.empty_pages
+    if not result.records:
+        if empty:
+            return f"no records ({empty:,} empty page{'s' * (empty != 1)})"
+        return "no records yet" if running else "0 records"
+    text = f"{result.records:,} records"
+    if running:
+        text += f", {result.pages:,} page{'s' * (result.pages != 1)}"
+    return text
+
+
+def _new_warnings(result: StreamReport, shown: dict[str, int]) -> list[Signal]:
+    """The stream's warnings not shown yet (each is shown once)."""
+    start = shown.get(result.name, 0)
+    shown[result.name] = len(result.warnings)
+    return result.warnings[start:]
 
 
 def _state_word(result: StreamResult) -> str:
@@ -146,12 +172,15 @@ class TextReporter:
     _planned_at: dict[str, float] = field(default_factory=dict)
     _shown_at: dict[str, float] = field(default_factory=dict)
     _open_line: bool = False  # a redrawn line is on screen (tty) and needs a newline before other text
+    _warned: dict[str, int] = field(default_factory=dict)
 
     def started(self, master: str, output: str, format_type: str, spark_seconds: float) -> None:
         self._write(f"Spark ready in {spark_seconds:.1f} s ({master}); writing {format_type} to {output}")
 
     def progress(self, event: str, result: StreamResult) -> None:
         now = self.clocks.monotonic()
+        for signal in _new_warnings(result, self._warned):  # data that looks wrong: its fix, once
+            self._write(f"run-manifest: warning: {signal.line()}")
         if event == "planned":
             self._planned_at[result.name] = now
             self._write(f"  {result.name}: {result.units} partition(s) planned")
@@ -165,7 +194,7 @@ class TextReporter:
                 self._write(self._running_line(result, now))
         elif event == "done":
             status = f"FAILED: {result.error}" if result.error else "ok"
-            self._write(f"  {result.name}: {result.records:,} records, {len(result.files)} file(s), "
+            self._write(f"  {result.name}: {_records_text(result, running=False)}, {len(result.files)} file(s), "
                         f"{result.units_done}/{result.units} partitions, "
                         f"{_rate(result.records, result.seconds):,.0f} records/s, {status}")
 
@@ -180,7 +209,7 @@ class TextReporter:
 
     def _running_line(self, result: StreamResult, now: float) -> str:
         elapsed = now - self._planned_at.get(result.name, now)
-        return (f"  {result.name}: {result.records:,} records, {result.pages:,} pages, "
+        return (f"  {result.name}: {_records_text(result, running=True)}, "
                 f"{result.units_done}/{result.units} partitions, {_rate(result.records, elapsed):,.0f} records/s")
 
     def _redraw(self, line: str) -> None:
@@ -198,15 +227,18 @@ class TextReporter:
 
 @dataclass
 class QuietReporter:
-    """``--quiet``: failures only, one line each."""
+    """``--quiet``: failures and warnings only, one line each."""
 
     err: IO[str]
+    _warned: dict[str, int] = field(default_factory=dict)
 
     def started(self, master: str, output: str, format_type: str, spark_seconds: float) -> None:
         return None
 
     def progress(self, event: str, result: StreamResult) -> None:
-        return None
+        for signal in _new_warnings(result, self._warned):
+            self.err.write(f"run-manifest: warning: {signal.line()}\n")
+            self.err.flush()
 
     def summary(self, result: PipelineResult, output: str, seconds: float) -> None:
         for failed in (s for s in result.streams if s.error):
@@ -229,7 +261,7 @@ def stream_fields(result: StreamResult) -> dict[str, Any]:
     """A finished stream's numbers under the keys of ``stream_done`` (without ``event`` and ``time``)."""
     return {
         "stream": result.name, "records": result.records, "pages": result.pages,
-        "partitions_done": result.units_done, "partitions": result.units,
+        "empty_pages": result.empty_pages, "partitions_done": result.units_done, "partitions": result.units,
         "records_per_second": round(_rate(result.records, result.seconds), 1),
         "files": len(result.files), "bytes": result.bytes, "nulled": result.nulled,
         "state_saved": bool(result.state_saved), "seconds": round(result.seconds, 3), "error": result.error,
@@ -244,6 +276,7 @@ class JsonReporter:
     quiet: bool = False
     clocks: Clocks = field(default_factory=Clocks)
     _planned_at: dict[str, float] = field(default_factory=dict)
+    _warned: dict[str, int] = field(default_factory=dict)
 
     def started(self, master: str, output: str, format_type: str, spark_seconds: float) -> None:
         self._emit("started", master=master, output=output, format=format_type,
@@ -251,13 +284,15 @@ class JsonReporter:
 
     def progress(self, event: str, result: StreamResult) -> None:
         now = self.clocks.monotonic()
+        for signal in _new_warnings(result, self._warned):
+            self._emit("warning", always=True, message=signal.line(), stream=result.name, kind=signal.kind)
         if event == "planned":
             self._planned_at[result.name] = now
             self._emit("stream_planned", stream=result.name, partitions=result.units)
         elif event == "group":
             elapsed = now - self._planned_at.get(result.name, now)
             self._emit("stream_progress", stream=result.name, records=result.records, pages=result.pages,
-                       partitions_done=result.units_done, partitions=result.units,
+                       empty_pages=result.empty_pages, partitions_done=result.units_done, partitions=result.units,
                        records_per_second=round(_rate(result.records, elapsed), 1))
         elif event == "done":
             self._emit("stream_done", **stream_fields(result))

@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -283,6 +284,13 @@ class _Restarts:
         return following
 
 
+#: Who watches the pages read in this context (a normal run's warnings, :class:`framework.engine.signals.UnitWatch`):
+#: called with each response whose records were selected whole (None in its place when the body is not JSON),
+#: the page as the API sent it and the records kept. None (the default): nobody, at no cost.
+PAGE_WATCH: ContextVar[Callable[[HttpResponse | None, list[dict], list[dict]], None] | None] = ContextVar(
+    "page_watch", default=None)
+
+
 def _no_options(parts: RequestParts, stream_slice: StreamSlice) -> None:
     return None
 
@@ -331,6 +339,7 @@ class Retriever:
         pager = self.paginator.start()
         reducer = _Reducer(self.page_sizes, pager.page_size()) if self.page_sizes is not None else None
         first = True
+        watch = PAGE_WATCH.get()
         while True:
             page_variables = {**variables, **pager.token_variables()}
             fetch = functools.partial(self._fetch, stream_slice=stream_slice, pager=pager,
@@ -372,6 +381,8 @@ class Retriever:
                     if isinstance(decoder, XmlDocument) and not isinstance(self.paginator, NoPaginator):
                         response = response.with_json(decoder.pagination_body(response.content))
                     more = pager.advance(response, page, variables)  # judged by the page as the API sent it
+                    if watch is not None:
+                        watch(response if decoder is None else None, page, records)
             except (ReadError, InterpolationError) as exc:
                 raise self._failure(exc, response) from None
             if reducer is not None:  # after `advance`, which judged the page by the size it was asked with

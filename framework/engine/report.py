@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from framework.engine.signals import Signal
 
 __all__ = ["StreamReport", "any_failed"]
 
@@ -22,6 +24,8 @@ class StreamReport:
     units: int = 0
     seconds: float = 0.0
     error: str | None = None
+    empty_pages: int = 0  # responses that gave no record (not in ``pages``)
+    warnings: list[Signal] = field(default_factory=list)  # what looks wrong in the data, one of each kind, masked
 
 
 def any_failed(streams: Iterable[StreamReport]) -> bool:

@@ -2,8 +2,9 @@
 
 A unit read elsewhere (a Spark task) answers with a :class:`UnitResult`: how
 many records and pages it read, how many values typing nulled, the latest
-cursor value, why it failed, and (on its task's first result) the files its
-task wrote. :func:`to_arrow` and :func:`from_arrow` are its one Arrow form
+cursor value, why it failed, what its first pages showed that looks wrong
+(:mod:`framework.engine.signals`), and (on its task's first result) the files
+its task wrote. :func:`to_arrow` and :func:`from_arrow` are its one Arrow form
 (:data:`RESULT_SCHEMA`, what ``mapInArrow`` answers with);
 :func:`failed_group` is the answer for a group that failed as a whole; and
 :func:`fold_results` takes a group's results into the :class:`StreamSync`
@@ -13,12 +14,14 @@ task wrote. :func:`to_arrow` and :func:`from_arrow` are its one Arrow form
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
 import pyarrow as pa
+
+from framework.engine.signals import Signal
 
 if TYPE_CHECKING:
     from framework.engine.plan import Sync
@@ -34,6 +37,8 @@ RESULT_SCHEMA = pa.schema([
     ("nulled", pa.int64()),
     ("pages", pa.int64()),
     ("latest_record", pa.string()),  # JSON of the unit's most recent record (a stream airbyte-cdk reads)
+    ("warnings", pa.string()),  # JSON list of the signals its first pages showed (engine/signals.py), else null
+    ("empty_pages", pa.int64()),  # responses that gave no record
 ])
 
 
@@ -52,6 +57,8 @@ class UnitResult:
     latest: datetime | int | Mapping[str, Any] | None = None
     error: str | None = None
     files: tuple[dict[str, Any], ...] = ()
+    warnings: tuple[Signal, ...] = ()  # what its first pages showed that looks wrong (engine/signals.py)
+    empty_pages: int = 0  # responses that gave no record (not counted in ``pages``)
 
 
 def to_arrow(results: Sequence[UnitResult]) -> pa.RecordBatch:
@@ -66,6 +73,9 @@ def to_arrow(results: Sequence[UnitResult]) -> pa.RecordBatch:
         "pages": [r.pages for r in results],
         "latest_record": [orjson.dumps(r.latest).decode() if isinstance(r.latest, Mapping) else None
                           for r in results],
+        "warnings": [orjson.dumps([asdict(w) for w in r.warnings]).decode() if r.warnings else None
+                     for r in results],
+        "empty_pages": [r.empty_pages for r in results],
     }, schema=RESULT_SCHEMA)
 
 
@@ -74,7 +84,9 @@ def from_arrow(data: pa.Table | pa.RecordBatch) -> list[UnitResult]:
     return [UnitResult(unit=row["unit"], records=row["records"], pages=row["pages"], nulled=row["nulled"],
                        latest=_latest_value(row["latest"]) if row["latest"] else
                        orjson.loads(row["latest_record"]) if row["latest_record"] else None,
-                       error=row["error"], files=tuple(orjson.loads(row["files"])) if row["files"] else ())
+                       error=row["error"], files=tuple(orjson.loads(row["files"])) if row["files"] else (),
+                       warnings=tuple(Signal(**w) for w in orjson.loads(row["warnings"])) if row.get("warnings")
+                       else (), empty_pages=row.get("empty_pages") or 0)
             for row in data.to_pylist()]
 
 
@@ -106,6 +118,8 @@ class GroupTotals:
     nulled: int = 0
     files: tuple[dict[str, Any], ...] = ()
     error: str | None = None
+    warnings: tuple[Signal, ...] = ()  # the first signal of each kind, in unit order
+    empty_pages: int = 0
 
 
 def fold_results(sync: Sync, results: Iterable[UnitResult]) -> GroupTotals:
@@ -116,11 +130,15 @@ def fold_results(sync: Sync, results: Iterable[UnitResult]) -> GroupTotals:
     left unfinished; the first error (in unit order) is in the totals.
     """
     units = sync.plan()
-    done = records = pages = nulled = 0
+    done = records = pages = nulled = empty = 0
     files: list[dict[str, Any]] = []
     error: str | None = None
+    warnings: dict[str, Signal] = {}
     for result in sorted(results, key=lambda r: r.unit):
         files.extend(result.files)
+        for signal in result.warnings:
+            warnings.setdefault(signal.kind, signal)
+        empty += result.empty_pages
         if result.error:
             error = error or result.error
             continue
@@ -131,4 +149,4 @@ def fold_results(sync: Sync, results: Iterable[UnitResult]) -> GroupTotals:
         records += result.records
         pages += result.pages
         nulled += result.nulled
-    return GroupTotals(done, records, pages, nulled, tuple(files), error)
+    return GroupTotals(done, records, pages, nulled, tuple(files), error, tuple(warnings.values()), empty)

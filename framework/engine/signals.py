@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,14 @@ class Signal:
 
     def format(self) -> str:
         return f"{self.stream}: {self.message}\n  fix: {self.fix}"
+
+    def line(self) -> str:
+        """The signal on one line, as a normal run warns of it."""
+        return f"{self.stream}: {self.message}; fix: {self.fix}"
+
+    def masked(self, mask: Callable[[str], str]) -> Signal:
+        """This signal with ``mask`` (a connector's secret masking) applied to its texts."""
+        return Signal(self.stream, self.kind, mask(self.message), mask(self.fix))
 
 
 def _path_text(path: Sequence[Any]) -> str:
@@ -253,5 +261,104 @@ class FirstPages:
         found.extend(missing_fields(self.stream, records, self.primary_key, self.cursor_field))
         return found  # undeclared fields: --test-read only (many schemas list some fields on purpose)
 
-__all__ = ["FirstPages", "Signal", "empty_extraction", "missing_fields", "next_page_fields", "outside_window",
-           "pagination_stopped", "record_lists", "repeated_pages", "undeclared_fields"]
+@dataclass(frozen=True)
+class ReadFacts:
+    """What the checks of a normal run need to know of a stream's manifest (as written): the extractor's
+    ``field_path``, the pagination strategy, whether it pages at all, and its ``cursor_value``."""
+
+    field_path: tuple[str, ...] | None = None
+    strategy: Mapping[str, Any] | None = None
+    paginated: bool = False
+
+    @classmethod
+    def of(cls, definition: Mapping[str, Any]) -> ReadFacts:
+        """The facts of a stream's definition (a mapping of the manifest's ``streams``)."""
+        retriever = _get(definition, "retriever")
+        field_path = _get(retriever, "record_selector", "extractor", "field_path")
+        strategy = _get(retriever, "paginator", "pagination_strategy")
+        return cls(tuple(str(part) for part in field_path) if isinstance(field_path, list) else None,
+                   strategy if isinstance(strategy, Mapping) else None,
+                   _get(retriever, "paginator", "type") not in (None, "NoPagination"))
+
+    @property
+    def cursor_value(self) -> str | None:
+        value = self.strategy.get("cursor_value") if self.strategy else None
+        return value if isinstance(value, str) else None
+
+
+def stream_definition(manifest: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """Stream ``name``'s definition in ``manifest`` (as written), or an empty mapping."""
+    for stream in manifest.get("streams", ()) or ():
+        if isinstance(stream, Mapping) and stream.get("name") == name:
+            return stream
+    return {}
+
+
+def _get(mapping: Any, *path: str) -> Any:
+    for part in path:
+        if not isinstance(mapping, Mapping):
+            return None
+        mapping = mapping.get(part)
+    return mapping
+
+
+_UNSEEN: Any = object()
+
+
+class UnitWatch:
+    """What the first pages of one unit showed, for the warnings of a normal run (a Spark task's).
+
+    Called by the retriever with each response it reads (``response`` None when
+    its body is not JSON or was streamed), the page as the API sent it and the
+    records kept (:data:`framework.components.retriever.PAGE_WATCH`). It counts
+    the responses and those that gave no record, and keeps the first ``limit``
+    pages of records and the first response's JSON body (only when the checks
+    may need it): bounded work, whatever the unit's size. :meth:`signals` then
+    runs the checks a test read runs, but for fields the schema does not
+    declare (many schemas list some fields on purpose) and records outside the
+    window (the read filters them already).
+    """
+
+    def __init__(self, stream: str, facts: ReadFacts, primary_key: Sequence[Sequence[str]],
+                 cursor_field: str | None, limit: int = 3) -> None:
+        self.stream, self.facts, self.limit = stream, facts, limit
+        self.primary_key, self.cursor_field = primary_key, cursor_field
+        self.responses = 0
+        self.empty = 0  # responses that gave no record
+        self.first_extracted = 0
+        self.first_body: Any = _UNSEEN
+        self.pages: list[list[dict]] = []
+
+    def __call__(self, response: Any, page: list[dict], records: list[dict]) -> None:
+        self.responses += 1
+        if not records:
+            self.empty += 1
+        elif len(self.pages) < self.limit:
+            self.pages.append(records)
+        if self.responses == 1:
+            self.first_extracted = len(page)
+            # the body, only where a check reads it: nothing extracted, or a paginator that may stop too soon
+            if response is not None and (not page or self.facts.paginated):
+                try:
+                    self.first_body = response.json()
+                except Exception:  # noqa: BLE001 - not JSON after all: no body to look into
+                    self.first_body = None
+
+    def signals(self) -> list[Signal]:
+        """What looks wrong in the pages seen (each check at most once)."""
+        found: list[Signal | None] = []
+        body = None if self.first_body is _UNSEEN else self.first_body
+        if self.responses:
+            found.append(empty_extraction(self.stream, self.first_extracted, body, self.facts.field_path))
+            found.append(pagination_stopped(self.stream, self.responses, self.facts.paginated, body,
+                                            self.first_extracted, self.facts.cursor_value))
+        found.append(repeated_pages(self.stream, self.pages, self.facts.strategy))
+        result = [signal for signal in found if signal is not None]
+        result.extend(missing_fields(self.stream, [r for page in self.pages for r in page], self.primary_key,
+                                     self.cursor_field))
+        return result
+
+
+__all__ = ["FirstPages", "ReadFacts", "Signal", "UnitWatch", "empty_extraction", "missing_fields",
+           "next_page_fields", "outside_window", "pagination_stopped", "record_lists", "repeated_pages",
+           "stream_definition", "undeclared_fields"]

@@ -32,9 +32,11 @@ from framework.components.custom.loader import materialize
 from framework.components.dynamic import Templates
 from framework.components.partitions import parents_of
 from framework.components.query_properties import resolved_query_properties, with_resolved_query_properties
+from framework.components.retriever import PAGE_WATCH
 from framework.components.stream import Stream
 from framework.engine.connector import Connector, open_connector_text
 from framework.engine.results import UnitResult
+from framework.engine.signals import ReadFacts, UnitWatch, stream_definition
 from framework.engine.sync import read_unit
 from framework.formats import raw_batch
 from framework.typed import RecordConverter
@@ -206,12 +208,16 @@ def _read_each(connector: Connector, stream: Stream, units: list[Any], typer: Pa
         from framework.engine.bridge import read_bridged_unit
     config = connector.config
     failed: str | None = None
+    facts = None if bridged else ReadFacts.of(stream_definition(connector.manifest, stream.name))
     for unit in units:
         if failed is not None:
             yield UnitResult(unit.index, error=failed)
             continue
         records = pages = nulled = 0
         latest: Any = None
+        # the unit's first pages, watched for what looks wrong (engine/signals.py): a few pages, then counts only
+        watch = UnitWatch(stream.name, facts, stream.primary_key, stream.cursor_field) if facts is not None else None
+        watching = PAGE_WATCH.set(watch)
         try:
             pages_of = (read_bridged_unit(connector, stream, unit, start_state) if bridged
                         else read_unit(stream, config, unit))
@@ -228,4 +234,11 @@ def _read_each(connector: Connector, stream: Stream, units: list[Any], typer: Pa
                     latest = page_latest  # bridged: the unit's most recent record so far
         except Exception as exc:  # the unit fails; the caller decides what its other units' data is worth
             failed = connector.mask(str(exc) or type(exc).__name__)
-        yield UnitResult(unit.index, records, pages, nulled, latest, failed)
+        finally:
+            try:
+                PAGE_WATCH.reset(watching)
+            except ValueError:  # resumed in another context (a reader's thread): nobody watches there either
+                PAGE_WATCH.set(None)
+        yield UnitResult(unit.index, records, pages, nulled, latest, failed,
+                         warnings=tuple(watch.signals()) if watch is not None else (),
+                         empty_pages=watch.empty if watch is not None else 0)

@@ -349,6 +349,9 @@ def _fold(sync: Sync, results: list[UnitResult], result: StreamResult,
     result.pages += totals.pages
     result.nulled += totals.nulled
     result.units_done += totals.units_done
+    result.empty_pages += totals.empty_pages
+    known = {signal.kind for signal in result.warnings}  # one of each kind per stream
+    result.warnings.extend(signal.masked(connector.mask) for signal in totals.warnings if signal.kind not in known)
     return totals.files if totals.units_done > 0 else None
 
 

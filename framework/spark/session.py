@@ -44,6 +44,7 @@ import shlex
 import socket
 import sys
 import tempfile
+import threading
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -80,6 +81,7 @@ def spark_session(master: str | None = None, app_name: str = "run-manifest", *, 
         builder = builder.master(plan.master)
     for key, value in plan.settings.items():
         builder = builder.config(key, value)
+    _launch_jvm(plan, app_name)  # the driver JVM, its stderr without the one notice it prints on every start
     session = builder.getOrCreate()
     if plan.quiet:
         session.sparkContext.setLogLevel("ERROR")
@@ -293,6 +295,69 @@ def _quiet_log_config() -> str | None:
     except OSError:  # a read-only temp folder: Spark's own logging then
         return None
     return "file:" + path
+
+
+# Spark 4's launcher starts every JVM with --add-modules=jdk.incubator.vector (its JavaModuleOptions, not a
+# setting), and the JVM then says so on stderr at each start, a line that tells a user nothing. No JVM option
+# turns that one notice off, so the driver JVM's stderr goes through a pipe that drops exactly that line and
+# passes every other byte on to ours as it comes (a JVM that fails to start still says why).
+_JVM_NOTICE = b"WARNING: Using incubator modules: jdk.incubator.vector"
+
+
+def _launch_jvm(plan: SessionPlan, app_name: str) -> None:
+    """Start the driver JVM the way ``getOrCreate`` would (the same settings), its stderr (file descriptor 2,
+    where it would write) filtered; nothing when a JVM is up already (an earlier session, ``spark-submit``)."""
+    from pyspark import SparkConf
+    from pyspark.core.context import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or _under_spark_submit():
+        return
+    conf = SparkConf().setAppName(app_name)
+    if plan.master:
+        conf.setMaster(plan.master)
+    for key, value in plan.settings.items():
+        conf.set(key, value)
+    read_end, write_end = os.pipe()
+    forwarder = threading.Thread(target=forward_jvm_stderr, args=(read_end, 2),
+                                 name="jvm-stderr", daemon=True)
+    forwarder.start()
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})
+    except BaseException:
+        os.close(write_end)
+        forwarder.join(timeout=5)  # the JVM's last words (why it did not start) reach stderr first
+        raise
+    os.close(write_end)  # the JVM holds its own copy
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
+def forward_jvm_stderr(source: int, target: int) -> None:
+    """Copy lines from file descriptor ``source`` to ``target`` until the writers close it, leaving out
+    the JVM's incubator-module notice (:data:`_JVM_NOTICE`); ``source`` is closed at the end."""
+    with os.fdopen(source, "rb", buffering=0) as pipe:
+        pending = b""
+        while True:
+            chunk = pipe.read(65536)
+            if not chunk:
+                break
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            kept = b"".join(line + b"\n" for line in lines if line.rstrip(b"\r") != _JVM_NOTICE)
+            if pending and not _JVM_NOTICE.startswith(pending):  # a partial line that cannot be the notice
+                kept, pending = kept + pending, b""
+            if kept:
+                _write_all(target, kept)
+        if pending and pending.rstrip(b"\r") != _JVM_NOTICE:
+            _write_all(target, pending)
+
+
+def _write_all(target: int, data: bytes) -> None:
+    try:
+        while data:
+            data = data[os.write(target, data):]
+    except OSError:  # our stderr is gone (a closed pipe): nothing to tell anyone
+        pass
 
 
 # Debian's libpostgresql-jdbc-java puts the PostgreSQL JDBC driver here (the PostgreSQL target of

@@ -26,6 +26,7 @@ from framework.cli.progress import (
     reporter_for,
     summary_table,
 )
+from framework.engine.signals import Signal
 from framework.spark.pipeline import PipelineResult, StreamResult
 
 EPOCH = 1_790_000_000.0  # 2026-09-21T14:13:20Z
@@ -77,7 +78,7 @@ def test_text_off_a_terminal_prints_lines_no_closer_than_the_interval():
     assert err.getvalue().splitlines() == [
         "Spark ready in 4.2 s (local[2]); writing Parquet to /tmp/out",
         "  items: 4 partition(s) planned",
-        "  items: 500 records, 1 pages, 1/4 partitions, 500 records/s",  # the first group shows at once
+        "  items: 500 records, 1 page, 1/4 partitions, 500 records/s",  # the first group shows at once
         "  items: 1,500 records, 3 pages, 3/4 partitions, 250 records/s",  # 5 s after: 2nd was too soon
         "  items: 2,000 records, 0 file(s), 4/4 partitions, 250 records/s, ok",
     ]
@@ -167,12 +168,12 @@ def test_reporter_for_picks_text_by_terminal_and_json_by_format():
 
 # -- JSON lines ----------------------------------------------------------------------------------------------------
 
-STREAM_DONE_KEYS = {"event", "time", "stream", "records", "pages", "partitions_done", "partitions",
+STREAM_DONE_KEYS = {"event", "time", "stream", "records", "pages", "empty_pages", "partitions_done", "partitions",
                     "records_per_second", "files", "bytes", "nulled", "state_saved", "seconds", "error"}
 KEYS = {
     "started": {"event", "time", "master", "output", "format", "spark_seconds"},
     "stream_planned": {"event", "time", "stream", "partitions"},
-    "stream_progress": {"event", "time", "stream", "records", "pages", "partitions_done", "partitions",
+    "stream_progress": {"event", "time", "stream", "records", "pages", "empty_pages", "partitions_done", "partitions",
                         "records_per_second"},
     "stream_done": STREAM_DONE_KEYS,
     "failure": {"event", "time", "stream", "error"},
@@ -238,6 +239,57 @@ def test_summary_table_marks_state():
     table = summary_table(PipelineResult(2, [unsaved]), "out").splitlines()
     assert table[2].split() == ["a", "0", "0", "0", "0", "not", "saved", "0.0"]
     assert table[-1] == "sync 2 -> out"
+
+
+# -- data that looks wrong, and pages that held no record ---------------------------------------------------------
+
+EMPTY = Signal("items", "extractor-empty", "field_path: ['data'] found no records, but the response has a list of "
+               "10 objects at `tickets`", "set the record selector's extractor to field_path: ['tickets']")
+REPEAT = Signal("items", "repeated-page", "pages 1 and 2 have the same 10 records", "set start_from_page: 1")
+
+
+def warned_run(reporter) -> None:
+    """A stream whose first group brings a warning and whose second brings it again plus another."""
+    result = StreamResult("items", units=2)
+    reporter.progress("planned", result)
+    result.units_done, result.empty_pages = 1, 1
+    result.warnings.append(EMPTY)
+    reporter.progress("group", result)
+    result.units_done, result.empty_pages = 2, 2
+    result.warnings.append(REPEAT)
+    reporter.progress("group", result)
+    reporter.progress("done", result)
+
+
+def test_text_says_each_warning_once_and_names_empty_pages():
+    err = io.StringIO()
+    warned_run(TextReporter(err, tty=False, interval=0.0, clocks=clocks(FakeClock())))
+    lines = err.getvalue().splitlines()
+    assert lines.count(f"run-manifest: warning: {EMPTY.line()}") == 1
+    assert lines.count(f"run-manifest: warning: {REPEAT.line()}") == 1
+    assert "  items: no records (1 empty page), 1/2 partitions, 0 records/s" in lines
+    assert any(line.startswith("  items: no records (2 empty pages), 0 file(s), 2/2 partitions") for line in lines)
+    assert not any("0 pages" in line for line in lines)
+
+
+def test_quiet_and_json_say_each_warning_once_too():
+    quiet = io.StringIO()
+    warned_run(QuietReporter(quiet))
+    assert quiet.getvalue() == f"run-manifest: warning: {EMPTY.line()}\nrun-manifest: warning: {REPEAT.line()}\n"
+    for is_quiet in (False, True):
+        err = io.StringIO()
+        warned_run(JsonReporter(err, quiet=is_quiet, clocks=clocks(FakeClock())))
+        warnings = [json.loads(line) for line in err.getvalue().splitlines()
+                    if json.loads(line)["event"] == "warning"]
+        assert [(w["stream"], w["kind"], w["message"]) for w in warnings] == [
+            ("items", "extractor-empty", EMPTY.line()), ("items", "repeated-page", REPEAT.line())]
+
+
+def test_a_running_stream_without_records_says_so():
+    err = io.StringIO()
+    reporter = TextReporter(err, tty=False, interval=0.0, clocks=clocks(FakeClock()))
+    reporter.progress("group", StreamResult("items", units=9))
+    assert err.getvalue() == "  items: no records yet, 0/9 partitions, 0 records/s\n"
 
 
 # -- for real ------------------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from framework.engine.results import (
     from_arrow,
     to_arrow,
 )
+from framework.engine.signals import Signal
 from framework.engine.sync import Unit
 from framework.temporal.clock import FixedClock
 
@@ -32,6 +33,8 @@ results = st.builds(
     latest=st.none() | st.datetimes(timezones=st.just(timezone.utc)),
     error=st.none() | texts.filter(bool),
     files=st.lists(st.dictionaries(st.sampled_from(["key", "uri"]), texts, min_size=1), max_size=3).map(tuple),
+    warnings=st.lists(st.builds(Signal, texts, texts, texts, texts), max_size=3).map(tuple),
+    empty_pages=st.integers(0, 10**6),
 )
 
 
@@ -74,3 +77,18 @@ def test_folding_finishes_the_units_that_succeeded_and_state_stops_at_a_failed_o
     later = fold_results(sync, [UnitResult(1, records=1, latest=at(1, 5)), UnitResult(3, latest=at(3, 1))])
     assert later.error is None and later.units_done == 2
     assert sync.state(final=True) == {"updated_at": iso(at(3, 1))}
+
+
+def test_folding_keeps_the_first_signal_of_each_kind_and_adds_up_empty_pages(tmp_path, fake_api):
+    path = write(tmp_path, source(stream("orders", "/orders", incremental=cursor(end_datetime=iso(at(3, 12))))))
+    connector = open_connector(path, {"base_url": fake_api.url}, clock=FixedClock(at(9)))
+    sync = open_sync(connector, connector.stream("orders"), None)
+    sync.plan()
+    first, second = (Signal("orders", "missing-key", f"{n} of 3 records have no primary key", "fix it")
+                     for n in (1, 2))
+    other = Signal("orders", "repeated-page", "pages 1 and 2 have the same 3 records", "start_from_page: 1")
+    folded = fold_results(sync, [UnitResult(1, empty_pages=2, warnings=(second, other)),
+                                 UnitResult(0, empty_pages=1, warnings=(first,)),
+                                 UnitResult(2, error="boom", empty_pages=4)])
+    assert folded.warnings == (first, other)
+    assert folded.empty_pages == 7

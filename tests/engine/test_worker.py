@@ -130,3 +130,29 @@ def test_a_group_reads_units_in_the_order_given(tmp_path, fake_api, at_most):
     for group in contiguous_groups(units, at_most):
         seen += [i.unit for i in read_group(connector, stream_, group, PageTyper(None)) if isinstance(i, UnitResult)]
     assert seen == [u.index for u in units]
+
+
+def test_a_wrong_field_path_is_a_warning_of_each_unit_with_its_empty_page(tmp_path, fake_api):
+    """What a normal run warns of (engine/signals.py), from the first pages of each unit a task reads."""
+    shop = shop_with_orders()
+    shop.install(fake_api)
+    manifest = source(stream("orders", "/orders", incremental=cursor(end_datetime=iso(at(3, 12)))))
+    manifest["streams"][0]["retriever"]["record_selector"]["extractor"]["field_path"] = ["orders"]
+    connector = open_connector(write(tmp_path, manifest), {"base_url": fake_api.url}, clock=FixedClock(at(9)))
+    stream_ = connector.stream("orders")
+    units = open_sync(connector, stream_, None).plan()
+    results = [r for r in read_group(connector, stream_, units, PageTyper(None)) if isinstance(r, UnitResult)]
+    assert [(r.records, r.pages, r.empty_pages) for r in results] == [(0, 0, 1)] * 4
+    for result in results:
+        assert [w.kind for w in result.warnings] == ["extractor-empty"]
+        assert "field_path: ['orders'] found no records, but the response has a list of 1 objects at `data`" in (
+            result.warnings[0].message)
+        assert result.warnings[0].fix == "set the record selector's extractor to field_path: ['data']"
+
+
+def test_a_right_manifest_reads_without_warnings(tmp_path, fake_api):
+    connector = daily_orders(tmp_path, fake_api, shop_with_orders())
+    stream_ = connector.stream("orders")
+    units = open_sync(connector, stream_, None).plan()
+    results = [r for r in read_group(connector, stream_, units, PageTyper(None)) if isinstance(r, UnitResult)]
+    assert [(r.records, r.warnings, r.empty_pages) for r in results] == [(1, (), 0)] * 4
