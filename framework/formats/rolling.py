@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 import pyarrow as pa
 
+from framework.errors import StorageError
 from framework.formats import FormatWriter, open_format_writer
 from framework.storage import GENERATION_KEY, ObjectWriter, Storage
 from framework.storage.layout import StreamLayout
@@ -122,10 +123,13 @@ class RollingWriter:
         if batch.num_rows == 0:
             return
         current = self._current or self._open()
-        current.writer.write(batch)
-        current.records += batch.num_rows
-        if current.writer.bytes_written >= self.size_limit_bytes:
-            self._finish()
+        try:
+            current.writer.write(batch)
+            current.records += batch.num_rows
+            if current.writer.bytes_written >= self.size_limit_bytes:
+                self._finish()
+        except OSError as exc:  # a full disk, say: one error naming the file
+            raise self._not_written(current.key, exc) from exc
 
     def _open(self) -> _Pending:
         number = next(self._numbers)
@@ -161,17 +165,26 @@ class RollingWriter:
         if self._closed:
             raise RuntimeError("this RollingWriter was already committed or aborted")
         written: list[WrittenFile] = []
+        key = self._current.key if self._current else ""
         try:
             self._finish()
             for pending in self._finished:
+                key = pending.key
                 pending.target.commit()
                 written.append(WrittenFile(pending.key, self.storage.uri(pending.key), pending.records,
                                            pending.target.bytes_written, pending.part_number, pending.staged))
+        except OSError as exc:  # a full disk, say: nothing of this writer appears, and one error names the file
+            self.abort()
+            raise self._not_written(key, exc) from exc
         except BaseException:
             self.abort()
             raise
         self._closed = True
         return written
+
+    def _not_written(self, key: str, exc: OSError) -> StorageError:
+        return StorageError(f"{self.storage.uri(key)} could not be written ({exc.strerror or exc}); nothing "
+                            "of the partitions it held was kept, and their state stays as it was")
 
     def abort(self) -> None:
         """Drop every file not committed yet. Safe to call more than once."""

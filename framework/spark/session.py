@@ -268,10 +268,17 @@ def _under_spark_submit(environ: Mapping[str, str] | None = None) -> bool:
 
 # Spark's own start-up chatter (WARN lines, "Using Spark's default log4j profile", "Setting default log
 # level") would drown the progress on stderr: the driver JVM logs errors only. The root stays at WARN so
-# Spark does not announce a changed shell level; the appender drops everything below ERROR.
+# Spark does not announce a changed shell level; the appender drops everything below ERROR. A failed task
+# (a full disk, say) comes back to the pipeline, which says in one line what failed and what was kept: the
+# executor's and the scheduler's own report of it (the task's stack trace, some 170 lines, at ERROR) stay
+# off the console. Anything else at ERROR still shows.
 _LOG4J2 = """\
 rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = console
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = fatal
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.level = fatal
 appender.console.type = Console
 appender.console.name = console
 appender.console.target = SYSTEM_ERR

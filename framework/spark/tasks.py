@@ -35,6 +35,7 @@ from framework import coordination
 from framework.components.records.file_upload import landing, stream_landing
 from framework.engine.results import RESULT_SCHEMA, UnitResult, to_arrow
 from framework.engine.worker import ConnectorSource, PageTyper, read_group, worker_connector
+from framework.errors import StorageError
 from framework.formats.rolling import RollingWriter
 from framework.models.destination import DestinationSettings
 from framework.storage import storage_for
@@ -119,8 +120,12 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
                        if isinstance(r, UnitResult)]
         failed = next((r.error for r in results if r.error), None)
         if failed is None:
-            files = writer.commit()
-        else:
+            try:
+                files = writer.commit()
+            except StorageError as exc:  # a full disk: each unit fails with where, and nothing of the task appears
+                failed = str(exc)
+                results = [dataclasses.replace(r, error=failed) for r in results]
+        if failed is not None:
             writer.abort()
             files = []
             # The units read before the failure shared the task's files, which are gone: they are not done.

@@ -277,7 +277,10 @@ class LocalObjectWriter(WriterContext):
         except FileNotFoundError:
             pass
         finally:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError:  # its buffered bytes could not be flushed (a full disk): they were to be dropped
+                pass
 
 
 def _replace_with(path: str, data: bytes) -> None:

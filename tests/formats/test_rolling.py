@@ -195,3 +195,57 @@ def test_delete_older_generations_keeps_the_new_one_and_other_files(tmp_path):
     assert sorted(i.key for i in storage.list("")) == sorted(
         ["_airbyte_state/state.json", "users/notes.txt"] + [f.key for f in new_files])
     assert [i.generation for i in storage.list("users/") if i.key.endswith(".parquet")] == [2]
+
+
+class _FullDiskObject:
+    """A local object whose disk fills up after ``room`` bytes (the write that crosses it fails)."""
+
+    def __init__(self, inner, room: int) -> None:
+        self.inner, self.room = inner, room
+
+    def write(self, data) -> int:
+        if self.inner.bytes_written + len(data) > self.room:
+            raise OSError(28, "No space left on device")
+        return self.inner.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+class _FullDisk(LocalStorage):
+    room = 20_000
+
+    def open_object(self, key, metadata=None):
+        return _FullDiskObject(super().open_object(key, metadata), self.room)
+
+
+def test_a_full_disk_while_writing_is_one_storage_error_naming_the_file_and_leaves_nothing(tmp_path):
+    from framework.errors import StorageError
+
+    storage = _FullDisk(str(tmp_path))
+    writer = rolling(storage)
+    with pytest.raises(StorageError) as caught:
+        for i in range(60):
+            writer.write(batch(i * 100, 100))
+        writer.commit()
+    assert str(caught.value).startswith(f"{storage.uri('public/users/0.parquet')} could not be written "
+                                        "(No space left on device); nothing of the partitions it held was kept")
+    writer.abort()
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []  # no data file, no temporary file
+
+
+def test_a_full_disk_at_commit_is_a_storage_error_too_and_leaves_nothing(tmp_path, monkeypatch):
+    from framework.errors import StorageError
+    from framework.storage import local
+
+    storage = LocalStorage(str(tmp_path))
+    writer = rolling(storage)
+    writer.write(batch(0, 100))
+
+    def full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(local.os, "fsync", full)
+    with pytest.raises(StorageError, match=r"0\.parquet could not be written \(No space left on device\)"):
+        writer.commit()
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
