@@ -16,6 +16,7 @@ caller, or the caller dropping the iterator.
 
 from __future__ import annotations
 
+import contextvars
 import queue
 import threading
 import time
@@ -120,7 +121,9 @@ def _threaded(sync: Sync, units: Sequence[Any], concurrency: int) -> Iterator[Pa
         finally:
             put(_Quit())
 
-    workers = [threading.Thread(target=work, daemon=True, name=f"reader-{i}") for i in range(concurrency)]
+    # each in a copy of the caller's context: what it set for the read (a page watcher, say) holds there too
+    workers = [threading.Thread(target=contextvars.copy_context().run, args=(work,), daemon=True,
+                                name=f"reader-{i}") for i in range(concurrency)]
     for worker in workers:
         worker.start()
     running = len(workers)

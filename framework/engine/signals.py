@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -328,8 +329,13 @@ class UnitWatch:
         self.first_extracted = 0
         self.first_body: Any = _UNSEEN
         self.pages: list[list[dict]] = []
+        self._lock = threading.Lock()  # protocol mode watches a stream whose units several threads read
 
     def __call__(self, response: Any, page: list[dict], records: list[dict]) -> None:
+        with self._lock:
+            self._seen(response, page, records)
+
+    def _seen(self, response: Any, page: list[dict], records: list[dict]) -> None:
         self.responses += 1
         if not records:
             self.empty += 1
@@ -344,16 +350,23 @@ class UnitWatch:
                 except Exception:  # noqa: BLE001 - not JSON after all: no body to look into
                     self.first_body = None
 
+    def body_signals(self) -> list[Signal]:
+        """What the first response's body shows: an extractor that found nothing while the body holds a list
+        elsewhere; paging that stopped after one page while the body names a next page."""
+        if not self.responses:
+            return []
+        body = None if self.first_body is _UNSEEN else self.first_body
+        found = (empty_extraction(self.stream, self.first_extracted, body, self.facts.field_path),
+                 pagination_stopped(self.stream, self.responses, self.facts.paginated, body, self.first_extracted,
+                                    self.facts.cursor_value))
+        return [signal for signal in found if signal is not None]
+
     def signals(self) -> list[Signal]:
         """What looks wrong in the pages seen (each check at most once)."""
-        found: list[Signal | None] = []
-        body = None if self.first_body is _UNSEEN else self.first_body
-        if self.responses:
-            found.append(empty_extraction(self.stream, self.first_extracted, body, self.facts.field_path))
-            found.append(pagination_stopped(self.stream, self.responses, self.facts.paginated, body,
-                                            self.first_extracted, self.facts.cursor_value))
-        found.append(repeated_pages(self.stream, self.pages, self.facts.strategy))
-        result = [signal for signal in found if signal is not None]
+        result = self.body_signals()
+        repeated = repeated_pages(self.stream, self.pages, self.facts.strategy)
+        if repeated is not None:
+            result.append(repeated)
         result.extend(missing_fields(self.stream, [r for page in self.pages for r in page], self.primary_key,
                                      self.cursor_field))
         return result

@@ -17,12 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from framework.components.retriever import PAGE_WATCH
 from framework.components.stream import Stream
 from framework.engine.connector import Connector
 from framework.engine.plan import Sync, open_sync
 from framework.engine.report import StreamReport, any_failed
 from framework.engine.scheduler import Page, read_units
-from framework.engine.signals import FirstPages
+from framework.engine.signals import FirstPages, ReadFacts, UnitWatch, stream_definition
 from framework.engine.test_read import pagination_strategy
 from framework.errors import FrameworkError, ReadError
 from framework.protocol import messages
@@ -83,9 +84,11 @@ def _read_stream(connector: Connector, selection: Selection, states: Mapping[str
     # the first pages, for the warnings of a normal run (framework.engine.signals)
     watch = FirstPages(stream.name, stream.primary_key, stream.cursor_field,
                        pagination_strategy(connector, stream.name))
+    bodies = UnitWatch(stream.name, ReadFacts.of(stream_definition(connector.manifest, stream.name)), (), None)
     sync: Sync | None = None
     last_state: Any = None
     last_checkpoint = float("-inf")  # the first finished unit checkpoints at once, then throttled
+    watching = PAGE_WATCH.set(bodies)  # the first response's body, for the checks that read it
 
     def checkpoint(final: bool = False) -> None:
         nonlocal last_state, last_checkpoint
@@ -116,7 +119,7 @@ def _read_stream(connector: Connector, selection: Selection, states: Mapping[str
                 if time.monotonic() - last_checkpoint >= checkpoint_seconds:
                     checkpoint()
         checkpoint(final=True)
-        for signal in watch.signals():  # wrong-looking data says so, with the fix (a log line, not a failure)
+        for signal in [*bodies.body_signals(), *watch.signals()]:  # wrong-looking data says so, with the fix
             text = connector.mask(f"{signal.stream}: {signal.message}; fix: {signal.fix}")
             write(messages.encode(messages.log(text, "WARN")))
             print(f"run-manifest: warning: {text}", file=err)
@@ -141,6 +144,7 @@ def _read_stream(connector: Connector, selection: Selection, states: Mapping[str
                                                    internal_message=internal, stream=stream.name)))
         write(messages.encode(messages.stream_status(stream.name, "INCOMPLETE", float(_now_ms(connector)))))
         print(f"run-manifest: {text}", file=err)
+    PAGE_WATCH.reset(watching)
     return result
 
 

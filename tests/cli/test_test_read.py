@@ -187,3 +187,17 @@ def test_a_normal_run_of_a_right_manifest_warns_of_nothing(tmp_path, api, capsys
     assert code == 0
     assert not [m for m in messages if m["type"] == "LOG" and m["log"]["level"] == "WARN"]
     assert "warning" not in err
+
+
+def test_a_normal_run_warns_of_a_wrong_field_path_and_a_next_page_value_that_renders_empty(tmp_path, api, capsys):
+    code, messages, err = _protocol(*_write(tmp_path, api, field_path="[data]"), capsys)
+    assert code == 0
+    assert ("run-manifest: warning: tickets: field_path: ['data'] found no records, but the response has a list of "
+            "10 objects at `tickets`; fix: set the record selector's extractor to field_path: ['tickets']") in err
+    paginator = CURSOR_PAGINATOR.format(cursor_value="{{ response.next_cursor }}")
+    code, messages, err = _protocol(*_write(tmp_path, api, paginator=paginator), capsys)
+    assert code == 0
+    warnings = [m["log"]["message"] for m in messages if m["type"] == "LOG" and m["log"]["level"] == "WARN"]
+    assert len(warnings) == 1 and "paging stopped after page 1, but the response has `meta.next_cursor` = 10" in (
+        warnings[0]) and 'cursor_value: "{{ response.meta.next_cursor }}"' in warnings[0]
+    assert f"run-manifest: warning: {warnings[0]}" in err

@@ -77,3 +77,53 @@ def test_undeclared_fields_are_listed_and_a_schema_without_properties_is_quiet()
     found = signals.undeclared_fields("t", [{"id": 1, "extra": 2}], schema)
     assert found is not None and "`extra`" in found.message
     assert signals.undeclared_fields("t", [{"id": 1, "extra": 2}], {"type": "object"}) is None
+
+
+class _Body:
+    """A response whose JSON body is ``document`` (what a retriever hands a page watcher)."""
+
+    def __init__(self, document) -> None:
+        self.document = document
+        self.reads = 0
+
+    def json(self):
+        self.reads += 1
+        return self.document
+
+
+FACTS = signals.ReadFacts.of({"name": "t", "retriever": {
+    "record_selector": {"extractor": {"field_path": ["data"]}},
+    "paginator": {"type": "DefaultPaginator", "pagination_strategy": {
+        "type": "CursorPagination", "cursor_value": "{{ response.next }}"}}}})
+
+
+def test_read_facts_of_a_definition_as_written():
+    assert FACTS.field_path == ("data",) and FACTS.paginated and FACTS.cursor_value == "{{ response.next }}"
+    assert signals.ReadFacts.of({}) == signals.ReadFacts()
+    assert signals.stream_definition({"streams": [{"name": "a"}, {"name": "t", "x": 1}]}, "t") == {"name": "t", "x": 1}
+
+
+def test_a_unit_watch_reads_the_first_body_only_and_counts_empty_pages():
+    watch = signals.UnitWatch("t", FACTS, [["id"]], None)
+    first, second = _Body({"tickets": [{"id": 1}], "meta": {"next_cursor": "2"}}), _Body({"tickets": []})
+    watch(first, [], [])
+    watch(second, [], [])
+    watch(None, [{"id": 3}], [{"id": 3}])
+    assert (watch.responses, watch.empty, first.reads, second.reads) == (3, 2, 1, 0)
+    kinds = [signal.kind for signal in watch.signals()]
+    assert kinds == ["extractor-empty"]  # three responses: paging did not stop after one
+
+
+def test_a_unit_watch_of_one_page_that_names_a_next_page_warns():
+    watch = signals.UnitWatch("t", FACTS, [["id"]], None)
+    watch(_Body({"data": [{"id": 1}], "meta": {"next_cursor": "abc"}}), [{"id": 1}], [{"id": 1}])
+    (signal,) = watch.signals()
+    assert signal.kind == "pagination-stopped" and "`meta.next_cursor` = abc" in signal.message
+
+
+def test_a_unit_watch_keeps_a_bounded_number_of_pages():
+    watch = signals.UnitWatch("t", signals.ReadFacts(), [["id"]], None, limit=2)
+    for n in range(50):
+        watch(None, [{"id": n}], [{"id": n}])
+    assert len(watch.pages) == 2 and watch.responses == 50 and watch.empty == 0
+    assert watch.signals() == []
