@@ -217,10 +217,13 @@ def test_an_error_status_shows_the_start_of_the_body_masked(cli, api):
     assert_one_failure(cli("--protocol"), "broken", "HTTP 400 Bad Request", "bad parameter api_key=****")
 
 
-def test_a_record_path_missing_from_the_response_reads_zero_records(cli, api):
+def test_a_record_path_missing_from_the_response_reads_zero_records_and_warns(cli, api):
     api.route("GET", "/broken", {"items": [{"id": 2}]})
     result = cli("--protocol")
-    assert result.code == 0 and result.errors() == [] and result.stderr == ""
+    assert result.code == 0 and result.errors() == []
+    assert result.stderr == ("run-manifest: warning: broken: field_path: ['data'] found no records, but the response "
+                             "has a list of 1 objects at `items`; fix: set the record selector's extractor to "
+                             "field_path: ['items']\n")
     assert result.records("broken") == []
     assert result.final_status("broken") == "COMPLETE"
 
