@@ -109,7 +109,8 @@ def _parser() -> argparse.ArgumentParser:
                             "server runs a local master on this machine)")
     spark.add_argument("--sync-mode", choices=["append", "overwrite"], default="append",
                        help="append to earlier files, or replace them once the sync succeeds")
-    spark.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
+    spark.add_argument("--quiet", action="store_true",
+                       help="no progress or summary on stderr: failures and warnings only")
     spark.add_argument("--no-check", action="store_true",
                        help="do not read the check streams' first page before Spark starts (a bad token or "
                             "url_base then fails only once Spark is up)")
