@@ -7,7 +7,10 @@ stops after one page, a page counter starting at 0 on an API that counts from
 the response bodies they came from, and say what looks wrong and what to
 change. They are pure (records and JSON documents in, :class:`Signal` out):
 ``run-manifest --test-read`` (:mod:`framework.engine.test_read`) runs all of
-them; a normal run runs the cheap ones on each stream's first pages.
+them; a normal run runs those that need no request of their own on the first
+pages it reads: :class:`FirstPages` and the first response's body in protocol
+mode, a :class:`UnitWatch` per unit in a Spark task (its signals go back in
+the unit's result and the driver says each kind once per stream).
 """
 
 from __future__ import annotations
