@@ -42,6 +42,7 @@ or state.
 from __future__ import annotations
 
 import argparse
+import gc
 import io
 import sys
 import time
@@ -149,9 +150,13 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
     # A script that asked for JSON lines on stderr gets them for bad input too (Spark mode only: protocol
     # mode reports on stdout).
     json_errors = args.log_format == "json" and not (args.protocol or args.check or args.discover or args.spec)
+    # Start-up (loading, checking and building the connector) makes many objects and little garbage: the
+    # collector is off until the connector is built (see _run), and on again in any case at the end.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         with showing_retries("run-manifest", as_json=json_errors):
-            return _run(args, out)
+            return _run(args, out, collecting)
     except KeyboardInterrupt:
         _interrupted(args, json_errors)
         return 130
@@ -170,6 +175,9 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
         else:
             print(f"run-manifest: {exc}", file=sys.stderr)
         return 1 if isinstance(exc, StorageError) else 2  # a full disk is a failed run, not bad input
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _interrupted(args: argparse.Namespace, json_errors: bool) -> None:
@@ -184,7 +192,7 @@ def _interrupted(args: argparse.Namespace, json_errors: bool) -> None:
         print(f"run-manifest: {text}", file=sys.stderr)
 
 
-def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
+def _run(args: argparse.Namespace, out: IO[bytes], collecting: bool = True) -> int:
     if args.spec:
         # No config is needed for the spec: the manifest is read, nothing is built.
         out.write(messages.encode(messages.spec(airbyte_spec(load_manifest(args.manifest))
@@ -222,6 +230,8 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
         if args.check:  # Airbyte reads a failed check from CONNECTION_STATUS, whatever the exit code
             out.write(messages.encode(messages.connection_status(False, str(exc))))
         raise
+    if collecting:  # built: reading makes garbage (cycles in HTTP responses, say), so the collector runs again
+        gc.enable()
     if args.check:
         ok, message = check_connection(connector)
         out.write(messages.encode(messages.connection_status(ok, message)))
