@@ -33,10 +33,12 @@ import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from multiprocessing.connection import Client, Connection, Listener
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from framework.errors import FrameworkError
+
+if TYPE_CHECKING:  # imported where used: protocol mode and validate-manifest never serve or call
+    from multiprocessing.connection import Connection
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,8 @@ class Coordinator:
     def __init__(self, handlers: Mapping[str, Handler], host: str = "127.0.0.1", advertised: str | None = None):
         self._handlers = handlers
         self._key = secrets.token_bytes(32)
+        from multiprocessing.connection import Listener
+
         self._listener = Listener((host, 0), authkey=self._key)
         bound_host, port = self._listener.address
         self.address = CoordinatorAddress(advertised or bound_host, int(port), self._key)
@@ -202,6 +206,8 @@ def _connection(address: CoordinatorAddress) -> Connection:
     found = _connections.get(address)
     if found is None or found.closed:
         try:
+            from multiprocessing.connection import Client
+
             found = Client((address.host, address.port), authkey=address.authkey)
         except OSError as exc:
             raise CoordinatorError(f"the driver's services at {address.host}:{address.port} could not be reached "

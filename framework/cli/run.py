@@ -42,24 +42,19 @@ or state.
 from __future__ import annotations
 
 import argparse
+import gc
 import io
 import sys
 import time
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
-from framework.cli.progress import JsonReporter
 from framework.cli.retry_log import showing_retries
-from framework.cli.settings import conf_pair
-from framework.cli.sync_command import SyncOptions, run_sync
-from framework.cli.test_read import show as show_test_read
-from framework.components.http.transport import RequestsTransport
 from framework.engine.config_migration import NormalizedConfig, control_message, describe_rewrite, rewrite_config_file
 from framework.engine.config_sink import ConfigSink, config_file_sink, control_message_sink
 from framework.engine.connector import airbyte_spec, open_connector
-from framework.engine.test_read import RecordingTransport, test_read
 from framework.errors import ConfigError, FrameworkError, ManifestError, StorageError
 from framework.manifest import load_manifest
 from framework.manifest.config_check import read_config_file
@@ -68,6 +63,23 @@ from framework.protocol.catalog import parse_state, select_streams
 from framework.protocol.check import check_connection
 from framework.protocol.discover import discover
 from framework.protocol.read import check_states, read
+
+# Spark mode, --test-read and the JSON log are imported where they run: protocol mode starts without them.
+if TYPE_CHECKING:
+    from framework.cli.progress import JsonReporter
+    from framework.cli.sync_command import SyncOptions
+
+
+def _json_reporter() -> type[JsonReporter]:
+    from framework.cli.progress import JsonReporter
+
+    return JsonReporter
+
+
+def _conf_pair(text: str) -> tuple[str, str]:
+    from framework.cli.settings import conf_pair  # its settings models load only when --conf is given
+
+    return conf_pair(text)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -96,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     spark.add_argument("--format", choices=["parquet", "avro", "csv", "jsonl"], help="file format (default parquet)")
     spark.add_argument("--destination", metavar="DEST.json", help="Airbyte S3 destination settings")
     spark.add_argument("--master", metavar="URL", help="Spark master (default local[*], or spark-submit's)")
-    spark.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=conf_pair,
+    spark.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=_conf_pair,
                        help="a Spark setting (repeatable); wins over spark-defaults.conf and PYSPARK_SUBMIT_ARGS")
     spark.add_argument("--shared-path", action="store_true",
                        help="the local --output is a folder every node of the cluster mounts at the same path "
@@ -139,9 +151,13 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
     # A script that asked for JSON lines on stderr gets them for bad input too (Spark mode only: protocol
     # mode reports on stdout).
     json_errors = args.log_format == "json" and not (args.protocol or args.check or args.discover or args.spec)
+    # Start-up (loading, checking and building the connector) makes many objects and little garbage: the
+    # collector is off until the connector is built (see _run), and on again in any case at the end.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         with showing_retries("run-manifest", as_json=json_errors):
-            return _run(args, out)
+            return _run(args, out, collecting)
     except KeyboardInterrupt:
         _interrupted(args, json_errors)
         return 130
@@ -149,17 +165,20 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
         problems = [p for p in exc.diagnostics if p.severity == "error"]
         if json_errors:
             for problem in problems:
-                JsonReporter(sys.stderr).failure(problem.format())
+                _json_reporter()(sys.stderr).failure(problem.format())
         else:
             for problem in problems:
                 print(problem.format(), file=sys.stderr)
         return 2
     except FrameworkError as exc:
         if json_errors:
-            JsonReporter(sys.stderr).failure(str(exc))
+            _json_reporter()(sys.stderr).failure(str(exc))
         else:
             print(f"run-manifest: {exc}", file=sys.stderr)
         return 1 if isinstance(exc, StorageError) else 2  # a full disk is a failed run, not bad input
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _interrupted(args: argparse.Namespace, json_errors: bool) -> None:
@@ -169,12 +188,12 @@ def _interrupted(args: argparse.Namespace, json_errors: bool) -> None:
             "interrupted; the files and state saved so far are complete (no partial file is visible), and running "
             "the same command again continues from the saved state")
     if json_errors:
-        JsonReporter(sys.stderr).failure(text)
+        _json_reporter()(sys.stderr).failure(text)
     else:
         print(f"run-manifest: {text}", file=sys.stderr)
 
 
-def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
+def _run(args: argparse.Namespace, out: IO[bytes], collecting: bool = True) -> int:
     if args.spec:
         # No config is needed for the spec: the manifest is read, nothing is built.
         out.write(messages.encode(messages.spec(airbyte_spec(load_manifest(args.manifest))
@@ -192,7 +211,12 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
                                on_config=lambda found: _announce(args, found, out))
             out.write(messages.encode(messages.catalog(entries)))
             return 0
-        recorder = RecordingTransport(RequestsTransport()) if args.test_read else None
+        recorder = None
+        if args.test_read:
+            from framework.components.http.transport import RequestsTransport
+            from framework.engine.test_read import RecordingTransport
+
+            recorder = RecordingTransport(RequestsTransport())
         sink = _config_sink(args, config, out)
 
         def on_config(found: NormalizedConfig) -> None:
@@ -207,6 +231,8 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
         if args.check:  # Airbyte reads a failed check from CONNECTION_STATUS, whatever the exit code
             out.write(messages.encode(messages.connection_status(False, str(exc))))
         raise
+    if collecting:  # built: reading makes garbage (cycles in HTTP responses, say), so the collector runs again
+        gc.enable()
     if args.check:
         ok, message = check_connection(connector)
         out.write(messages.encode(messages.connection_status(ok, message)))
@@ -230,6 +256,9 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
         if args.pages < 1:
             raise ConfigError(f"--pages is {args.pages}; give 1 or more")
         recorder.mask = connector.mask
+        from framework.cli.test_read import show as show_test_read
+        from framework.engine.test_read import test_read
+
         text = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
         try:
             return show_test_read(test_read(connector, recorder, selections, pages=args.pages), text)
@@ -237,6 +266,8 @@ def _run(args: argparse.Namespace, out: IO[bytes]) -> int:
             text.detach()
     check_states(connector, selections, states)
     if not args.protocol:
+        from framework.cli.sync_command import run_sync
+
         return run_sync(_sync_options(args), connector, selections, states)
     report = read(connector, selections, states, out, concurrency=args.concurrency)
     return 1 if report.failed else 0
@@ -250,7 +281,7 @@ def _config_sink(args: argparse.Namespace, config: dict[str, Any], out: IO[bytes
 
     def say(text: str) -> None:
         if args.log_format == "json":
-            JsonReporter(sys.stderr).config_saved(args.config, f"{args.config}.bak", "oauth_tokens_rotated")
+            _json_reporter()(sys.stderr).config_saved(args.config, f"{args.config}.bak", "oauth_tokens_rotated")
         else:
             print(f"run-manifest: {text}", file=sys.stderr)
 
@@ -276,19 +307,21 @@ def _announce(args: argparse.Namespace, normalized: NormalizedConfig, out: IO[by
         if protocol:
             out.write(messages.encode(messages.log(text, "WARN")))
         elif args.log_format == "json":
-            JsonReporter(sys.stderr).config_migrated(args.config, None, text)
+            _json_reporter()(sys.stderr).config_migrated(args.config, None, text)
         else:
             print(f"run-manifest: warning: {text}; the migrated config is used for this run", file=sys.stderr)
         return
     if protocol:
         out.write(messages.encode(messages.log(describe_rewrite(args.config, backup))))
     elif args.log_format == "json":
-        JsonReporter(sys.stderr).config_migrated(args.config, backup)
+        _json_reporter()(sys.stderr).config_migrated(args.config, backup)
     else:
         print(f"run-manifest: {describe_rewrite(args.config, backup)}", file=sys.stderr)
 
 
 def _sync_options(args: argparse.Namespace) -> SyncOptions:
+    from framework.cli.sync_command import SyncOptions
+
     return SyncOptions(manifest=args.manifest, destination=args.destination, output=args.output, format=args.format,
                        master=args.master, remote=args.remote, services_host=args.services_host,
                        sync_mode=args.sync_mode, given_state=bool(args.state),

@@ -29,8 +29,6 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
-import orjson
-
 from framework.interpolation.filters import LiteralText
 
 __all__ = ["FALSE_TEXTS", "RESULT_TYPES", "ResultType", "ConversionError", "convert_text",
@@ -135,6 +133,8 @@ def _object_from_text(text: str) -> dict | list:
     stripped = text.strip()
     if not stripped:
         raise ConversionError(f"expected an object, got {_describe(text)}")
+    import orjson  # here: validate-manifest never renders an object
+
     try:
         value = orjson.loads(stripped)
     except orjson.JSONDecodeError:

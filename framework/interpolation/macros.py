@@ -20,18 +20,19 @@ import uuid
 from collections.abc import Callable, Mapping
 from datetime import date, datetime, time, timedelta, timezone
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote_plus
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import isodate
-from dateutil import parser as dateutil_parser
 from jinja2.utils import Cycler, Joiner, Namespace, generate_lorem_ipsum
 
 from framework.interpolation import limits
 from framework.temporal import datetime_formats
 from framework.temporal.clock import Clock
 from framework.temporal.durations import parse_duration
+
+if TYPE_CHECKING:
+    import isodate
 
 __all__ = ["DEFAULT_DAY_DELTA_FORMAT", "GLOBALS", "JINJA_GLOBALS", "MACROS", "build_globals", "build_macros",
            "to_datetime"]
@@ -103,6 +104,8 @@ def to_datetime(value: Any, clock: Clock) -> datetime:
         return _from_epoch_seconds(value)
     if not isinstance(value, str):
         raise TypeError(f"expected a datetime or datetime text, got {type(value).__name__}")
+    from dateutil import parser as dateutil_parser  # here: validate-manifest never needs it
+
     try:
         return _utc(dateutil_parser.isoparse(value))
     except (ValueError, OverflowError):

@@ -20,14 +20,15 @@ from framework.manifest.async_checks import async_checks
 from framework.manifest.auth_checks import auth_checks
 from framework.manifest.budget_checks import budget_checks
 from framework.manifest.components import Placement, Site, field_aliases
-from framework.manifest.custom_checks import custom_checks
 from framework.manifest.decoder_checks import decoder_checks
 from framework.manifest.dynamic_checks import dynamic_checks, in_template
 from framework.manifest.migration_checks import listed_stream_group, migration_checks
 from framework.manifest.query_properties_checks import query_properties_checks
+from framework.manifest.spec_shape import plainly_valid
 from framework.manifest.stream_group_checks import stream_group_checks
 from framework.models import (
     REGISTRY,
+    CustomComponent,
     DeclarativeStream,
     InlineSchemaLoader,
     JsonFileSchemaLoader,
@@ -58,8 +59,10 @@ def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str
     found.extend(stream_group_checks(sites, data, place))
     found.extend(dynamic_checks(sites, place))
     found.extend(budget_checks(sites, place))  # api_budget (issue 17)
-    if manifest_dir is not None:  # custom components are read from files beside the manifest
-        found.extend(custom_checks(sites, place, manifest_dir))
+    if manifest_dir is not None and any(issubclass(site.model, CustomComponent) for site in sites):
+        from framework.manifest.custom_checks import custom_checks  # reads Python source: only when needed
+
+        found.extend(custom_checks(sites, place, manifest_dir))  # from the files beside the manifest
     return found
 
 
@@ -279,9 +282,9 @@ def _spec_checks(site: Site, place: Placement) -> Iterator[Diagnostic]:
     """The connection specification must be a JSON Schema. A `required` list naming a property twice
     breaks the meta-schema but not a config check, and Airbyte runs such a manifest: a warning."""
     spec = site.data.get("connection_specification")
-    if not isinstance(spec, dict):
+    if not isinstance(spec, dict) or plainly_valid(spec):  # nearly every spec: no need to import jsonschema
         return
-    import jsonschema  # only here: a spec is checked once
+    import jsonschema  # only here: it finds and words what is wrong
 
     meta = jsonschema.Draft7Validator(jsonschema.Draft7Validator.META_SCHEMA)
     for error in sorted(meta.iter_errors(spec), key=lambda e: [str(p) for p in e.absolute_path]):

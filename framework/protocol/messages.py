@@ -1,8 +1,9 @@
 """Airbyte protocol messages, encoded with orjson.
 
 Records are the hot path: :class:`RecordEncoder` pre-encodes the part of a
-RECORD message that is the same for every record of a stream, so encoding a
-record is one ``orjson.dumps`` of its data plus two byte joins.
+RECORD message that is the same for every record of a stream, so a page of
+records is one ``orjson.dumps`` per record (with orjson's defaults, its fastest)
+and one byte join that puts the shared parts between them.
 """
 
 from __future__ import annotations
@@ -32,10 +33,19 @@ class RecordEncoder:
 
     def encode_page(self, records: Sequence[Mapping[str, Any]], emitted_at: int) -> bytes:
         """The RECORD lines of a page of records, all with the same ``emitted_at`` (epoch ms)."""
+        if not records:
+            return b""
         tail = b',"emitted_at":' + str(emitted_at).encode() + b"}}\n"
         prefix = self._prefix
-        dumps = orjson.dumps
-        return b"".join([prefix + dumps(record, option=_OPTIONS, default=str) + tail for record in records])
+        try:  # records decoded from JSON: string keys and JSON values, orjson's fast path
+            body = (tail + prefix).join(map(orjson.dumps, records))
+        except TypeError:  # a key that is not a string, or a value orjson does not know (a Decimal): as text
+            body = (tail + prefix).join([_dumps_any(record) for record in records])
+        return prefix + body + tail
+
+
+def _dumps_any(record: Mapping[str, Any]) -> bytes:
+    return orjson.dumps(record, option=_OPTIONS, default=str)
 
 
 def state(stream: str, stream_state: Mapping[str, Any], record_count: int | None = None) -> dict[str, Any]:

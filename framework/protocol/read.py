@@ -1,10 +1,17 @@
 """The read loop of protocol mode: streams in, Airbyte messages out.
 
 For each selected stream: a STARTED status, the records (RUNNING once the
-first arrives), STATE checkpoints as units finish (at most one per
-``checkpoint_seconds``, and always at the end), then COMPLETE; or, when the
+first arrives), STATE checkpoints as units finish, then COMPLETE; or, when the
 stream fails, the state that is safe, an ERROR trace and INCOMPLETE, and the
 other streams carry on. The exit code is 1 when any stream failed.
+
+Checkpoints go by time: state moves only when a unit (a partition's window)
+is finished, after all its RECORD lines, and a STATE is written at most once
+per ``checkpoint_seconds``; a unit that finishes sooner has its state written
+with the next page or unit end once that time is up, not held until a later
+unit finishes. Each STATE is flushed to the output at once, with the records
+before it, so what a consumer has received is never older than the last
+checkpoint: after a kill, only what was read since then is read again.
 """
 
 from __future__ import annotations
@@ -90,14 +97,18 @@ def _read_stream(connector: Connector, selection: Selection, states: Mapping[str
     last_checkpoint = float("-inf")  # the first finished unit checkpoints at once, then throttled
     watching = PAGE_WATCH.set(bodies)  # the first response's body, for the checks that read it
 
+    due = False  # a finished unit's state is waiting for checkpoint_seconds to pass
+
     def checkpoint(final: bool = False) -> None:
-        nonlocal last_state, last_checkpoint
+        nonlocal last_state, last_checkpoint, due
         value = sync.state(final=final) if sync is not None else None
         # an empty state says nothing until the end (a stream that failed before any progress has none)
         if value is not None and value != last_state and (value or final):
             write(messages.encode(messages.state(stream.name, value, result.records)))
+            out.flush()  # the records it covers and the STATE reach the consumer now, not when a buffer fills
             last_state = value
         last_checkpoint = time.monotonic()
+        due = False
 
     try:
         sync = open_sync(connector, stream, states.get(stream.name), incremental=selection.incremental)
@@ -113,9 +124,12 @@ def _read_stream(connector: Connector, selection: Selection, states: Mapping[str
                     watch.page(event.unit, records)
                 result.records += len(records)
                 result.pages += 1
+                if due and time.monotonic() - last_checkpoint >= checkpoint_seconds:
+                    checkpoint()  # a unit finished earlier: its state goes out now, not at the next unit's end
             else:
                 sync.done(event.unit)
                 result.units += 1
+                due = True
                 if time.monotonic() - last_checkpoint >= checkpoint_seconds:
                     checkpoint()
         checkpoint(final=True)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-
-import isodate
+from typing import TYPE_CHECKING
 
 from framework.errors import DurationError
+
+if TYPE_CHECKING:
+    import isodate
 
 __all__ = ["duration_problem", "is_duration", "parse_duration"]
 
@@ -59,6 +61,8 @@ def _suggestion(text: str) -> str | None:
 
 
 def _parses(text: str) -> bool:
+    import isodate  # here, not at import: a manifest without durations never needs it
+
     try:
         isodate.parse_duration(text)
     except (isodate.ISO8601Error, ValueError, TypeError):
@@ -84,6 +88,8 @@ def parse_duration(text: str) -> timedelta | isodate.Duration:
     """Parse an ISO 8601 duration, raising :class:`DurationError` with a suggested fix."""
     if not isinstance(text, str) or not text.strip():
         raise DurationError(_message(text))
+    import isodate
+
     try:
         return isodate.parse_duration(text)
     except (isodate.ISO8601Error, ValueError, TypeError):

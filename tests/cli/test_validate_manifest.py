@@ -262,3 +262,35 @@ def test_one_file_that_crashes_the_checker_does_not_hide_the_others(write_manife
     out, err = capsys.readouterr()
     assert f"{crash}:1:1: error: validate-manifest could not check this file (RecursionError" in out
     assert f"{bad}:" in out and "3 files checked" in err
+
+
+# Start-up cost (issue 21): a check imports only what checking needs. jsonschema only when a spec looks wrong
+# (framework/manifest/spec_shape.py); the runtime's HTTP, JSON, date and file libraries never.
+RUNTIME_ONLY = ("jsonschema", "dateutil", "requests", "urllib3", "orjson", "pyarrow", "pyspark", "py4j", "pandas",
+                "multiprocessing", "xmltodict", "jwt", "cryptography", "anyascii", "boto3", "fastavro")
+
+
+def test_a_check_imports_nothing_the_runtime_alone_needs():
+    files = [str(EXAMPLE), *sorted(str(p) for p in (REPO / "manifests").glob("*.yaml"))]
+    code = (
+        "import sys\nfrom framework.cli.validate import main\n"
+        f"rc = main(['--quiet', *{files!r}])\n"
+        f"print(rc, sorted({{m.split('.')[0] for m in sys.modules}} & set({RUNTIME_ONLY!r})))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False)
+    assert result.stdout.strip() == "0 []", result.stdout + result.stderr
+
+
+def test_a_spec_that_looks_wrong_is_checked_by_jsonschema(write_manifest):
+    text = EXAMPLE.read_text()
+    spec = "connection_specification:\n    $schema: http://json-schema.org/draft-07/schema#\n    type: object\n"
+    assert spec in text
+    bad = write_manifest(text.replace(spec, spec.replace("type: object", "type: objekt")))
+    code = (
+        "import sys\nfrom framework.cli.validate import main\n"
+        f"rc = main(['--quiet', {bad!r}])\n"
+        "print(rc, 'jsonschema' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False)
+    assert result.stdout.strip().splitlines()[-1] == "1 True", result.stdout + result.stderr
+    assert "connection_specification is not a valid JSON Schema: 'objekt'" in result.stdout

@@ -28,3 +28,15 @@ def test_state_and_traces():
                                        "stream_descriptor": {"name": "orders"}}
     status = messages.stream_status("orders", "COMPLETE", 2.0)
     assert status["trace"]["stream_status"]["status"] == "COMPLETE"
+
+
+def test_a_page_with_values_orjson_does_not_know_is_encoded_as_text():
+    from decimal import Decimal
+
+    encoder = messages.RecordEncoder("orders")
+    plain = encoder.encode_page([{"id": 1}, {"id": 2}], 5)
+    odd = encoder.encode_page([{"id": 1}, {1: "a", "amount": Decimal("1.50")}], 5)
+    assert [orjson.loads(line)["record"]["data"] for line in plain.splitlines()] == [{"id": 1}, {"id": 2}]
+    assert [orjson.loads(line)["record"]["data"] for line in odd.splitlines()] == [{"id": 1},
+                                                                                  {"1": "a", "amount": "1.50"}]
+    assert encoder.encode_page([], 5) == b""

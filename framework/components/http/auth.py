@@ -43,7 +43,6 @@ from urllib.parse import urlencode
 from xml.parsers.expat import ExpatError
 
 import jwt
-import xmltodict
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from dateutil.parser import isoparse
@@ -375,6 +374,8 @@ def _json_object(response: HttpResponse) -> dict | None:
 def _xml_object(response: HttpResponse) -> dict | None:
     """An XML login response as Airbyte's XmlDecoder reads it (``xmltodict``); None when it is not XML."""
     try:
+        import xmltodict  # here: only XML login responses need it
+
         return dict(xmltodict.parse(response.content)) if response.content.strip() else None
     except ExpatError:
         return None

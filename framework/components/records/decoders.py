@@ -47,7 +47,6 @@ from typing import IO, Any, Protocol, cast
 from xml.parsers.expat import ExpatError
 
 import orjson
-import xmltodict
 
 from framework.components.registry import BuildContext, builds
 from framework.errors import ConfigError, DecodeError, place_suffix
@@ -236,11 +235,15 @@ class XmlDocument:
         data = body.read()
         if not data.strip():
             return
+        import xmltodict  # here: only XML streams need it
+
         yield [xmltodict.parse(data)]
 
     def pagination_body(self, content: bytes) -> Any:
         """What a paginator or a login reads: the document, or ``{}`` when the body is not XML (as Airbyte)."""
         try:
+            import xmltodict
+
             return xmltodict.parse(content) if content.strip() else {}
         except ExpatError:
             return {}

@@ -41,8 +41,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from anyascii import anyascii
-
 from framework.components.records.extraction import WILDCARD
 from framework.components.registry import BuildContext, builds
 from framework.interpolation import TemplateEngine
@@ -86,6 +84,8 @@ _WORDS = re.compile(r"[A-Z]+[a-z]*|[a-z]+|\d+|(?P<gap>[^a-zA-Z\d]+)")
 @functools.lru_cache(maxsize=_KEY_CACHE)
 def snake_case(key: str) -> str:
     """``key`` in snake case, as Airbyte's KeysToSnakeCase writes it."""
+    from anyascii import anyascii  # here: only KeysToSnakeCase needs it (keys are cached by the caller)
+
     words = ["" if match.group("gap") is not None else match.group(0) for match in _WORDS.finditer(anyascii(key))]
     if len(words) >= 3:
         words = [words[0], *(word for word in words[1:-1] if word), words[-1]]
