@@ -79,7 +79,7 @@ from framework.storage import LocalStorage, ObjectInfo, Storage
 from framework.temporal.clock import Clock
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from framework.models.destination import DestinationSettings
 
@@ -290,25 +290,34 @@ def _image(spark: SparkSession, storage: Storage, change: ChangeStream, destinat
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    whole = sorted(key for b in planned.rewrite for key in layout[b].files)
+    # A bucket of one file (and an image without buckets) has each key once: its rows need no resolving.
+    single = sorted(layout[b].files[0] for b in planned.rewrite if len(layout[b].files) == 1)
+    layered = sorted(key for b in planned.rewrite if len(layout[b].files) > 1 for key in layout[b].files)
     if legacy:
-        whole = list(pointer.image_keys)
+        single, layered = list(pointer.image_keys), []
     partial = sorted(key for b in planned.delta for key in layout[b].files)
-    if not whole and not partial:
-        return None
+    columns: list[Column | str] = ["k", "img", F.col("b").alias("ib"), *[f"w{i}" for i in range(len(change.fields))]]
     parts = []
-    if whole:
-        parts.append(_read_image(spark, storage, change, destination, pointer, whole, jvm, legacy))
+    if single:
+        frame = _read_image(spark, storage, change, destination, pointer, single, jvm, legacy)
+        parts.append(frame.where(~F.col("dead")).select(*columns).repartition(partitions, "k"))
+    layers = []
+    if layered:
+        layers.append(_read_image(spark, storage, change, destination, pointer, layered, jvm, 0))
     if partial:
         frame = _read_image(spark, storage, change, destination, pointer, partial, jvm, 0)
         keys = latest.select("k")
         # A few changed keys go to every task reading the image: no shuffle of the image's rows.
-        parts.append(frame.join(F.broadcast(keys) if changed <= _BROADCAST_KEYS else keys, "k", "left_semi"))
-    rows = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-    newest = Window.partitionBy("k").orderBy(F.col("layer").desc())
-    return (rows.repartition(partitions, "k").withColumn("_rank", F.row_number().over(newest))
-            .where((F.col("_rank") == 1) & ~F.col("dead"))
-            .select("k", "img", F.col("b").alias("ib"), *[f"w{i}" for i in range(len(change.fields))]))
+        layers.append(frame.join(F.broadcast(keys) if changed <= _BROADCAST_KEYS else keys, "k", "left_semi"))
+    if layers:
+        rows = layers[0] if len(layers) == 1 else layers[0].unionByName(layers[1])
+        newest = Window.partitionBy("k").orderBy(F.col("layer").desc())
+        parts.append(rows.repartition(partitions, "k").withColumn("_rank", F.row_number().over(newest))
+                     .where((F.col("_rank") == 1) & ~F.col("dead")).select(*columns))
+    if not parts:
+        return None
+    # Both parts are hash-partitioned on the key alike: their union joins the records without a shuffle.
+    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
 
 
 def _read_image(spark: SparkSession, storage: Storage, change: ChangeStream, destination: dict, pointer: Pointer,
