@@ -4,25 +4,33 @@ Run on the driver once all groups of a stream's sync are back
 (:func:`apply_changes`); the work itself runs on the executors:
 
 1. Read the staged files of every sync not applied yet (for a full-refresh
-   stream: only the sync that just completed, a whole snapshot) and keep the
-   latest record of each key: the highest cursor value, then the latest
+   stream: only the sync that just completed, a whole snapshot), give each
+   record its key's hash bucket (:mod:`.buckets`) and keep the latest record
+   of each key: the highest cursor value, then the latest
    ``_airbyte_extracted_at``, then the last one staged (a window over the key).
-2. Read the image of the pointer's version (local files: Spark's Parquet
-   reader; S3: the sink's storage in a Python task) and join it with those
-   records (full outer join on the key; both sides hash-partitioned the same
-   way, so partition ``p`` holds the same keys on both sides).
-3. Derive each row's operation and whether it stays in the image with column
-   expressions (the JVM, no Python per row), sort each partition by key and
-   cache the result.
-4. Count the operations of each partition (a Spark aggregate: a few numbers
-   reach the driver) and turn them into offsets; write the new image (Spark's
-   Parquet writer for local files, a Python task per partition for S3).
+   Count them per bucket (a few numbers reach the driver) and plan which
+   buckets are rewritten and which get a delta (:func:`.buckets.plan`).
+2. Read the image files of the touched buckets (local files: Spark's Parquet
+   reader; S3: the sink's storage in a Python task): a rewritten bucket whole,
+   a delta bucket only for the changed keys (a semi-join against them,
+   broadcast when few), the newest row of each key where a bucket holds
+   several versions' files; join that with the records (full outer join on
+   the key; both sides hash-partitioned the same way).
+3. Derive each row's operation, whether it stays in the image and what goes
+   into the new files (a rewritten bucket's kept rows, a delta bucket's
+   operations, a delete as a tombstone) with column expressions (the JVM, no
+   Python per row), sort each partition by key and cache the result.
+4. Count the operations of each partition and bucket (a Spark aggregate) and
+   turn them into offsets; write the new files of the touched buckets under
+   ``image/v<version>/_cdc_bucket=<b>/`` (Spark's Parquet writer for local
+   files, a Python task per partition for S3).
 5. Render the operations of each partition a whole Arrow batch at a time
    (:class:`.render.OpLines`: triplets, cells, ``mutId`` contiguous after the
    pointer's last, cumulative counts) and write the partition's operation file
    ``cdc_<version>_<partition>``.
-6. Write the pointer (new version, last applied sync, last ``mutId``): the
-   commit. Then delete the applied staging and the older image.
+6. Write the pointer (new version, buckets and their files, last applied
+   sync, last ``mutId``): the commit. Then delete the applied staging and the
+   image files the new pointer does not name (untouched buckets keep theirs).
 
 Files of the new version are named by version and partition, and any left by
 a failed apply are deleted before the retry writes them again: whatever
@@ -290,9 +298,9 @@ def _image(spark: SparkSession, storage: Storage, change: ChangeStream, destinat
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    # A bucket of one file (and an image without buckets) has each key once: its rows need no resolving.
-    single = sorted(layout[b].files[0] for b in planned.rewrite if len(layout[b].files) == 1)
-    layered = sorted(key for b in planned.rewrite if len(layout[b].files) > 1 for key in layout[b].files)
+    # A bucket written by one version (and an image without buckets) has each key once: no resolving.
+    single = sorted(key for b in planned.rewrite if layout[b].layers == 1 for key in layout[b].files)
+    layered = sorted(key for b in planned.rewrite if layout[b].layers > 1 for key in layout[b].files)
     if legacy:
         single, layered = list(pointer.image_keys), []
     partial = sorted(key for b in planned.delta for key in layout[b].files)

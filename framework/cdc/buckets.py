@@ -18,8 +18,8 @@ newest file that has it (files are named by the version that wrote them:
 An apply looks at the buckets its records fall in (:func:`plan`): a bucket
 with few changes for its size gets a delta file (its older files are read
 only for the changed keys and kept as they are); a bucket whose deltas would
-grow past :data:`REWRITE_FRACTION` of its rows or :data:`MAX_FILES` files is
-rewritten as a new base. Buckets the apply does not touch keep their files:
+grow past :data:`REWRITE_FRACTION` of its rows or that holds :data:`MAX_LAYERS`
+versions' files is rewritten as a new base. Buckets the apply does not touch keep their files:
 two versions of the image share them. A full-refresh stream rewrites every
 bucket (keys missing from the snapshot are deletes, so every key is looked at).
 """
@@ -37,7 +37,7 @@ MIN_BUCKETS = 16
 MAX_BUCKETS = 1024
 BUCKET_BYTES = 8 * 1024 * 1024  # staged bytes (compressed Parquet) per bucket when the image is first written
 REWRITE_FRACTION = 0.25  # a bucket is rewritten once its delta rows would pass this share of its rows
-MAX_FILES = 16  # ... or once it would have more files than this
+MAX_LAYERS = 8  # ... or once it holds this many versions' files (a base and deltas)
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
@@ -100,6 +100,11 @@ class Bucket:
     rows: int = 0
     delta_rows: int = 0
 
+    @property
+    def layers(self) -> int:
+        """How many versions wrote the bucket's files (one apply's tasks may write several files of a bucket)."""
+        return len({parse_image_file(key) or key for key in self.files})
+
     def as_json(self) -> dict:
         return {"files": list(self.files), "rows": self.rows, "delta_rows": self.delta_rows}
 
@@ -131,7 +136,7 @@ def plan(layout: tuple[Bucket, ...], changes: Mapping[int, int], *, incremental:
             continue
         current = layout[bucket]
         grown = current.delta_rows + count
-        if not current.files or grown > REWRITE_FRACTION * current.rows or len(current.files) >= MAX_FILES:
+        if not current.files or grown > REWRITE_FRACTION * current.rows or current.layers >= MAX_LAYERS:
             rewrite.add(bucket)
         else:
             delta.add(bucket)
@@ -180,6 +185,6 @@ def referenced(layout: Iterable[Bucket]) -> set[str]:
     return {key for bucket in layout for key in bucket.files}
 
 
-__all__ = ["MAX_BUCKETS", "MAX_FILES", "MIN_BUCKETS", "REWRITE_FRACTION", "Bucket", "BucketOutcome", "BucketPlan",
+__all__ = ["MAX_BUCKETS", "MAX_LAYERS", "MIN_BUCKETS", "REWRITE_FRACTION", "Bucket", "BucketOutcome", "BucketPlan",
            "bucket_of", "choose_buckets", "image_file", "key_hashes", "next_layout", "parse_image_file", "plan",
            "referenced"]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from framework.cdc.buckets import (
     MAX_BUCKETS,
-    MAX_FILES,
+    MAX_LAYERS,
     MIN_BUCKETS,
     REWRITE_FRACTION,
     Bucket,
@@ -87,9 +87,11 @@ def test_the_bucket_count_is_a_bounded_power_of_two_growing_with_the_first_bytes
 # ------------------------------------------------------------------------------------ planning
 
 buckets_st = st.lists(st.builds(
-    lambda files, rows, extra: Bucket(tuple(f"f{i}" for i in range(files)), rows if files else 0,
-                                      min(extra, rows) if files > 1 else 0),
-    st.integers(0, MAX_FILES + 1), st.integers(0, 10_000), st.integers(0, 5_000)), min_size=1, max_size=32)
+    lambda layers, per, rows, extra: Bucket(
+        tuple(image_file(f"i/v{v:08d}/", 0, p) for v in range(1, layers + 1) for p in range(per)),
+        rows if layers else 0, min(extra, rows) if layers > 1 else 0),
+    st.integers(0, MAX_LAYERS + 1), st.integers(1, 4), st.integers(0, 10_000), st.integers(0, 5_000)),
+    min_size=1, max_size=32)
 
 
 @given(buckets_st, st.data())
@@ -101,7 +103,8 @@ def test_an_incremental_apply_touches_only_the_buckets_of_its_records(layout, da
     for b in planned.touched:
         current, count = layout[b], changes[b]
         big = current.delta_rows + count > REWRITE_FRACTION * current.rows
-        assert (b in planned.rewrite) == (not current.files or big or len(current.files) >= MAX_FILES)
+        layers = len({key.split("/")[1] for key in current.files})
+        assert (b in planned.rewrite) == (not current.files or big or layers >= MAX_LAYERS)
 
 
 @given(buckets_st)
