@@ -1,26 +1,36 @@
-"""How fast is the change-data apply of realtime Replicant files?
+"""How fast is the change-data apply of realtime Replicant files, and how does it grow with the changes?
 
-    python bench/cdc_apply.py [--keys 100000,1000000] [--format replicant_csv] [--image changes] [--keep DIR]
+    python bench/cdc_apply.py [--keys 1000000] [--changes 100,1000,10000,100000,1000000]
+                              [--before DIR] [--format replicant_csv] [--image changes] [--keep DIR]
 
 No HTTP and no tasks: the script writes staged Parquet files itself (the
 typed batches a sync's tasks would land: ``_airbyte_extracted_at`` and six
 data fields, ``id`` the primary key, ``updated_at`` the cursor,
 ``_ab_cdc_deleted_at`` the delete mark) under a temp output folder and calls
-:func:`framework.cdc.apply_changes` on a ``local[2]`` session, twice:
+:func:`framework.cdc.apply_changes` on a ``local[2]`` session:
 
 * **first**: N new keys, so N inserts and the first image;
-* **second**: N staged records against that image: 40 % unchanged, 40 %
-  updated, 10 % marked deleted, 10 % new keys (0.6 N operations).
+* then one apply per entry of ``--changes`` (C), in order, on the same image:
+  C staged records spread evenly over the key range (every N/C-th key):
+  80 % updated, 10 % marked deleted, 10 % new keys.
+
+With ``--changes`` left empty it runs the older pair of applies instead: the
+first, then N staged records (40 % unchanged, 40 % updated, 10 % deleted,
+10 % new: 0.6 N operations).
 
 Each key count runs in its own child process (so peak memory is its own).
+``--before DIR`` runs the same applies a second time with the ``framework``
+package found in ``DIR`` (e.g. ``git archive <commit> framework | tar -x -C
+DIR``), one after the other in the same run, and prints the ratio: the
+"before/after" of a change, side by side on the same machine and load.
 Before the applies, one tiny Python job starts the session's Python workers
 and imports the framework in them, as a sync's tasks have done before its
 apply (``--cold`` leaves that to the first apply: about 8 s more here).
-For each apply it prints the operations, seconds, operations per second and
-the driver's step times (``ApplyResult.phases``); then the peak RSS
-(``VmHWM``) of the driver's Python, the JVM and the largest Python worker.
-``--keep DIR`` leaves the output folders there (``DIR/<keys>``), to compare
-the bytes of two versions of the code. The clock is fixed, so two runs of the
+For each apply it prints the operations, seconds, operations per second, the
+image's buckets touched and rewritten, and the driver's step times
+(``ApplyResult.phases``); then the peak RSS (``VmHWM``) of the driver's
+Python, the JVM and the largest Python worker. ``--keep DIR`` leaves the
+output folders there (``DIR/<keys>``). The clock is fixed, so two runs of the
 same code write the same bytes.
 """
 
@@ -29,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,7 +48,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+if "--root" not in sys.argv:
+    sys.path.insert(0, str(HERE.parent))
 
 MARK = "bench-result "
 NOW = datetime(2021, 5, 12, 2, 50, 41, 959000, tzinfo=timezone.utc)
@@ -91,6 +103,22 @@ def _second(keys: int):
     return _staged_table(ids, names, amounts, qtys, days, deleted, 1_620_100_000_000)
 
 
+def _changed(keys: int, changes: int, round_: int):
+    """``changes`` records spread over the key range: 80 % updated, 10 % marked deleted, 10 % new keys."""
+    step = max(1, keys // changes)
+    ids, names, amounts, qtys, deleted, days = [], [], [], [], [], []
+    for j in range(changes):
+        kind = j % 10
+        key = (j * step) % keys if kind < 9 else keys * (round_ + 1) + j
+        ids.append(key)
+        names.append(f"round {round_} {key}")
+        amounts.append(key * 0.25 + round_)
+        qtys.append(key + round_)
+        deleted.append("2021-01-03T00:00:00Z" if kind == 8 else None)
+        days.append(round_ + 2)
+    return _staged_table(ids, names, amounts, qtys, days, deleted, 1_620_100_000_000 + round_ * 1000)
+
+
 def _peaks() -> dict[str, float]:
     """VmHWM (MiB) of this process, the JVM and the largest Python worker (descendants of this process)."""
     children: dict[int, list[int]] = {}
@@ -132,7 +160,7 @@ def _warm(batches):
     yield from batches
 
 
-def child(keys: int, fmt: str, image: str, keep: str | None, cold: bool) -> None:
+def child(keys: int, changes: list[int], fmt: str, image: str, keep: str | None, cold: bool) -> None:
     from framework.cdc import ChangeStream, apply_changes
     from framework.models.destination import DestinationSettings
     from framework.spark.session import spark_session
@@ -147,60 +175,99 @@ def child(keys: int, fmt: str, image: str, keep: str | None, cold: bool) -> None
     spark = spark_session(master="local[2]", app_name="cdc-bench", **{"spark.sql.shuffle.partitions": "2"})
     if not cold:  # a sync's tasks have started the Python workers and imported the framework before its apply
         spark.range(4, numPartitions=2).mapInArrow(_warm, "id long").collect()
+    plans = [("first", lambda: _first(keys))]
+    if changes:
+        plans += [(str(c), lambda c=c, r=r: _changed(keys, c, r)) for r, c in enumerate(changes, start=1)]
+    else:
+        plans.append(("second", lambda: _second(keys)))
     results = []
-    for sync_id, table in ((1, _first(keys)), (2, _second(keys))):
+    for sync_id, (name, table) in enumerate(plans, start=1):
         change = ChangeStream(
             stream="bench", namespace="", fields=FIELDS, keys=(0,), cursor="updated_at",
             deleted_field="_ab_cdc_deleted_at", incremental=True, sync_id=sync_id, format_type=fmt, image=image,
             include_header=fmt == "replicant_csv", catalog=None, schema="bench", root="_airbyte_cdc/bench/",
             op_prefix="bench/")
-        _stage(out, change, sync_id, table)
+        _stage(out, change, sync_id, table())
         started = time.perf_counter()
         applied = apply_changes(spark, storage, settings, change, completed=True, clock=FixedClock(NOW), cores=2)
         seconds = time.perf_counter() - started
         ops = applied.counts.total
-        results.append({"apply": "first" if sync_id == 1 else "second", "ops": ops, "seconds": seconds,
-                        "ops_per_s": ops / seconds, "image_rows": applied.image_rows,
+        results.append({"apply": name, "ops": ops, "seconds": seconds, "ops_per_s": ops / seconds,
+                        "image_rows": applied.image_rows, "buckets": getattr(applied, "buckets", 0),
+                        "touched": getattr(applied, "touched", 0), "rewritten": getattr(applied, "rewritten", 0),
                         "phases": [list(p) for p in getattr(applied, "phases", ())]})
     print(MARK + json.dumps({"keys": keys, "results": results, "peaks": _peaks()}), flush=True)
     spark.stop()
+    if not keep:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def _run_child(root: Path, keys: int, args: argparse.Namespace) -> dict | None:
+    command = [sys.executable, __file__, "--child", str(keys), "--changes", args.changes, "--format", args.format,
+               "--image", args.image, "--root", str(root)]
+    if args.keep:
+        command += ["--keep", str(Path(args.keep) / root.name)]
+    if args.cold:
+        command.append("--cold")
+    env = dict(os.environ, PYTHONPATH=str(root))  # the Python workers import the same framework
+    done = subprocess.run(command, check=False, capture_output=True, text=True, env=env)
+    lines = [line for line in done.stdout.splitlines() if line.startswith(MARK)]
+    if done.returncode or not lines:
+        print(f"{keys:>9} failed with {root} (exit {done.returncode}):\n{done.stderr[-3000:]}")
+        return None
+    return json.loads(lines[-1][len(MARK):])
+
+
+def _load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--keys", default="100000,1000000", help="comma-separated key counts")
+    parser.add_argument("--keys", default="1000000", help="comma-separated key counts")
+    parser.add_argument("--changes", default="100,1000,10000,100000,1000000",
+                        help="comma-separated changed records, one apply each after the first ('' for the old pair)")
+    parser.add_argument("--before", help="a folder holding another version's `framework` package to compare with")
     parser.add_argument("--format", default="replicant_csv", choices=["replicant_csv", "replicant_json"])
     parser.add_argument("--image", default="changes", choices=["changes", "full"])
     parser.add_argument("--keep", help="leave the output folders under this folder")
     parser.add_argument("--cold", action="store_true",
                         help="no warm-up: the first apply also starts the Python workers (about 8 s here)")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--root", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    changes = [int(c) for c in args.changes.split(",") if c]
     if args.child:
-        child(args.child, args.format, args.image, args.keep, args.cold)
+        if args.root:
+            sys.path.insert(0, args.root)
+        child(args.child, changes, args.format, args.image, args.keep, args.cold)
         return 0
+    roots = [("after", HERE.parent)] + ([("before", Path(args.before).resolve())] if args.before else [])
     failed = False
-    print(f"{'keys':>9} {'apply':>6} {'ops':>9} {'seconds':>8} {'ops/s':>9}  steps")
+    print(f"load average before: {_load()}")
+    print(f"{'keys':>9} {'code':>6} {'apply':>8} {'ops':>9} {'seconds':>8} {'ops/s':>9} {'buckets':>13} "
+          f"{'after/before':>12}  steps")
     for keys in [int(k) for k in args.keys.split(",")]:
-        command = [sys.executable, __file__, "--child", str(keys), "--format", args.format, "--image", args.image]
-        if args.keep:
-            command += ["--keep", args.keep]
-        if args.cold:
-            command.append("--cold")
-        done = subprocess.run(command, check=False, capture_output=True, text=True)
-        lines = [line for line in done.stdout.splitlines() if line.startswith(MARK)]
-        if done.returncode or not lines:
-            print(f"{keys:>9} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
-            failed = True
-            continue
-        report = json.loads(lines[-1][len(MARK):])
-        for result in report["results"]:
-            steps = ", ".join(f"{name} {seconds:.1f}s" for name, seconds in result["phases"])
-            print(f"{keys:>9} {result['apply']:>6} {result['ops']:>9} {result['seconds']:>8.2f} "
-                  f"{result['ops_per_s']:>9.0f}  {steps}")
-        peaks = report["peaks"]
-        print(f"{'':>9} peak RSS MiB: driver {peaks['driver']:.0f}, JVM {peaks['jvm']:.0f}, "
-              f"largest Python worker {peaks['worker']:.0f}")
+        reports = {}
+        for label, root in roots:
+            report = _run_child(root, keys, args)
+            failed = failed or report is None
+            if report is not None:
+                reports[label] = report
+        for label, report in reports.items():
+            for index, result in enumerate(report["results"]):
+                steps = ", ".join(f"{name} {seconds:.1f}s" for name, seconds in result["phases"])
+                buckets = (f"{result['touched']}/{result['buckets']} r{result['rewritten']}"
+                           if result["buckets"] else "-")
+                ratio = ""
+                if label == "after" and "before" in reports:
+                    ratio = f"{result['seconds'] / reports['before']['results'][index]['seconds']:.2f}"
+                print(f"{keys:>9} {label:>6} {result['apply']:>8} {result['ops']:>9} {result['seconds']:>8.2f} "
+                      f"{result['ops_per_s']:>9.0f} {buckets:>13} {ratio:>12}  {steps}")
+            peaks = report["peaks"]
+            print(f"{'':>9} {label:>6} peak RSS MiB: driver {peaks['driver']:.0f}, JVM {peaks['jvm']:.0f}, "
+                  f"largest Python worker {peaks['worker']:.0f}")
+    print(f"load average after: {_load()}")
     return 1 if failed else 0
 
 

@@ -12,11 +12,13 @@ deleted or, in a full-refresh stream, a key gone from the new snapshot.
   stream's staging folder instead of the output (committed per group, so the
   state advances as for any format), and the apply reads them back.
 * :mod:`.apply`: :func:`apply_changes` runs once the sync's groups are back:
-  the records are joined with the previous image of every key on the
-  executors, the operations and the new image are written, and a pointer
-  file commits both.
+  the records are joined with the previous image of the keys they touch on
+  the executors, the operations and the touched buckets of the new image are
+  written, and a pointer file commits both.
 * :mod:`.ops`: deriving one change and rendering it as CSV or JSON (pure).
 * :mod:`.render`: the same, a whole Arrow batch at a time (what the apply uses).
+* :mod:`.buckets`: the image split into hash buckets of the key, so that an
+  apply reads and writes only the buckets its records fall in.
 * :mod:`.pointer`: the commit document.
 """
 

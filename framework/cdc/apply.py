@@ -4,25 +4,33 @@ Run on the driver once all groups of a stream's sync are back
 (:func:`apply_changes`); the work itself runs on the executors:
 
 1. Read the staged files of every sync not applied yet (for a full-refresh
-   stream: only the sync that just completed, a whole snapshot) and keep the
-   latest record of each key: the highest cursor value, then the latest
+   stream: only the sync that just completed, a whole snapshot), give each
+   record its key's hash bucket (:mod:`.buckets`) and keep the latest record
+   of each key: the highest cursor value, then the latest
    ``_airbyte_extracted_at``, then the last one staged (a window over the key).
-2. Read the image of the pointer's version (local files: Spark's Parquet
-   reader; S3: the sink's storage in a Python task) and join it with those
-   records (full outer join on the key; both sides hash-partitioned the same
-   way, so partition ``p`` holds the same keys on both sides).
-3. Derive each row's operation and whether it stays in the image with column
-   expressions (the JVM, no Python per row), sort each partition by key and
-   cache the result.
-4. Count the operations of each partition (a Spark aggregate: a few numbers
-   reach the driver) and turn them into offsets; write the new image (Spark's
-   Parquet writer for local files, a Python task per partition for S3).
+   Count them per bucket (a few numbers reach the driver) and plan which
+   buckets are rewritten and which get a delta (:func:`.buckets.plan`).
+2. Read the image files of the touched buckets (local files: Spark's Parquet
+   reader; S3: the sink's storage in a Python task): a rewritten bucket whole,
+   a delta bucket only for the changed keys (a semi-join against them,
+   broadcast when few), the newest row of each key where a bucket holds
+   several versions' files; join that with the records (full outer join on
+   the key; both sides hash-partitioned the same way).
+3. Derive each row's operation, whether it stays in the image and what goes
+   into the new files (a rewritten bucket's kept rows, a delta bucket's
+   operations, a delete as a tombstone) with column expressions (the JVM, no
+   Python per row), sort each partition by key and cache the result.
+4. Count the operations of each partition and bucket (a Spark aggregate) and
+   turn them into offsets; write the new files of the touched buckets under
+   ``image/v<version>/_cdc_bucket=<b>/`` (Spark's Parquet writer for local
+   files, a Python task per partition for S3).
 5. Render the operations of each partition a whole Arrow batch at a time
    (:class:`.render.OpLines`: triplets, cells, ``mutId`` contiguous after the
    pointer's last, cumulative counts) and write the partition's operation file
    ``cdc_<version>_<partition>``.
-6. Write the pointer (new version, last applied sync, last ``mutId``): the
-   commit. Then delete the applied staging and the older image.
+6. Write the pointer (new version, buckets and their files, last applied
+   sync, last ``mutId``): the commit. Then delete the applied staging and the
+   image files the new pointer does not name (untouched buckets keep theirs).
 
 Files of the new version are named by version and partition, and any left by
 a failed apply are deleted before the retry writes them again: whatever
@@ -32,26 +40,39 @@ Nothing is collected on the driver but counts and file names.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import os
 import re
-import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from framework.cdc.buckets import (
+    Bucket,
+    BucketOutcome,
+    BucketPlan,
+    choose_buckets,
+    image_file,
+    next_layout,
+    parse_image_file,
+    plan,
+    referenced,
+)
 from framework.cdc.ops import CursorInfo, OpCounts
 from framework.cdc.plan import ChangeStream
 from framework.cdc.pointer import Pointer, load_pointer, save_pointer
 from framework.cdc.render import OpLines
 from framework.cdc.staging import (
+    IMAGE_DELETED,
     IMAGE_KEY,
     ddl_schema,
     image_ddl,
@@ -66,7 +87,7 @@ from framework.storage import LocalStorage, ObjectInfo, Storage
 from framework.temporal.clock import Clock
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from framework.models.destination import DestinationSettings
 
@@ -77,6 +98,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _SYNC_FOLDER = re.compile(r"staging/sync_(\d+)/")
 _PARTITION_BYTES = 32 * 1024 * 1024  # staged and image bytes (compressed Parquet) per partition of the join
 _FILES_DDL = "part int, key string, records bigint, bytes bigint"
+_BROADCAST_KEYS = 1_000_000  # up to this many changed keys go to every task that reads a delta bucket's files
+BUCKET_COLUMN = "_cdc_bucket"
 
 
 @dataclass(frozen=True)
@@ -91,6 +114,9 @@ class ApplyResult:
     seconds: float = 0.0
     skipped: str | None = field(default=None, compare=False)  # why nothing was applied, when so
     phases: tuple[tuple[str, float], ...] = field(default=(), compare=False)  # (step, seconds) on the driver
+    buckets: int = field(default=0, compare=False)  # the image's hash buckets
+    touched: int = field(default=0, compare=False)  # buckets the apply read (some or all of their keys)
+    rewritten: int = field(default=0, compare=False)  # ... of which rewritten whole (the others got a delta)
 
 
 def apply_changes(spark: SparkSession, storage: Storage, settings: DestinationSettings, change: ChangeStream, *,
@@ -115,24 +141,26 @@ def apply_changes(spark: SparkSession, storage: Storage, settings: DestinationSe
         staged = pending.get(change.sync_id, [])
     version = pointer.version + 1
     destination = _destination(settings)
-    total_bytes = sum(info.size for info in staged) + sum(
-        info.size for info in storage.list(change.image_prefix(pointer.version), with_metadata=False)
-    ) if pointer.version else sum(info.size for info in staged)
+    image_bytes = sum(info.size for info in storage.list(f"{change.root}image/", with_metadata=False)
+                      ) if pointer.version else 0
+    staged_bytes = sum(info.size for info in staged)
     # At least two: Spark plans one partition as a single one and then shuffles it again for the join.
-    partitions = max(2, min(cores * 2, math.ceil(total_bytes / _PARTITION_BYTES)))
+    partitions = max(2, min(cores * 2, math.ceil((staged_bytes + image_bytes) / _PARTITION_BYTES)))
     now_ms = (clock.now() - _EPOCH) // timedelta(milliseconds=1)
     try:
         _delete_prefixes(storage, [change.op_version_prefix(version), change.image_prefix(version)])
-        counts, image_keys, image_rows, files = _run(spark, storage, change, destination, pointer, version,
-                                                     staged, partitions, now_ms)
+        counts, layout, files, planned = _run(spark, storage, change, destination, pointer, version, staged, partitions,
+                                     now_ms, staged_bytes + image_bytes)
         for written in files:
             written["uri"] = storage.uri(written["key"])
         total = OpCounts()
         for part in counts:
             total = total.plus(part)
+        image_rows = sum(bucket.rows for bucket in layout)
         committed = Pointer(version=version, applied_sync=change.sync_id, mut_id=pointer.mut_id + total.total,
-                            image_rows=image_rows, image_keys=tuple(image_keys), fields=change.fields,
-                            op_keys=tuple(f["key"] for f in files), committed_at=clock.now().isoformat())
+                            image_rows=image_rows, image_keys=tuple(sorted(referenced(layout))),
+                            fields=change.fields, op_keys=tuple(f["key"] for f in files),
+                            committed_at=clock.now().isoformat(), buckets=len(layout), layout=layout)
         save_pointer(storage, change.pointer_key, committed)
     except FrameworkError:
         raise
@@ -141,14 +169,16 @@ def apply_changes(spark: SparkSession, storage: Storage, settings: DestinationSe
             f"stream `{change.stream}`: writing the change data failed ({_gist(exc)}); nothing was committed, "
             "the staged records stay and the next sync applies them"
         ) from None
-    _clean_up(storage, change, version, [info.key for s in by_sync if s <= change.sync_id for info in by_sync[s]])
+    _clean_up(storage, change, set(committed.image_keys),
+              [info.key for s in by_sync if s <= change.sync_id for info in by_sync[s]])
     return ApplyResult(version, change.sync_id, total, tuple(files), image_rows, time.perf_counter() - started,
-                       phases=tuple(PHASES))
+                       phases=tuple(PHASES), buckets=len(layout), touched=len(planned.touched),
+                       rewritten=len(planned.rewrite))
 
 
 def _run(spark: SparkSession, storage: Storage, change: ChangeStream, destination: dict, pointer: Pointer,
-         version: int, staged: list[ObjectInfo], partitions: int,
-         now_ms: int) -> tuple[list[OpCounts], list[str], int, list[dict]]:
+         version: int, staged: list[ObjectInfo], partitions: int, now_ms: int,
+         first_bytes: int) -> tuple[list[OpCounts], tuple[Bucket, ...], list[dict], BucketPlan]:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -156,72 +186,155 @@ def _run(spark: SparkSession, storage: Storage, change: ChangeStream, destinatio
     values, olds = [f"v{i}" for i in range(width)], [f"w{i}" for i in range(width)]
     jvm = _jvm_files(storage, change.fields, pointer.fields)
     clock = _Phases()
-    records = _listing(spark, [info.key for info in staged]).mapInArrow(read_staged(change, destination),
-                                                                         staged_ddl(width))
-    latest = _latest(records.repartition(partitions, "k"), values)
-    if not pointer.image_keys:  # the first apply: no image yet
-        image = spark.createDataFrame([], image_ddl(width))
-    elif jvm:  # local files: Spark's own Parquet reader, no Python worker
-        image = _read_image_jvm(spark, storage, change, pointer).repartition(partitions, "k")
-    else:
-        image = _listing(spark, list(pointer.image_keys)).mapInArrow(
-            read_image(change, destination), image_ddl(width)).repartition(partitions, "k")
-    joined = latest.join(image, on="k", how="full_outer")
-    # The operation of each row, in the JVM: the rules of ops.derive, on whole columns.
-    touched = F.col("del").isNotNull()  # the sync has a record of the key
-    marked = F.coalesce(F.col("del"), F.lit(False))
-    present = F.col("img").isNotNull()  # the image has the key
-    same = F.lit(True)
-    for v, w in zip(values, olds):
-        same = same & F.col(v).eqNullSafe(F.col(w))
-    gone = marked if change.incremental else ~touched | marked
-    op = (F.when(touched & ~marked & ~present, F.lit("I")).when(touched & ~marked & ~same, F.lit("U"))
-          .when(present & gone, F.lit("D")))
-    keep = touched & ~marked
-    if change.incremental:  # keys the sync did not read stay as they were
-        keep = keep | (~touched & present)
-    diff = joined.select("k", op.alias("op"), keep.alias("keep"), touched.alias("fresh"), *values, *olds)
-    diff = diff.sortWithinPartitions("k").persist(StorageLevel.MEMORY_AND_DISK)
+    legacy = not pointer.buckets and bool(pointer.image_keys)  # an unbucketed image of an older version
+    buckets = pointer.buckets or choose_buckets(first_bytes)
+    layout = pointer.layout or tuple(Bucket() for _ in range(buckets))
+    records = _listing(spark, [info.key for info in staged]).mapInArrow(
+        read_staged(change, destination, buckets), staged_ddl(width))
+    latest = _latest(records.repartition(partitions, "k"), values).persist(StorageLevel.MEMORY_AND_DISK)
+    diff = None
     try:
+        changes = {row["b"]: row["count"] for row in latest.groupBy("b").count().collect()}
+        # Every bucket is rewritten when the image is migrated or the fields changed: all files of the image
+        # then have the pointer's fields.
+        whole = legacy or (bool(pointer.image_keys) and pointer.fields != change.fields)
+        planned = plan(layout, changes, incremental=change.incremental and not whole)
+        clock.mark("read, latest per key")
+        image = _image(spark, storage, change, destination, pointer, layout, planned, latest, jvm,
+                       buckets if legacy else 0, sum(changes.values()), partitions)
+        joined = latest.join(image, on="k", how="full_outer").withColumn(
+            "b", F.coalesce(F.col("b"), F.col("ib"))) if image is not None else latest.select(
+            "*", F.lit(None).cast("boolean").alias("img"), *[F.lit(None).cast("string").alias(w) for w in olds])
+        # The operation of each row, in the JVM: the rules of ops.derive, on whole columns.
+        touched = F.col("del").isNotNull()  # the sync has a record of the key
+        marked = F.coalesce(F.col("del"), F.lit(False))
+        present = F.col("img").isNotNull()  # the image has the key
+        same = F.lit(True)
+        for v, w in zip(values, olds):
+            same = same & F.col(v).eqNullSafe(F.col(w))
+        gone = marked if change.incremental else ~touched | marked
+        op = (F.when(touched & ~marked & ~present, F.lit("I")).when(touched & ~marked & ~same, F.lit("U"))
+              .when(present & gone, F.lit("D")))
+        keep = touched & ~marked
+        if change.incremental:  # keys the sync did not read stay as they were
+            keep = keep | (~touched & present)
+        rewrite = (F.lit(True) if planned.rewrite == planned.touched
+                   else F.col("b").isin(sorted(planned.rewrite)) if planned.rewrite else F.lit(False))
+        # What goes into the new files: a rewritten bucket's kept rows; a delta bucket's operations
+        # (a delete as a tombstone).
+        write = F.when(rewrite, keep).otherwise(op.isNotNull())
+        diff = joined.select("k", F.col("b"), op.alias("op"), keep.alias("keep"), touched.alias("fresh"),
+                             write.alias("write"), (~rewrite & (op == "D")).alias("dead"), *values, *olds)
+        diff = diff.sortWithinPartitions("k").persist(StorageLevel.MEMORY_AND_DISK)
         # Spark may plan other partitions than asked for (a single one becomes the session's default):
         # the offsets follow the partitions that actually ran, in order (spark_partition_id of the cached rows
         # is the partition the operations pass sees).
         is_op = [F.sum(F.when(F.col("op") == kind, 1).otherwise(0)).alias(name)
                  for kind, name in (("I", "inserts"), ("U", "updates"), ("D", "deletes"))]
-        rows = diff.groupBy(F.spark_partition_id().alias("part")).agg(
-            *is_op, F.sum(F.col("keep").cast("long")).alias("image_rows")).collect()
-        clock.mark("read, latest per key, join, count")
-        rows = sorted(rows, key=lambda row: row["part"])
-        counts = [OpCounts(row["inserts"], row["updates"], row["deletes"]) for row in rows]
-        image_rows = sum(row["image_rows"] for row in rows)
-        kept = diff.where(F.col("keep")).select(
-            F.col("k").alias(IMAGE_KEY),
+        rows = diff.groupBy(F.spark_partition_id().alias("part"), "b").agg(
+            *is_op, F.sum(F.col("keep").cast("long")).alias("kept"),
+            F.sum(F.col("write").cast("long")).alias("written")).collect()
+        clock.mark("image read, join, count")
+        by_part: dict[int, OpCounts] = {}
+        by_bucket: dict[int, list[int]] = {}
+        for row in rows:
+            by_part[row["part"]] = by_part.get(row["part"], OpCounts()).plus(
+                OpCounts(row["inserts"], row["updates"], row["deletes"]))
+            if row["b"] is not None:
+                tally = by_bucket.setdefault(row["b"], [0, 0, 0])
+                tally[0] += row["kept"] if row["b"] in planned.rewrite else row["inserts"] - row["deletes"]
+                tally[1] += row["written"]
+                tally[2] += 1
+        counts = [by_part[part] for part in sorted(by_part)]
+        kept = diff.where(F.col("write")).select(
+            "b", F.col("k").alias(IMAGE_KEY),
             *[F.when(F.col("fresh"), F.col(v)).otherwise(F.col(w)).alias(name)
-              for v, w, name in zip(values, olds, change.fields)])
-        if jvm:
-            kept.write.mode("overwrite").parquet(storage.uri(change.image_prefix(version)))
-            image_keys = [info.key for info in storage.list(change.image_prefix(version), with_metadata=False)
-                          if info.key.endswith(".parquet")]
-        else:
-            image_keys = [row["image_key"] for row in kept.mapInArrow(
-                _image_writer(change, destination, version), "image_key string").collect() if row["image_key"]]
-        image_keys = sorted(image_keys)
+              for v, w, name in zip(values, olds, change.fields)],
+            F.col("dead").alias(IMAGE_DELETED)).sortWithinPartitions("b", IMAGE_KEY)
+        new_files: dict[int, list[str]] = {}
+        if any(tally[1] for tally in by_bucket.values()):
+            if jvm:
+                kept.withColumnRenamed("b", BUCKET_COLUMN).write.mode("overwrite").partitionBy(
+                    BUCKET_COLUMN).parquet(storage.uri(change.image_prefix(version)))
+                image_keys = [info.key for info in storage.list(change.image_prefix(version), with_metadata=False)
+                              if info.key.endswith(".parquet")]
+            else:
+                image_keys = [row["image_key"] for row in kept.mapInArrow(
+                    _image_writer(change, destination, version), "image_key string").collect()]
+            for key in image_keys:
+                where = parse_image_file(key)
+                if where is None or where[0] != version:
+                    raise FrameworkError(f"{storage.uri(key)}: an image file the apply did not name")
+                new_files.setdefault(where[1], []).append(key)
+        outcomes = {b: BucketOutcome(tuple(new_files.get(b, ())), tally[0], tally[1])
+                    for b, tally in by_bucket.items()}
         clock.mark("image")
         offsets: dict[int, OpCounts] = {}
         running = OpCounts()
-        for row, part in zip(rows, counts):
-            offsets[row["part"]] = running
-            running = running.plus(part)
+        for part in sorted(by_part):
+            offsets[part] = running
+            running = running.plus(by_part[part])
         cursor = CursorInfo(timestamp_ms=now_ms, extraction_ms=now_ms, sync_id=change.sync_id)
         written = diff.where(F.col("op").isNotNull()).select("op", *values, *olds).mapInArrow(
             _ops_pass(change, destination, version, offsets, cursor, pointer.mut_id), _FILES_DDL).collect()
         clock.mark("operations")
     finally:
-        diff.unpersist()
+        latest.unpersist()
+        if diff is not None:
+            diff.unpersist()
     PHASES[:] = clock.steps
     files = [{"key": row["key"], "uri": "", "records": row["records"], "bytes": row["bytes"],
               "part_number": row["part"]} for row in sorted(written, key=lambda r: r["part"]) if row["key"]]
-    return counts, image_keys, image_rows, files
+    return counts, next_layout(layout, planned, outcomes), files, planned
+
+
+def _image(spark: SparkSession, storage: Storage, change: ChangeStream, destination: dict, pointer: Pointer,
+           layout: tuple[Bucket, ...], planned: BucketPlan, latest: DataFrame, jvm: bool, legacy: int,
+           changed: int, partitions: int) -> DataFrame | None:
+    """The current row of every key the apply needs: all keys of the buckets it rewrites, the changed keys
+    of the buckets that get a delta (the newest file that has the key wins; a tombstone means gone).
+    ``legacy``: the bucket count when the pointer's image is an unbucketed one of an older version (read whole),
+    else 0."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    # A bucket written by one version (and an image without buckets) has each key once: no resolving.
+    single = sorted(key for b in planned.rewrite if layout[b].layers == 1 for key in layout[b].files)
+    layered = sorted(key for b in planned.rewrite if layout[b].layers > 1 for key in layout[b].files)
+    if legacy:
+        single, layered = list(pointer.image_keys), []
+    partial = sorted(key for b in planned.delta for key in layout[b].files)
+    columns: list[Column | str] = ["k", "img", F.col("b").alias("ib"), *[f"w{i}" for i in range(len(change.fields))]]
+    parts = []
+    if single:
+        frame = _read_image(spark, storage, change, destination, pointer, single, jvm, legacy)
+        parts.append(frame.where(~F.col("dead")).select(*columns).repartition(partitions, "k"))
+    layers = []
+    if layered:
+        layers.append(_read_image(spark, storage, change, destination, pointer, layered, jvm, 0))
+    if partial:
+        frame = _read_image(spark, storage, change, destination, pointer, partial, jvm, 0)
+        keys = latest.select("k")
+        # A few changed keys go to every task reading the image: no shuffle of the image's rows.
+        layers.append(frame.join(F.broadcast(keys) if changed <= _BROADCAST_KEYS else keys, "k", "left_semi"))
+    if layers:
+        rows = layers[0] if len(layers) == 1 else layers[0].unionByName(layers[1])
+        newest = Window.partitionBy("k").orderBy(F.col("layer").desc())
+        parts.append(rows.repartition(partitions, "k").withColumn("_rank", F.row_number().over(newest))
+                     .where((F.col("_rank") == 1) & ~F.col("dead")).select(*columns))
+    if not parts:
+        return None
+    # Both parts are hash-partitioned on the key alike: their union joins the records without a shuffle.
+    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+
+
+def _read_image(spark: SparkSession, storage: Storage, change: ChangeStream, destination: dict, pointer: Pointer,
+                keys: list[str], jvm: bool, legacy: int) -> DataFrame:
+    """Rows of :func:`.staging.image_ddl` from image files (Spark's Parquet reader for local bucketed files)."""
+    if jvm and not legacy:
+        return _read_image_jvm(spark, storage, change, keys)
+    return _listing(spark, keys).mapInArrow(read_image(change, destination, legacy or 1, pointer.version),
+                                            image_ddl(len(change.fields)))
 
 
 class _Phases:
@@ -245,7 +358,7 @@ def _latest(records: DataFrame, values: list[str]) -> DataFrame:
     order = Window.partitionBy("k").orderBy(F.col("o_num").desc_nulls_last(), F.col("o_text").desc_nulls_last(),
                                             F.col("o_at").desc_nulls_last(), F.col("o_seq").desc())
     return (records.withColumn("_rank", F.row_number().over(order)).where(F.col("_rank") == 1)
-            .select("k", "del", *values))
+            .select("k", "b", "del", *values))
 
 
 def _jvm_files(storage: Storage, fields: tuple[str, ...], image_fields: tuple[str, ...]) -> bool:
@@ -260,13 +373,18 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _read_image_jvm(spark: SparkSession, storage: Storage, change: ChangeStream, pointer: Pointer) -> DataFrame:
+def _read_image_jvm(spark: SparkSession, storage: Storage, change: ChangeStream, keys: list[str]) -> DataFrame:
     from pyspark.sql import functions as F
 
-    frame = spark.read.parquet(*[storage.uri(key) for key in pointer.image_keys])
+    frame = spark.read.parquet(*[storage.uri(key) for key in keys])
     present = set(frame.columns)
+    path = F.col("_metadata.file_path")
     return frame.select(
         F.col(IMAGE_KEY).alias("k"), F.lit(True).alias("img"),
+        F.regexp_extract(path, r"_cdc_bucket=(\d+)/[^/]*$", 1).cast("int").alias("b"),
+        F.regexp_extract(path, r"/v(\d+)/_cdc_bucket=\d+/[^/]*$", 1).cast("bigint").alias("layer"),
+        F.coalesce(F.col(IMAGE_DELETED), F.lit(False)).alias("dead") if IMAGE_DELETED in present
+        else F.lit(False).alias("dead"),
         *[(F.col(_quoted(name)) if name in present else F.lit(None).cast("string")).alias(f"w{i}")
           for i, name in enumerate(change.fields)])
 
@@ -283,26 +401,48 @@ def _partition() -> int:
 
 
 def _image_writer(change: ChangeStream, destination: Mapping[str, Any], version: int) -> ArrowTask:
-    """The partition's part of the new image as one Parquet object (storage without Spark's writer: S3)."""
-    image_schema = pa.schema([pa.field(IMAGE_KEY, pa.string())] + [pa.field(n, pa.string()) for n in change.fields])
+    """The partition's rows of the new image (sorted by bucket, then key) as one Parquet object per bucket
+    (storage without Spark's writer: S3)."""
+    image_schema = pa.schema([pa.field(IMAGE_KEY, pa.string())] + [pa.field(n, pa.string()) for n in change.fields]
+                             + [pa.field(IMAGE_DELETED, pa.bool_())])
     out_schema = pa.schema([pa.field("image_key", pa.string())])
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        key = f"{change.image_prefix(version)}part-{_partition():05d}.parquet"
+        part = _partition()
+        storage = storage_of(destination)
+        current: int | None = None
         sink = io.BytesIO()
-        writer = None
+        writer: pq.ParquetWriter | None = None
+        written: list[str] = []
+
+        def flush() -> None:
+            nonlocal writer, sink
+            if writer is None or current is None:
+                return
+            writer.close()
+            key = image_file(change.image_prefix(version), current, part)
+            with storage.open_object(key) as target:
+                target.write(sink.getvalue())
+                target.commit()
+            written.append(key)
+            writer, sink = None, io.BytesIO()
+
         for batch in batches:
-            if batch.num_rows:
+            if not batch.num_rows:
+                continue
+            buckets = batch.column(0).to_numpy(zero_copy_only=False)
+            # the rows arrive sorted by bucket: cut the batch where the bucket changes
+            edges = [0, *(np.flatnonzero(buckets[1:] != buckets[:-1]) + 1).tolist()]
+            for begin, end in zip(edges, edges[1:] + [batch.num_rows]):
+                bucket = int(buckets[begin])
+                if bucket != current:
+                    flush()
+                    current = bucket
                 writer = writer or pq.ParquetWriter(sink, image_schema, compression="snappy")
-                writer.write_batch(pa.RecordBatch.from_arrays(batch.columns, schema=image_schema))
-        if writer is None:
-            yield pa.RecordBatch.from_pylist([{"image_key": None}], schema=out_schema)
-            return
-        writer.close()
-        with storage_of(destination).open_object(key) as target:
-            target.write(sink.getvalue())
-            target.commit()
-        yield pa.RecordBatch.from_pylist([{"image_key": key}], schema=out_schema)
+                piece = batch.slice(begin, end - begin)
+                writer.write_batch(pa.RecordBatch.from_arrays(piece.columns[1:], schema=image_schema))
+        flush()
+        yield pa.RecordBatch.from_pylist([{"image_key": key} for key in written], schema=out_schema)
 
     return run
 
@@ -359,20 +499,25 @@ def _delete_prefixes(storage: Storage, prefixes: list[str]) -> None:
         storage.delete(victims)
 
 
-def _clean_up(storage: Storage, change: ChangeStream, version: int, staged_keys: list[str]) -> None:
-    """After the commit: the applied staging and older images go (a failure here only leaves garbage)."""
-    current = change.image_prefix(version)
-    older = [info.key for info in storage.list(f"{change.root}image/", with_metadata=False)
-             if not info.key.startswith(current)]
-    victims = staged_keys + older
+def _clean_up(storage: Storage, change: ChangeStream, keep: set[str], staged_keys: list[str]) -> None:
+    """After the commit: the applied staging and the image files no pointer references go (a failure here only
+    leaves garbage, which the next apply's clean-up takes)."""
+    image_root = f"{change.root}image/"
+    victims = staged_keys + [info.key for info in storage.list(image_root, with_metadata=False)
+                             if info.key not in keep]
     if victims:
         storage.delete(victims)
-    if isinstance(storage, LocalStorage):  # Spark's writer leaves checksum files that listings do not show
-        folder = storage.path(f"{change.root}image")
-        keep = current.rstrip("/").rpartition("/")[2]
-        for name in os.listdir(folder) if os.path.isdir(folder) else ():
-            if name != keep:
-                shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+    if isinstance(storage, LocalStorage):  # Spark's writer leaves checksum and marker files listings do not show
+        folder = storage.path(image_root.rstrip("/"))
+        for top, _dirs, names in os.walk(folder, topdown=False) if os.path.isdir(folder) else ():
+            for name in names:
+                data = name[1:-4] if name.startswith(".") and name.endswith(".crc") else None
+                if name in ("_SUCCESS", "._SUCCESS.crc") or (data and not os.path.exists(os.path.join(top, data))):
+                    with contextlib.suppress(OSError):
+                        os.remove(os.path.join(top, name))
+            if top != folder:
+                with contextlib.suppress(OSError):
+                    os.rmdir(top)  # only when empty
 
 
 def _gist(exc: BaseException) -> str:
@@ -385,4 +530,4 @@ def _gist(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-__all__ = ["ApplyResult", "apply_changes"]
+__all__ = ["BUCKET_COLUMN", "ApplyResult", "apply_changes"]

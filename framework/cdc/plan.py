@@ -7,7 +7,8 @@ step reads and writes, all relative to the output root:
 
 ==============================================  ===========================================
 ``_airbyte_cdc/<stream>/staging/sync_<id>/``    the typed records of sync ``<id>`` (Parquet)
-``_airbyte_cdc/<stream>/image/v<version>/``     the previous image of every key (Parquet)
+``_airbyte_cdc/<stream>/image/v<version>/``     the image files that version wrote, one folder
+                                                a hash bucket (Parquet, :mod:`.buckets`)
 ``_airbyte_cdc/<stream>/pointer.json``          the commit: image version, last applied sync,
                                                 last ``mutId``
 ``<stream folder>/cdc_<version>_<part>.csv``    the operations (``.json`` for JSON)

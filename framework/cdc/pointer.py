@@ -3,10 +3,16 @@
 ``_airbyte_cdc/<stream>/pointer.json``::
 
     {"version": 3, "applied_sync": 12, "mut_id": 4711, "image_rows": 1000,
-     "image_keys": ["_airbyte_cdc/region/image/v00000003/part-00000.parquet"], "fields": [...],
-     "op_keys": [...], "committed_at": "..."}
+     "image_keys": ["_airbyte_cdc/region/image/v00000001/_cdc_bucket=0/part-00000.parquet", ...],
+     "fields": [...], "op_keys": [...], "committed_at": "...", "buckets": 16,
+     "layout": [{"files": [...], "rows": 62, "delta_rows": 3}, ...]}
 
-``version`` names the current image and the operation files written with it;
+``buckets`` is the image's number of hash buckets (0: an unbucketed image of
+an older version, its files in ``image_keys``; the next apply reads it whole
+and writes it bucketed) and ``layout`` each bucket's files, live rows and
+delta rows (:class:`.buckets.Bucket`); ``image_keys`` lists every file the
+image references. ``version`` names the newest files of the image and the
+operation files written with it;
 ``applied_sync`` is the last sync whose staged records are in that image;
 ``mut_id`` the last ``mutId`` given out. Files of a higher version than the
 pointer's are leftovers of a failed apply: the next apply deletes and
@@ -19,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 
 import orjson
 
+from framework.cdc.buckets import Bucket
 from framework.errors import StateError
 from framework.storage import Storage
 
@@ -33,9 +40,13 @@ class Pointer:
     fields: tuple[str, ...] = ()
     op_keys: tuple[str, ...] = field(default=(), compare=False)
     committed_at: str = field(default="", compare=False)
+    buckets: int = 0
+    layout: tuple[Bucket, ...] = ()
 
     def as_json(self) -> bytes:
-        return orjson.dumps(asdict(self), option=orjson.OPT_INDENT_2)
+        data = asdict(self)
+        data["layout"] = [bucket.as_json() for bucket in self.layout]
+        return orjson.dumps(data, option=orjson.OPT_INDENT_2)
 
 
 def load_pointer(storage: Storage, key: str) -> Pointer:
@@ -45,11 +56,15 @@ def load_pointer(storage: Storage, key: str) -> Pointer:
         return Pointer()
     try:
         data = orjson.loads(raw)
-        return Pointer(int(data["version"]), int(data["applied_sync"]), int(data["mut_id"]),
+        pointer = Pointer(int(data["version"]), int(data["applied_sync"]), int(data["mut_id"]),
                        int(data.get("image_rows", 0)), tuple(data.get("image_keys") or ()),
                        tuple(data.get("fields") or ()), tuple(data.get("op_keys") or ()),
-                       str(data.get("committed_at", "")))
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                       str(data.get("committed_at", "")), int(data.get("buckets", 0)),
+                       tuple(Bucket.from_json(b) for b in data.get("layout") or ()))
+        if pointer.buckets != len(pointer.layout):
+            raise ValueError(f"{pointer.buckets} buckets but {len(pointer.layout)} in the layout")
+        return pointer
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
         raise StateError(f"{storage.uri(key)}: the change-data pointer is damaged ({exc}); restore a good copy, "
                          "or move the stream's `_airbyte_cdc` folder away to start its change data anew") from None
 

@@ -10,6 +10,7 @@ through the sink's storage, so S3 needs no Hadoop connector) into rows of
 texts, the columns of :func:`staged_ddl`:
 
 * ``k``: the primary key values as a JSON array of texts (``["10"]``);
+* ``b``: the key's bucket (:mod:`.buckets`);
 * ``o_num``, ``o_text``, ``o_at``, ``o_seq``: the order of a key's records,
   latest last: the cursor value (numbers, dates and timestamps in ``o_num``,
   other types as text in ``o_text``), then ``_airbyte_extracted_at``, then
@@ -17,9 +18,10 @@ texts, the columns of :func:`staged_ddl`:
 * ``del``: whether the record is marked deleted;
 * ``v0``...: the record's values as Replicant texts, one per field.
 
-Image files hold ``_cdc_key`` and one string column per field, under the
-field's name; :func:`read_image` gives ``k``, ``img`` (always true) and
-``w0``....
+Image files hold ``_cdc_key``, one string column per field, under the
+field's name, and ``_cdc_deleted`` (true: a tombstone of a delta file);
+:func:`read_image` gives ``k``, ``img`` (always true), ``b`` (the bucket),
+``layer`` (the version that wrote the file), ``dead`` and ``w0``....
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from framework.cdc.buckets import bucket_of, parse_image_file
 from framework.cdc.plan import ChangeStream
 from framework.cdc.render import json_key_texts
 from framework.formats.replicant import render_array
@@ -42,6 +45,7 @@ from framework.typed.envelope import EXTRACTED_AT
 _MIB = 1024 * 1024
 _BATCH_ROWS = 32_768
 IMAGE_KEY = "_cdc_key"
+IMAGE_DELETED = "_cdc_deleted"
 
 
 def staging_writer(storage: Storage, settings: DestinationSettings, prefix: str, arrow_schema: pa.Schema,
@@ -54,12 +58,13 @@ def staging_writer(storage: Storage, settings: DestinationSettings, prefix: str,
 
 
 def staged_ddl(count: int) -> str:
-    return ", ".join(["k string", "o_num double", "o_text string", "o_at bigint", "o_seq bigint", "del boolean"]
-                     + [f"v{i} string" for i in range(count)])
+    return ", ".join(["k string", "b int", "o_num double", "o_text string", "o_at bigint", "o_seq bigint",
+                      "del boolean"] + [f"v{i} string" for i in range(count)])
 
 
 def image_ddl(count: int) -> str:
-    return ", ".join(["k string", "img boolean"] + [f"w{i} string" for i in range(count)])
+    return ", ".join(["k string", "img boolean", "b int", "layer bigint", "dead boolean"]
+                     + [f"w{i} string" for i in range(count)])
 
 
 def storage_of(destination: Mapping[str, Any]) -> Storage:
@@ -106,9 +111,10 @@ def _order(batch: pa.RecordBatch, cursor: str | None, texts: list[pa.Array],
     return pa.nulls(rows, pa.float64()), texts[fields.index(cursor)]
 
 
-def read_staged(change: ChangeStream, destination: Mapping[str, Any]) -> Callable[[Iterator[pa.RecordBatch]],
-                                                                                   Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function from rows ``(i, key)`` of staged files to rows of :func:`staged_ddl`."""
+def read_staged(change: ChangeStream, destination: Mapping[str, Any],
+                buckets: int) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function from rows ``(i, key)`` of staged files to rows of :func:`staged_ddl`
+    (``b``: the key's bucket of ``buckets``)."""
     schema = ddl_schema(staged_ddl(len(change.fields)))
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -128,24 +134,36 @@ def read_staged(change: ChangeStream, destination: Mapping[str, Any]) -> Callabl
                     deleted = (batch.column(change.deleted_field).is_valid()
                                if change.deleted_field and change.deleted_field in batch.schema.names
                                else pa.repeat(pa.scalar(False), rows))
-                    arrays = [key_texts(texts, change.keys, rows), o_num, o_text, o_at, seq, deleted, *texts]
+                    k = key_texts(texts, change.keys, rows)
+                    arrays = [k, bucket_of(k, buckets), o_num, o_text, o_at, seq, deleted, *texts]
                     yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     return run
 
 
-def read_image(change: ChangeStream, destination: Mapping[str, Any]) -> Callable[[Iterator[pa.RecordBatch]],
-                                                                                  Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function from rows ``(i, key)`` of image files to rows of :func:`image_ddl`."""
+def read_image(change: ChangeStream, destination: Mapping[str, Any], buckets: int,
+               legacy_version: int) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function from rows ``(i, key)`` of image files to rows of :func:`image_ddl`.
+
+    A bucketed file's bucket and version come from its key; a file of an unbucketed image (an older
+    version's, :data:`legacy_version`) gets each key's bucket of ``buckets``."""
     schema = ddl_schema(image_ddl(len(change.fields)))
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         storage = storage_of(destination)
         for listing in batches:
             for key in listing.column("key").to_pylist():
-                for batch in _batches(storage, key, [IMAGE_KEY, *change.fields]):
+                where = parse_image_file(key)
+                for batch in _batches(storage, key, [IMAGE_KEY, IMAGE_DELETED, *change.fields]):
                     rows = batch.num_rows
-                    arrays = [batch.column(IMAGE_KEY), pa.repeat(pa.scalar(True), rows)]
+                    k = batch.column(IMAGE_KEY)
+                    bucket = (pa.repeat(pa.scalar(where[1], pa.int32()), rows) if where
+                              else bucket_of(k, buckets))
+                    layer = pa.repeat(pa.scalar(where[0] if where else legacy_version, pa.int64()), rows)
+                    dead_index = batch.schema.get_field_index(IMAGE_DELETED)
+                    dead = (batch.column(dead_index).fill_null(False) if dead_index >= 0
+                            else pa.repeat(pa.scalar(False), rows))
+                    arrays = [k, pa.repeat(pa.scalar(True), rows), bucket, layer, dead]
                     for name in change.fields:
                         index = batch.schema.get_field_index(name)
                         arrays.append(batch.column(index) if index >= 0 else pa.nulls(rows, pa.string()))
@@ -167,5 +185,5 @@ def ddl_schema(ddl: str) -> pa.Schema:
     return pa.schema(fields)
 
 
-__all__ = ["IMAGE_KEY", "ddl_schema", "image_ddl", "key_texts", "read_image", "read_staged", "staged_ddl",
-           "staging_writer", "storage_of"]
+__all__ = ["IMAGE_DELETED", "IMAGE_KEY", "ddl_schema", "image_ddl", "key_texts", "read_image", "read_staged",
+           "staged_ddl", "staging_writer", "storage_of"]

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from fakes.api_server import FakeApi, RecordedRequest, dated, paged
 
@@ -168,6 +169,20 @@ def json_rows(root: Path, stream: str) -> list[dict]:
             for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+def image_of(root: Path, stream: str) -> dict[str, dict[str, str | None]]:
+    """The stream's image as the pointer names it, read with pyarrow: each key's row in the newest file that
+    has it (files are named by version), tombstones dropped."""
+    pointer = load_pointer(storage_for(settings_for(root, "replicant_csv")), f"_airbyte_cdc/{stream}/pointer.json")
+    newest: dict[str, tuple[int, dict]] = {}
+    for key in pointer.image_keys:
+        version = int(re.search(r"/v(\d+)/_cdc_bucket=", key).group(1))
+        for row in pq.read_table(root / key).to_pylist():
+            if row["_cdc_key"] not in newest or newest[row["_cdc_key"]][0] < version:
+                newest[row["_cdc_key"]] = (version, row)
+    return {key: {k: v for k, v in row.items() if not k.startswith("_cdc_")}
+            for key, (_, row) in newest.items() if not row["_cdc_deleted"]}
+
+
 def cursor(sync_id: int, mut_id: int) -> str:
     return (f'{{"extractorId":0,"nodeID":"node1","timestamp":{NOW_MS},"extractionTimestamp":{NOW_MS},'
             f'"dscId":{sync_id},"mutId":{mut_id},"partNum":P,"v":2}}')
@@ -221,14 +236,16 @@ def test_the_seeds_insert_update_and_delete_from_three_syncs_in_csv(spark, shop,
 
     pointer = load_pointer(storage_for(settings_for(out_csv, "replicant_csv")), "_airbyte_cdc/region/pointer.json")
     assert (pointer.version, pointer.applied_sync, pointer.mut_id, pointer.image_rows) == (3, 3, 4, 1)
-    # the image is a Parquet table Spark reads: one row per live key, values as text
-    image = spark.read.parquet(str(out_csv / "_airbyte_cdc" / "region" / "image" / "v00000003")).collect()
-    assert [row.asDict() for row in image] == [
-        {"_cdc_key": '["0"]', "r_comment": "lar deposits, blithely", "r_name": "AFRICA", "r_regionkey": "0"}]
-    # applied staging is gone; only the current image version stays
+    # the image: Parquet files of hash buckets, one row per live key, values as text; a full-refresh stream
+    # rewrites every bucket, so only the third version's files are left
+    assert image_of(out_csv, "region") == {
+        '["0"]': {"r_comment": "lar deposits, blithely", "r_name": "AFRICA", "r_regionkey": "0"}}
+    assert pointer.buckets == len(pointer.layout) >= 16 and sum(b.rows for b in pointer.layout) == 1
+    # applied staging is gone; only the current image version stays, no stray files
     assert not list((out_csv / "_airbyte_cdc" / "region" / "staging").rglob("*.parquet"))
-    assert {p.parent.name for p in (out_csv / "_airbyte_cdc" / "region" / "image").rglob("*.parquet")} == {
-        "v00000003"}
+    files = [p for p in (out_csv / "_airbyte_cdc" / "region" / "image").rglob("*") if p.is_file()]
+    assert sorted(str(p.relative_to(out_csv)) for p in files if not p.name.startswith(".")) == sorted(
+        pointer.image_keys)
     assert [p.name for p in (out_csv / "_airbyte_cdc" / "region" / "image").iterdir()] == ["v00000003"]
 
 
