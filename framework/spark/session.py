@@ -344,18 +344,22 @@ def forward_jvm_stderr(source: int, target: int) -> None:
     the JVM's incubator-module notice (:data:`_JVM_NOTICE`); ``source`` is closed at the end."""
     with os.fdopen(source, "rb", buffering=0) as pipe:
         pending = b""
+        continued = False  # the line in ``pending`` began in bytes passed on already: never the notice
         while True:
             chunk = pipe.read(65536)
             if not chunk:
                 break
             pending += chunk
             *lines, pending = pending.split(b"\n")
-            kept = b"".join(line + b"\n" for line in lines if line.rstrip(b"\r") != _JVM_NOTICE)
-            if pending and not _JVM_NOTICE.startswith(pending):  # a partial line that cannot be the notice
-                kept, pending = kept + pending, b""
+            kept = b"".join(line + b"\n" for number, line in enumerate(lines)
+                            if (continued and number == 0) or line.rstrip(b"\r") != _JVM_NOTICE)
+            if lines:
+                continued = False
+            if pending and (continued or not _JVM_NOTICE.startswith(pending)):  # cannot be the notice
+                kept, pending, continued = kept + pending, b"", True
             if kept:
                 _write_all(target, kept)
-        if pending and pending.rstrip(b"\r") != _JVM_NOTICE:
+        if pending and (continued or pending.rstrip(b"\r") != _JVM_NOTICE):
             _write_all(target, pending)
 
 
