@@ -259,3 +259,19 @@ def test_syncs_that_join_one_named_session_share_the_servers_warm_python_workers
             first = server_daemons(connect_server.process.pid)
     assert len(first - before) == 1  # the session's daemon
     assert server_daemons(connect_server.process.pid) - first == set()  # none new for the second sync
+
+
+def test_a_closed_named_session_cannot_be_joined_and_the_message_says_what_to_give(connect_server, files, tmp_path):
+    session = str(uuid.uuid4())
+    url = f"{connect_server.url}/;session_id={session}"
+    closer = ("import sys\nfrom pyspark.sql import SparkSession\n"
+              "spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()\nspark.range(1).count()\nspark.stop()\n")
+    done = subprocess.run([sys.executable, "-c", closer, url], capture_output=True, text=True, cwd=tmp_path,
+                          env=_env(), timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    code, events, other = connect_run(files[0], "--config", files[1], "--remote", url, "--output",
+                                      str(tmp_path / "out"), cwd=tmp_path, timeout=120)
+    assert code == 2, other
+    error = next(e for e in events if e["event"] == "failure")["error"]
+    assert "was closed on the server" in error and "give a new session_id" in error
