@@ -1,8 +1,8 @@
 """This project next to its peers, on one local API: records/s, peak memory and the ratios, in one table.
 
     python bench/peers.py [--records 200000,2000000] [--shards 16] [--modes bare,protocol,spark,connect,cdk,dlt]
-                          [--runs 1] [--markdown] [--peers-python PATH] [--remote sc://HOST:PORT]
-                          [--timeout 1800]
+                          [--runs 1] [--markdown] [--peers-python PATH]
+                          [--remote sc://HOST:PORT | --connect-server] [--timeout 1800]
 
 For each record count it starts ``bench/api_server.py`` (its own process)
 with the records split into ``--shards`` disjoint shards, writes one
@@ -18,9 +18,13 @@ the other, each as a child process of this script:
   --log-format json`` (``local[*]``, Parquet), its JSON lines read: the
   ``started`` event ends the start-up, ``summary`` the sync; the rows of the
   Parquet files written are counted;
-* **Spark Connect** (with ``--remote``): the Spark mode with ``--remote``
-  against that running server, after one unmeasured warm-up sync; the
-  client's start-up and memory are measured, the server's are not;
+* **Spark Connect** (with ``--remote``, or ``--connect-server`` to start a
+  local server here from the pip package, ``tests/connect/server.py``, with
+  ``framework.spark.connect.SERVER_CONF``): the Spark mode with ``--remote``
+  against that running server, every sync joining one named session
+  (``;session_id=``, as a scheduler's syncs would: docs/cluster.md, "Running
+  many connectors"), after one unmeasured warm-up sync; the client's start-up
+  and memory are measured, the server's are not;
 * **airbyte-cdk**: ``source-declarative-manifest read`` on the same manifest
   (injected into the config), its RECORD lines counted;
 * **dlt**: ``rest_api`` with a ``page_number`` paginator, one resource per
@@ -49,6 +53,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -370,13 +375,24 @@ def run_connect(setup: Setup, folder: Path) -> Result:
     client's only (the server is not under this process)."""
     if not setup.remote:
         return Result(LABELS[CONNECT], 0, setup.records, 0.0, 0.0, 0.0, 0.0,
-                      missing="no server: give --remote sc://host:port (a Spark Connect server whose Python "
-                              "imports framework, e.g. started with PYTHONPATH at this repository)")
+                      missing="no server: give --connect-server, or --remote sc://host:port (a Spark Connect "
+                              "server whose Python imports framework, e.g. started with PYTHONPATH at this repository)")
     warm = folder / "warm-up"
     warm.mkdir()
     _run_sync(CONNECT, setup, warm, ["--remote", setup.remote])
     result = _run_sync(CONNECT, setup, folder, ["--remote", setup.remote])
     return replace(result, note=f"{result.note}; client memory only")
+
+
+def warm_connect_server(root: Path):  # -> tests/connect/server.py's ConnectServer, not started
+    """A Spark Connect server on 127.0.0.1 over every core, set up as docs/cluster.md says for syncs."""
+    repo = Path(__file__).resolve().parents[1]
+    sys.path[:0] = [str(repo / "tests"), str(repo)]
+    from connect.server import ConnectServer
+
+    from framework.spark.connect import SERVER_CONF
+
+    return ConnectServer(root, cores=os.cpu_count() or 2, conf=dict(SERVER_CONF))
 
 
 def _run_sync(mode: str, setup: Setup, folder: Path, more: Sequence[str] = ()) -> Result:
@@ -528,6 +544,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "then .venv-peers/bin/python)")
     parser.add_argument("--remote", metavar="sc://HOST:PORT",
                         help="a running Spark Connect server for the connect mode (not run without it)")
+    parser.add_argument("--connect-server", action="store_true",
+                        help="start a local Spark Connect server for the connect mode (stopped at the end)")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds a mode may take (default 1800)")
     parser.add_argument("--markdown", action="store_true", help="also print the tables in Markdown")
     parser.add_argument("--bare-loop", nargs=2, metavar=("URL", "SHARDS"), help=argparse.SUPPRESS)
@@ -552,7 +570,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     dlt_python = peers_python(args.peers_python, "DLT_PYTHON")
     began, load_before = time.perf_counter(), os.getloadavg()[0]
     tables: list[tuple[int, list[Result]]] = []
-    with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp, contextlib.ExitStack() as servers:
+        if args.connect_server and CONNECT in modes:
+            say("starting a local Spark Connect server ...")
+            args.remote = servers.enter_context(warm_connect_server(Path(tmp, "connect-server"))).url
+        if args.remote and ";session_id=" not in args.remote:  # every sync of the run in one warm session
+            args.remote = f"{args.remote.rstrip('/')}/;session_id={uuid.uuid4()}"
         for count in counts:
             say(f"starting the API ({count:,} records in {args.shards} shards) ...")
             with ApiServer(count, args.shards) as api:

@@ -94,8 +94,11 @@ class ConnectorSource:
 
     def open(self) -> Connector:
         """A new connector from this source (on the driver: schema files are read where ``schemas`` lack them)."""
+        base_dir = self._code_dir()
+        if self.schemas and base_dir is not None and not os.path.isdir(base_dir):
+            base_dir = None  # another machine, without the manifest's folder: every schema came with the source
         connector = open_connector_text(self.manifest_text, self.config, file=self.manifest_file,
-                                        base_dir=self._code_dir(), schemas=self.schemas or None,
+                                        base_dir=base_dir, schemas=self.schemas or None,
                                         allow_custom_code=self.allow_custom_code, templates=self.templates)
         if not self.query_properties:
             return connector

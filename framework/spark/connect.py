@@ -13,7 +13,18 @@ instead, for either kind of session:
   jobs of an interrupted sync;
 * :func:`services_bind`: where the driver's sync-wide services
   (:mod:`framework.coordination`) listen, and the address the tasks get, or
-  None when the tasks cannot reach this process (see the function).
+  None when the tasks cannot reach this process (see the function);
+* :func:`session_id` and :func:`prepare_client`: a sync that joins a named
+  session (``sc://host:port/;session_id=UUID``) keeps it open for the next
+  one; any other sync releases its own session when it ends.
+
+Why a named session, for a scheduler that runs many syncs on one warm server
+(docs/cluster.md, "Running many connectors"): the server starts its Python
+workers per session (a worker daemon per session's artifact id, pyspark's
+``SPARK_JOB_ARTIFACT_UUID``), so every new session pays a daemon's start, the
+framework's imports and the connector's build again; syncs that share one
+session reuse warm workers, which keep the last connector built. The
+parallelism probe's answer is kept in the session's conf too.
 
 The task functions handed to ``mapInArrow`` are pickled by the Connect client
 (cloudpickle) and run by the server's Python workers, which must import
@@ -26,6 +37,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from framework.errors import ConfigError
@@ -35,6 +47,11 @@ if TYPE_CHECKING:
 
 #: How many rows the parallelism probe spreads: more than any cluster has cores, few enough to count at once.
 _PROBE_ROWS = 1 << 16
+#: Where a Connect session keeps the probe's answer for the next sync that joins it (a session conf of ours).
+PARALLELISM_KEY = "spark.manifestFramework.defaultParallelism"
+#: Settings for a Spark Connect server that runs syncs (its ``--conf``): Python workers forked with the
+#: framework imported (framework/spark/daemon.py) and kept for the next task.
+SERVER_CONF = {"spark.python.daemon.module": "framework.spark.daemon", "spark.python.worker.reuse": "true"}
 
 
 def is_connect(spark: Any) -> bool:
@@ -62,16 +79,36 @@ def default_parallelism(spark: SparkSession) -> int:
     """How many tasks the session's cluster runs at once (at least 1)."""
     if not is_connect(spark):
         return max(1, int(spark.sparkContext.defaultParallelism))
-    given = spark.conf.get("spark.default.parallelism", None)
-    if given:
-        return max(1, int(given))
+    for key in ("spark.default.parallelism", PARALLELISM_KEY):
+        given = spark.conf.get(key, None)
+        if given:
+            return max(1, int(given))
     from pyspark.sql import functions as F
 
     # spark.range without a partition count is cut into the server's default parallelism (as
     # sparkContext.defaultParallelism, or spark.sql.leafNodeDefaultParallelism when set): count them.
     parts = spark.range(0, _PROBE_ROWS).select(F.spark_partition_id().alias("part"))
     row = parts.agg(F.max("part").alias("last")).first()
-    return max(1, int(row["last"]) + 1) if row is not None and row["last"] is not None else 1
+    found = max(1, int(row["last"]) + 1) if row is not None and row["last"] is not None else 1
+    spark.conf.set(PARALLELISM_KEY, str(found))  # the next sync in this session asks no job
+    return found
+
+
+def session_id(url: str) -> str | None:
+    """The ``session_id`` parameter of a Spark Connect URL (``sc://host:port/;session_id=UUID``), or None."""
+    for param in url.split(";")[1:]:
+        key, _, value = param.partition("=")
+        if key.strip() == "session_id" and value.strip():
+            return value.strip()
+    return None
+
+
+def prepare_client(url: str, environ: MutableMapping[str, str] | None = None) -> None:
+    """Before the Connect client starts: a sync in a session of its own releases it on the server when it
+    ends (its state and artifacts go at once, not after the server's idle timeout); one that joined a named
+    session leaves it open for the next sync (pyspark's ``SPARK_CONNECT_RELEASE_SESSION_ON_EXIT``)."""
+    target = os.environ if environ is None else environ
+    target.setdefault("SPARK_CONNECT_RELEASE_SESSION_ON_EXIT", "false" if session_id(url) else "true")
 
 
 def describe(spark: SparkSession) -> str:
@@ -143,5 +180,6 @@ def _loopback(host: str) -> bool:
         return False
 
 
-__all__ = ["cancel_jobs", "default_parallelism", "describe", "is_connect", "no_services_warning", "remote_url",
-           "services_bind", "tag_jobs", "untag_jobs"]
+__all__ = ["PARALLELISM_KEY", "SERVER_CONF", "cancel_jobs", "default_parallelism", "describe", "is_connect",
+           "no_services_warning", "prepare_client", "remote_url", "services_bind", "session_id", "tag_jobs",
+           "untag_jobs"]

@@ -28,6 +28,16 @@ Spark typed ``pyarrow.RecordBatch`` pages, the same batches the sink writes
 Planning and reading are the engine's (:mod:`framework.engine.plan`,
 :mod:`framework.engine.worker`), as for the pipeline's tasks.
 
+The options above are read where Spark plans the query: the driver of a
+classic session, the server of a Spark Connect one, whose machine may not
+hold the manifest. :func:`read_stream` reads the manifest, its schemas and
+custom code and the config here, in the client, and hands them to the data
+source as one option (``connector``: the pickled :class:`ConnectorSource`,
+as the task functions themselves travel), so that the same call works on a
+classic session and over Spark Connect::
+
+    orders = read_stream(spark, "examples/shop/manifest.yaml", "examples/shop/config.json", "orders")
+
 This reader keeps no state: use ``run-manifest`` for incremental syncs with
 state that only moves over written data. A unit that fails fails the query
 with the reason (secrets masked).
@@ -35,6 +45,7 @@ with the reason (secrets masked).
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import pickle
 from collections.abc import Iterator, Mapping
@@ -43,12 +54,12 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from framework.engine.connector import Connector, read_config
+from framework.engine.connector import Connector, open_connector, read_config
 from framework.engine.plan import contiguous_groups, open_sync
 from framework.engine.results import UnitResult
 from framework.engine.worker import ConnectorSource, PageTyper, all_schemas, read_group, worker_connector
@@ -58,11 +69,53 @@ from framework.typed import RecordConverter, parse_schema
 FORMAT_NAME = "manifest"
 #: Input partitions when the ``partitions`` option is not given: units are read in this many contiguous groups.
 DEFAULT_PARTITIONS = 8
+#: The option :func:`read_stream` fills with the connector read in the client (base64 of a pickled ConnectorSource).
+SOURCE_OPTION = "connector"
 
 
 def register(spark: SparkSession) -> None:
     """Make ``spark.read.format("manifest")`` available in ``spark``."""
     spark.dataSource.register(ManifestDataSource)
+
+
+def read_stream(spark: SparkSession, manifest: str, config: str | Mapping[str, Any], stream: str, *,
+                state: Mapping[str, Any] | None = None, partitions: int | None = None,
+                allow_custom_code: bool | None = None) -> DataFrame:
+    """``stream`` of the connector at ``manifest`` as a DataFrame, everything read in this process.
+
+    ``config`` is the config or the path of its JSON file. The manifest, its schema files, the custom
+    components' code it loads and the config are read here and travel with the query (the ``connector``
+    option), so the session's driver, or a Spark Connect server, needs none of these files. The stream is
+    looked up here: an unknown one fails at once.
+    """
+    given = read_config(config) if isinstance(config, str) else dict(config)
+    connector = open_connector(manifest, given, allow_custom_code=allow_custom_code)
+    connector.stream(stream)
+    with open(manifest, encoding="utf-8") as handle:
+        text = handle.read()
+    source = ConnectorSource.of_connector(connector, manifest, text)
+    register(spark)
+    reader = (spark.read.format(FORMAT_NAME).option(SOURCE_OPTION, _encode(source)).option("stream", stream))
+    if state is not None:
+        reader = reader.option("state", orjson.dumps(state).decode())
+    if partitions is not None:
+        reader = reader.option("partitions", str(partitions))
+    return reader.load()
+
+
+def _encode(source: ConnectorSource) -> str:
+    return base64.b64encode(pickle.dumps(source, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")
+
+
+def _decode(text: str) -> ConnectorSource:
+    try:
+        source = pickle.loads(base64.b64decode(text.encode("ascii"), validate=True))
+    except Exception:  # noqa: BLE001 - any damage: the option was not made by read_stream
+        source = None
+    if not isinstance(source, ConnectorSource):
+        raise ConfigError(f"the `{SOURCE_OPTION}` option is not one read_stream made: leave it to "
+                          "framework.spark.datasource.read_stream, or give the `manifest` and `config` options")
+    return source
 
 
 @dataclass(frozen=True)
@@ -89,10 +142,15 @@ class ManifestDataSource(DataSource):
 
     def _source(self) -> _Source:
         options = {k.lower(): v for k, v in self.options.items()}
-        missing = [name for name in ("manifest", "stream") if not options.get(name)]
+        needed = ("stream",) if options.get(SOURCE_OPTION) else ("manifest", "stream")
+        missing = [name for name in needed if not options.get(name)]
         if missing:
             raise ConfigError(f"spark.read.format('manifest') needs the option(s) {', '.join(missing)}: "
                               ".option('manifest', 'path/to/manifest.yaml').option('stream', 'name')")
+        state = orjson.loads(options["state"]) if options.get("state") else None
+        partitions = _partitions(options.get("partitions"))
+        if options.get(SOURCE_OPTION):
+            return _Source(_decode(options[SOURCE_OPTION]), options["stream"], state, partitions)
         if options.get("config_json"):
             config = orjson.loads(options["config_json"])
         elif options.get("config"):
@@ -105,15 +163,8 @@ class ManifestDataSource(DataSource):
             with open(path, encoding="utf-8") as handle:
                 text = handle.read()
         except FileNotFoundError:
-            raise ConfigError(f"{path}: no such manifest (the `manifest` option)") from None
-        state = orjson.loads(options["state"]) if options.get("state") else None
-        try:
-            partitions = int(options.get("partitions") or DEFAULT_PARTITIONS)
-        except ValueError:
-            partitions = 0
-        if partitions < 1:
-            raise ConfigError(f"the `partitions` option is {options.get('partitions')!r}; give a whole number, 1 "
-                              "or more (units are read in that many groups)")
+            raise ConfigError(f"{path}: no such manifest (the `manifest` option; over Spark Connect, paths are "
+                              "read on the server: use framework.spark.datasource.read_stream)") from None
         allow = (options.get("allow_custom_code") or "").strip().lower() in ("1", "true", "yes", "on")
         return _Source(ConnectorSource.of(path, text, config, allow_custom_code=True if allow else None),
                        options["stream"], state, partitions)
@@ -133,6 +184,17 @@ class ManifestDataSource(DataSource):
             allow_custom_code=connector.custom_code_allowed, templates=connector.templates,
         ).with_query_properties(connector, source.stream))
         return _ManifestReader(source, connector, schema)
+
+
+def _partitions(given: str | None) -> int:
+    try:
+        partitions = int(given or DEFAULT_PARTITIONS)
+    except ValueError:
+        partitions = 0
+    if partitions < 1:
+        raise ConfigError(f"the `partitions` option is {given!r}; give a whole number, 1 "
+                          "or more (units are read in that many groups)")
+    return partitions
 
 
 class _ManifestReader(DataSourceReader):
@@ -173,4 +235,4 @@ class _ManifestReader(DataSourceReader):
                 yield from pa.Table.from_batches([item]).cast(target).to_batches()
 
 
-__all__ = ["FORMAT_NAME", "ManifestDataSource", "register"]
+__all__ = ["FORMAT_NAME", "SOURCE_OPTION", "ManifestDataSource", "read_stream", "register"]

@@ -98,6 +98,9 @@ def _connect_session(url: str, app_name: str, conf: dict[str, str]) -> SparkSess
         raise ConfigError(f"Spark Connect needs its client packages ({exc.name} is missing): "
                           "pip install 'manifest-framework[connect]'") from None
     _check_reachable(url)
+    from framework.spark.connect import prepare_client
+
+    prepare_client(url)  # a session of its own is released at exit; a named one stays open (connect.py)
     builder = SparkSession.builder.remote(url).appName(app_name)
     for key, value in {"spark.sql.execution.arrow.pyspark.enabled": "true", **conf}.items():
         builder = builder.config(key, value)
@@ -106,6 +109,9 @@ def _connect_session(url: str, app_name: str, conf: dict[str, str]) -> SparkSess
         session.conf.get("spark.master", None)  # the first call reaches the server
     except Exception as exc:  # noqa: BLE001 - gRPC's errors: the server is down or the URL is wrong
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if "SESSION_CLOSED" in detail:
+            raise ConfigError(f"the Spark Connect session in {url} was closed on the server and cannot be joined "
+                              "again; give a new session_id (a random UUID)") from None
         raise ConfigError(f"the Spark Connect server at {url} could not be reached ({detail}); start it "
                           f"(sbin/start-connect-server.sh) or fix --remote / SPARK_REMOTE") from None
     return session

@@ -38,6 +38,8 @@ def _free_port() -> int:
 class ConnectServer:
     root: Path
     cores: int = 2
+    conf: dict[str, str] = field(default_factory=dict)  # more --conf settings (see warm_conf)
+    jars: tuple[str, ...] = ()  # --jars: on the server's classpath (a JDBC driver)
     url: str = ""
     process: subprocess.Popen | None = field(default=None, repr=False)
 
@@ -57,7 +59,9 @@ class ConnectServer:
              "--conf", f"spark.connect.grpc.binding.port={port}",
              "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
              "--conf", "spark.ui.enabled=false", "--conf", "spark.ui.showConsoleProgress=false",
-             "--conf", "spark.python.worker.reuse=true", "--conf", "spark.sql.shuffle.partitions=4"],
+             "--conf", "spark.python.worker.reuse=true", "--conf", "spark.sql.shuffle.partitions=4",
+             *(f"--conf={key}={value}" for key, value in self.conf.items()),
+             *(("--jars", ",".join(self.jars)) if self.jars else ())],
             stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.root, start_new_session=True)
         log.close()
         deadline = time.monotonic() + seconds

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -222,3 +223,55 @@ def test_an_interrupted_sync_over_connect_stops_its_jobs(connect_server, files, 
         time.sleep(0.2)
     assert saved_state(out)["streams"]["items"]["state"] == {"updated_at": "2024-01-03T18:00:00Z"}
     assert sorted(r["id"] for r in read_parquet(out, "items")) == [1, 2, 3, 4, 5, 6]
+
+
+def server_daemons(server_pid: int) -> set[int]:
+    """The Python worker daemons the server's JVM started (one per session that ran Python tasks)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as handle:
+                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                command_line = handle.read()
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+        if parent == server_pid and b"pyspark.worker" in command_line:
+            found.add(int(entry))
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="counts the server's processes in /proc")
+def test_syncs_that_join_one_named_session_share_the_servers_warm_python_workers(connect_server, files, tmp_path):
+    """The server starts a Python worker daemon per session: the second sync in a named session starts
+    none (its tasks run in the warm workers), and finds the session open (the first did not release it)."""
+    assert connect_server.process is not None
+    url = f"{connect_server.url}/;session_id={uuid.uuid4()}"
+    before = server_daemons(connect_server.process.pid)
+    for number, stream in enumerate(("items", "accounts")):
+        code, events, other = connect_run(files[0], "--config", files[1], "--remote", url, "--output",
+                                          str(tmp_path / f"out{number}"), "--streams", stream, cwd=tmp_path)
+        assert code == 0, other
+        assert next(e for e in events if e["event"] == "summary")["records"] > 0
+        if number == 0:
+            first = server_daemons(connect_server.process.pid)
+    assert len(first - before) == 1  # the session's daemon
+    assert server_daemons(connect_server.process.pid) - first == set()  # none new for the second sync
+
+
+def test_a_closed_named_session_cannot_be_joined_and_the_message_says_what_to_give(connect_server, files, tmp_path):
+    session = str(uuid.uuid4())
+    url = f"{connect_server.url}/;session_id={session}"
+    closer = ("import sys\nfrom pyspark.sql import SparkSession\n"
+              "spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()\nspark.range(1).count()\nspark.stop()\n")
+    done = subprocess.run([sys.executable, "-c", closer, url], capture_output=True, text=True, cwd=tmp_path,
+                          env=_env(), timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    code, events, other = connect_run(files[0], "--config", files[1], "--remote", url, "--output",
+                                      str(tmp_path / "out"), cwd=tmp_path, timeout=120)
+    assert code == 2, other
+    error = next(e for e in events if e["event"] == "failure")["error"]
+    assert "was closed on the server" in error and "give a new session_id" in error

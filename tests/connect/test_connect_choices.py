@@ -133,3 +133,39 @@ def test_the_warning_reaches_stderr_as_text_or_a_json_event_even_when_quiet():
             assert (event["event"], event["message"]) == ("warning", "the services are not shared")
         else:
             assert err.getvalue() == "run-manifest: warning: the services are not shared\n"
+
+
+def test_a_named_session_is_kept_open_and_any_other_released_at_exit():
+    assert connect.session_id("sc://h:15002/;session_id=6d0c3c1e-6f7a-4f4e-9a51-3a1f0c2b9e11") == \
+        "6d0c3c1e-6f7a-4f4e-9a51-3a1f0c2b9e11"
+    assert connect.session_id("sc://h:15002/;user_id=me;session_id=abc") == "abc"
+    assert connect.session_id("sc://h:15002") is None and connect.session_id("sc://h:1/;session_id=") is None
+    named: dict[str, str] = {}
+    connect.prepare_client("sc://h:1/;session_id=abc", named)
+    own: dict[str, str] = {}
+    connect.prepare_client("sc://h:1", own)
+    assert named == {"SPARK_CONNECT_RELEASE_SESSION_ON_EXIT": "false"}
+    assert own == {"SPARK_CONNECT_RELEASE_SESSION_ON_EXIT": "true"}
+    chosen = {"SPARK_CONNECT_RELEASE_SESSION_ON_EXIT": "false"}  # the user's own choice stands
+    connect.prepare_client("sc://h:1", chosen)
+    assert chosen == {"SPARK_CONNECT_RELEASE_SESSION_ON_EXIT": "false"}
+
+
+def test_the_parallelism_a_session_probed_once_is_taken_from_its_conf():
+    session = ConnectSession("h", **{connect.PARALLELISM_KEY: "6"})
+    assert connect.default_parallelism(session) == 6  # type: ignore[arg-type]
+
+
+def test_postgres_statements_over_connect_take_their_values_as_literals():
+    from framework.normalization.targets.postgres import _root_cause, _with_literals
+
+    assert _with_literals("SELECT 1 WHERE a = ? AND b = ?::oid", ("it's", "42")) == \
+        "SELECT 1 WHERE a = 'it''s' AND b = '42'::oid"
+    with pytest.raises(ValueError, match="2 placeholders for 1 values"):
+        _with_literals("? ?", ("x",))
+    error = ("[FAILED_JDBC.CONNECTION] Failed JDBC jdbc:postgresql:*** on the operation: Couldn't connect\n"
+             "JVM stacktrace:\norg.apache.spark.sql.AnalysisException\n\tat x.y(Z.scala:1)\n"
+             'Caused by: org.postgresql.util.PSQLException: FATAL: password authentication failed for user "t"\n'
+             "\tat org.postgresql.a(B.java:2)")
+    assert _root_cause(error) == 'FATAL: password authentication failed for user "t"'
+    assert _root_cause("no JVM trace here") == "no JVM trace here"

@@ -3,6 +3,8 @@ and every stream's schema for the executors."""
 
 from __future__ import annotations
 
+import shutil
+
 import pyarrow as pa
 import pytest
 from engine.incremental_kit import Shop, at, cursor, iso, orders, source, stream, write
@@ -156,3 +158,20 @@ def test_a_right_manifest_reads_without_warnings(tmp_path, fake_api):
     units = open_sync(connector, stream_, None).plan()
     results = [r for r in read_group(connector, stream_, units, PageTyper(None)) if isinstance(r, UnitResult)]
     assert [(r.records, r.warnings, r.empty_pages) for r in results] == [(1, (), 0)] * 4
+def test_a_machine_without_the_manifests_folder_builds_the_connector_from_the_schemas_sent(tmp_path):
+    """An executor on another machine (or a Spark Connect server) lacks the folder the schema files are in:
+    the schemas the driver read travel with the source, and nothing is looked up there."""
+    folder = tmp_path / "connector"
+    (folder / "schemas").mkdir(parents=True)
+    (folder / "schemas" / "orders.json").write_text('{"type": "object", "properties": {"id": {"type": "string"}}}')
+    manifest = source(stream("orders", "/orders"))
+    manifest["streams"][0]["schema_loader"] = {"type": "JsonFileSchemaLoader", "file_path": "schemas/orders.json"}
+    path = write(folder, manifest)
+    connector = open_connector(path, {"base_url": "http://127.0.0.1:9"})
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    sent = ConnectorSource.of_connector(connector, path, text)
+    shutil.rmtree(folder)  # the other machine has no such folder
+
+    rebuilt = sent.open()
+    assert dict(rebuilt.stream("orders").json_schema)["properties"] == {"id": {"type": "string"}}

@@ -33,6 +33,12 @@ SQL on the driver goes through a JDBC connection made in the driver JVM
 (``org.postgresql.Driver`` on Spark's classpath: see ``framework.spark.session``).
 ``java.sql.DriverManager`` cannot be used from Python: it refuses drivers loaded by Spark's
 class loader.
+
+Over Spark Connect the client has no JVM: the statements run on the server, each as the
+``sessionInitStatement`` of a one-row JDBC read (:class:`_ServerSession`), a transaction's
+statements in one ``BEGIN; ...; COMMIT`` (PostgreSQL runs them all or none), small queries as
+JDBC reads. The server needs the driver on its classpath (``--jars`` when it starts:
+docs/cluster.md, "Spark Connect").
 """
 
 from __future__ import annotations
@@ -205,7 +211,7 @@ class PostgresTarget:
         statements.append(f"DROP TABLE {stage}")
         return statements
 
-    def _drop_quietly(self, session: _Session, tables: Sequence[str]) -> None:
+    def _drop_quietly(self, session: _Session | _ServerSession, tables: Sequence[str]) -> None:
         for table in tables:
             try:
                 session.execute(f"DROP TABLE IF EXISTS {self._qualified(table)}")
@@ -235,7 +241,12 @@ class PostgresTarget:
         }
 
     @contextmanager
-    def _session(self) -> Iterator[_Session]:
+    def _session(self) -> Iterator[_Session | _ServerSession]:
+        from framework.spark.connect import is_connect
+
+        if is_connect(self._spark):  # no JVM here: the statements run on the Spark Connect server
+            yield _ServerSession(self)
+            return
         connection = self._connect()
         try:
             yield _Session(connection, self)
@@ -249,11 +260,7 @@ class PostgresTarget:
         from py4j.java_gateway import JavaClass  # type: ignore[import-untyped]
         from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
 
-        jvm = getattr(self._spark, "_jvm", None)
-        if jvm is None:  # Spark Connect: the client has no JVM to run the target's statements through
-            raise FrameworkError("the PostgreSQL target runs its statements through the Spark driver's JDBC "
-                                 "driver, which a Spark Connect client does not have: run normalization with "
-                                 "--master (or local Spark), or use the parquet target over Spark Connect")
+        jvm: Any = self._spark._jvm  # a classic session's (Spark Connect sessions take _ServerSession)
         driver_class = jvm.org.postgresql.Driver
         if not isinstance(driver_class, JavaClass):
             raise FrameworkError(
@@ -405,7 +412,95 @@ def _sql_type(field: StructField, table: str) -> str:
     )
 
 
-class _Session:
+class _Catalog:
+    """What both kinds of session answer from PostgreSQL's catalog, through their ``query``."""
+
+    def query(self, sql: str, *params: str) -> list[tuple[str | None, ...]]:
+        raise NotImplementedError
+
+    def columns(self, schema: str, table: str) -> list[str] | None:
+        """The table's column names in order, or None when the schema has no such table (or view)."""
+        found = self.query(
+            "SELECT c.oid::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = ? AND c.relname = ? AND c.relkind IN ('r', 'p', 'v', 'm', 'f')",
+            schema,
+            table,
+        )
+        if not found:
+            return None
+        rows = self.query(
+            "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = ?::oid AND attnum > 0 "
+            "AND NOT attisdropped ORDER BY attnum",
+            str(found[0][0]),
+        )
+        return [str(row[0]) for row in rows]
+
+
+class _ServerSession(_Catalog):
+    """Statements and small queries run by a Spark Connect server's JDBC driver (see the module docs).
+
+    A statement is the ``sessionInitStatement`` of a JDBC read of one row, which Spark runs once, in the
+    read's only task, on a connection of its own; a transaction collects its statements and runs them
+    as one ``BEGIN; ...; COMMIT`` when its block ends (nothing when the block fails).
+    """
+
+    def __init__(self, target: PostgresTarget):
+        self._target = target
+        self._pending: list[str] | None = None
+
+    def execute(self, sql: str) -> None:
+        if self._pending is not None:
+            self._pending.append(sql)
+        else:
+            self._run([sql])
+
+    def query(self, sql: str, *params: str) -> list[tuple[str | None, ...]]:
+        """Rows of a small query, every value as text (None for NULL); ``?`` takes ``params`` as literals."""
+        rows = self._read(_with_literals(sql, params)).collect()
+        return [tuple(None if value is None else str(value) for value in row) for row in rows]
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        self._pending = []
+        try:
+            yield
+            statements = self._pending
+        finally:
+            self._pending = None
+        self._run(["BEGIN", *statements, "COMMIT"])
+
+    def _run(self, statements: Sequence[str]) -> None:
+        self._read("SELECT 1 AS done", sessionInitStatement=";\n".join(statements)).collect()
+
+    def _read(self, sql: str, **more: str) -> DataFrame:
+        options = self._target._spark_options(f"({sql}) AS _airbyte_query")
+        frame = self._target._spark.read.format("jdbc").options(**options, **more).load()
+        try:
+            frame.schema  # noqa: B018 - resolved on the server: a missing driver fails here, before any statement
+        except Exception as exc:
+            if "org.postgresql.Driver" in str(exc) and "ClassNotFound" in str(exc):
+                raise FrameworkError(
+                    "the Spark Connect server has no PostgreSQL JDBC driver: start it with the driver's jar "
+                    "(--jars /usr/share/java/postgresql.jar, or --packages org.postgresql:postgresql:42.7.4); "
+                    "see docs/cluster.md, Spark Connect"
+                ) from None
+            raise
+        return frame
+
+
+def _with_literals(sql: str, params: Sequence[str]) -> str:
+    """``sql`` with each ``?`` replaced by the next of ``params`` as a PostgreSQL string literal."""
+    pieces = sql.split("?")
+    if len(pieces) != len(params) + 1:
+        raise ValueError(f"{len(pieces) - 1} placeholders for {len(params)} values in {sql!r}")
+    for value in params:
+        if "\x00" in value:
+            raise FrameworkError(f"{value!r} cannot be sent to PostgreSQL: it holds a NUL character")
+    literals = ["'" + value.replace("'", "''") + "'" for value in params]  # standard_conforming_strings
+    return pieces[0] + "".join(literal + piece for literal, piece in zip(literals, pieces[1:]))
+
+
+class _Session(_Catalog):
     """A JDBC connection of the driver JVM: statements, small queries and one transaction at a time."""
 
     def __init__(self, connection: Any, target: PostgresTarget):
@@ -433,23 +528,6 @@ class _Session:
             return rows
         finally:
             statement.close()
-
-    def columns(self, schema: str, table: str) -> list[str] | None:
-        """The table's column names in order, or None when the schema has no such table (or view)."""
-        found = self.query(
-            "SELECT c.oid::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = ? AND c.relname = ? AND c.relkind IN ('r', 'p', 'v', 'm', 'f')",
-            schema,
-            table,
-        )
-        if not found:
-            return None
-        rows = self.query(
-            "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = ?::oid AND attnum > 0 "
-            "AND NOT attisdropped ORDER BY attnum",
-            str(found[0][0]),
-        )
-        return [str(row[0]) for row in rows]
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -488,6 +566,17 @@ def _sql_state(exc: Any) -> str | None:
     return None
 
 
+def _root_cause(text: str) -> str:
+    """The message of the last ``Caused by: Class: message`` line of a Spark Connect error's JVM stack
+    trace (the driver's own reason, say a refused login), else ``text``."""
+    causes = [line.strip()[len("Caused by: "):] for line in text.splitlines()
+              if line.strip().startswith("Caused by: ")]
+    if not causes:
+        return text
+    kind, _, message = causes[-1].partition(": ")
+    return message if message and " " not in kind else causes[-1]
+
+
 def _java_message(exc: BaseException) -> str:
     """A one-line reason: the root Java cause's message when the error came from the JVM."""
     java = _java_exception(exc)
@@ -498,7 +587,7 @@ def _java_message(exc: BaseException) -> str:
         message = root.getMessage() or root.toString()
         text = str(message)
     else:
-        text = str(exc)
+        text = _root_cause(str(exc))
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     if not lines:
         return type(exc).__name__
