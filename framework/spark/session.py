@@ -37,17 +37,21 @@ pipeline): ``validate-manifest`` and protocol mode never pay for it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import os
 import re
 import shlex
 import socket
 import sys
 import tempfile
+import threading
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from framework.errors import ConfigError
 
@@ -70,20 +74,120 @@ def spark_session(master: str | None = None, app_name: str = "run-manifest", *, 
     url = remote_url(remote, master)
     if url:
         return _connect_session(url, app_name, conf)
+    plan = session_plan(master, conf, full_jit=full_jit, jdbc=jdbc)
+    return _classic_session(plan, app_name)
+
+
+def _classic_session(plan: SessionPlan, app_name: str,
+                     launched: Callable[[Any], None] | None = None) -> SparkSession:
+    """The classic session of ``plan``; ``launched(process)`` is told the driver JVM's process (a
+    ``subprocess.Popen``, None under spark-submit) once it runs and before the SparkContext is made."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    plan = session_plan(master, conf, full_jit=full_jit, jdbc=jdbc)
     builder = SparkSession.builder.appName(app_name)
     if plan.master:
         builder = builder.master(plan.master)
     for key, value in plan.settings.items():
         builder = builder.config(key, value)
+    if launched is not None:
+        from pyspark import SparkConf, SparkContext
+        from pyspark.java_gateway import launch_gateway
+
+        process = None
+        with SparkContext._lock:  # the JVM first, with the settings getOrCreate would start it with
+            if SparkContext._gateway is None:  # else a JVM this process runs already (not ours to kill)
+                conf = SparkConf(loadDefaults=False).setAppName(app_name)
+                if plan.master:
+                    conf.setMaster(plan.master)
+                for key, value in plan.settings.items():
+                    conf.set(key, value)
+                gateway = launch_gateway(conf)
+                process = getattr(gateway, "proc", None)  # None under spark-submit
+                SparkContext._ensure_initialized(gateway=gateway)
+        launched(process)
     session = builder.getOrCreate()
     if plan.quiet:
         session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+class SessionStart:
+    """A classic SparkSession starting in a background thread, as soon as this is made.
+
+    ``future`` holds the session (or the error that stopped its start); ``plan`` is
+    known at once, so a local master's parallelism is too (:meth:`parallelism`).
+    :meth:`abandon` is for a run that ended before the session was needed: the
+    JVM is killed (SIGKILL, so that none of its shutdown hooks speaks); one being
+    launched is waited for first (a second or two at most: a JVM left to start
+    on its own would print its start-up lines after the command ended).
+    """
+
+    def __init__(self, master: str | None = None, app_name: str = "run-manifest", *, full_jit: bool = False,
+                 jdbc: bool = False, **conf: str):
+        self.plan = session_plan(master, conf, full_jit=full_jit, jdbc=jdbc)
+        self.future: Future[SparkSession] = Future()
+        self.future.set_running_or_notify_cancel()
+        self._lock = threading.Lock()
+        self._abandoned = False
+        self._process: Any = None
+        self._launch_over = threading.Event()  # the JVM runs (or its start failed)
+        self._thread = threading.Thread(target=self._start, args=(app_name,), name="spark-start", daemon=True)
+        self._thread.start()
+
+    def parallelism(self) -> int:
+        """The tasks a local master runs at once (``spark.default.parallelism`` when set)."""
+        given = self.plan.settings.get("spark.default.parallelism")
+        return max(1, int(given)) if given else local_cores(self.plan.master or "local[*]")
+
+    def abandon(self, wait: float = 30.0) -> None:
+        """Stop the session's start (or the session) quietly: this run does not need it."""
+        with self._lock:
+            self._abandoned = True
+        self._launch_over.wait(wait)
+        with self._lock:
+            process = self._process
+        logging.getLogger("py4j").setLevel(logging.CRITICAL)  # its lost connection is expected now
+        if process is not None:
+            with contextlib.suppress(OSError):
+                process.kill()
+
+    def _launched(self, process: Any) -> None:
+        with self._lock:
+            self._process = process
+            self._launch_over.set()
+            if not self._abandoned:
+                return
+        if process is not None:
+            with contextlib.suppress(OSError):
+                process.kill()
+        raise _Abandoned
+
+    def _start(self, app_name: str) -> None:
+        try:
+            session = _classic_session(self.plan, app_name, self._launched)
+        except BaseException as exc:  # noqa: BLE001 - the future carries it to whoever needs the session
+            if isinstance(exc, Exception) or not self._abandoned:
+                self.future.set_exception(exc)
+            return
+        finally:
+            self._launch_over.set()
+        self.future.set_result(session)
+
+
+class _Abandoned(BaseException):
+    """The run no longer needs the session being started."""
+
+
+def local_cores(master: str) -> int:
+    """How many tasks a local master (``local``, ``local[N]``, ``local[*]``, ``local[N,F]``) runs at once."""
+    match = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
+    if match is not None and match.group(1) is None:
+        return 1
+    if match is not None and match.group(1) != "*":
+        return max(1, int(match.group(1)))
+    return max(1, os.cpu_count() or 1)
 
 
 def _connect_session(url: str, app_name: str, conf: dict[str, str]) -> SparkSession:
@@ -308,5 +412,5 @@ def _jdbc_jars(environ: Mapping[str, str] | None = None) -> str | None:
     return _DEBIAN_POSTGRES_JAR if os.path.isfile(_DEBIAN_POSTGRES_JAR) else None
 
 
-__all__ = ["SessionPlan", "environment_master", "known_master", "session_plan", "spark_defaults", "spark_session",
-           "submit_conf"]
+__all__ = ["SessionPlan", "SessionStart", "environment_master", "known_master", "local_cores", "session_plan",
+           "spark_defaults", "spark_session", "submit_conf"]
