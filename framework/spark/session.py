@@ -43,6 +43,7 @@ import logging
 import os
 import re
 import shlex
+import signal
 import socket
 import sys
 import tempfile
@@ -119,9 +120,11 @@ class SessionStart:
     ``future`` holds the session (or the error that stopped its start); ``plan`` is
     known at once, so a local master's parallelism is too (:meth:`parallelism`).
     :meth:`abandon` is for a run that ended before the session was needed: the
-    JVM is killed (SIGKILL, so that none of its shutdown hooks speaks); one being
-    launched is waited for first (a second or two at most: a JVM left to start
-    on its own would print its start-up lines after the command ended).
+    JVM is killed (SIGKILL, so that none of its shutdown hooks speaks). One still
+    being launched (``spark-submit`` has not handed its port over yet) is killed
+    with every process under it where ``/proc`` lists them (Linux), else waited
+    for first: a JVM left to start on its own would print its start-up lines after
+    the command ended.
     """
 
     def __init__(self, master: str | None = None, app_name: str = "run-manifest", *, full_jit: bool = False,
@@ -143,12 +146,21 @@ class SessionStart:
 
     def abandon(self, wait: float = 30.0) -> None:
         """Stop the session's start (or the session) quietly: this run does not need it."""
+        logging.getLogger("py4j").setLevel(logging.CRITICAL)  # its lost connection is expected now
         with self._lock:
             self._abandoned = True
-        self._launch_over.wait(wait)
+            process = self._process
+        if process is None and not self._launch_over.is_set():
+            launching = _spark_submits()
+            if launching is not None:  # Linux: kill what is being launched, let the start thread clean up
+                for pid in launching:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+                self._thread.join(2)
+                return
+            self._launch_over.wait(wait)
         with self._lock:
             process = self._process
-        logging.getLogger("py4j").setLevel(logging.CRITICAL)  # its lost connection is expected now
         if process is not None:
             with contextlib.suppress(OSError):
                 process.kill()
@@ -174,6 +186,34 @@ class SessionStart:
         finally:
             self._launch_over.set()
         self.future.set_result(session)
+
+
+def _spark_submits() -> list[int] | None:
+    """This process's children running ``spark-submit`` (the launching JVM) and every process under them; None
+    where ``/proc`` cannot tell."""
+    def children(pid: int) -> list[int]:
+        found: list[int] = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children") as handle:
+                found.extend(int(child) for child in handle.read().split())
+        return found
+
+    try:
+        mine = children(os.getpid())
+    except OSError:
+        return None
+    pending, tree = [], []
+    for pid in mine:
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as handle:
+            command = handle.read()
+            if b"spark-submit" in command or b"org.apache.spark" in command:
+                pending.append(pid)
+    while pending:
+        pid = pending.pop()
+        tree.append(pid)
+        with contextlib.suppress(OSError):
+            pending.extend(children(pid))
+    return tree
 
 
 class _Abandoned(BaseException):
