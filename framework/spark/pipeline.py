@@ -273,7 +273,7 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     if overwrite:  # before any file of the new generation exists (the cursor state stays as it was)
         run.save(stream.name, saved.stream_state(stream.name), generation)
     if units:
-        groups = contiguous_groups(units, run.cores * options.tasks_per_core)
+        groups = contiguous_groups(units, _group_count(run))
         job = TaskJob(
             source=run.source.with_query_properties(connector, stream.name), stream=stream.name,
             destination=run.destination,
@@ -341,6 +341,13 @@ def _check_schema(run: _Run, name: str) -> None:
     converter = RecordConverter(parse_schema(run.source.schemas[name], stream=name), stream=name)
     if run.settings.format.format_type == "Avro":
         converter.avro  # noqa: B018 - built for its errors
+
+
+def _group_count(run: _Run) -> int:
+    """How many groups a stream's units are cut into: ``tasks_per_core`` per core, twice that while the driver
+    reads (it takes whole groups one by one, so smaller ones hand over to Spark sooner and leave Spark a
+    multiple of its cores to balance)."""
+    return run.cores * run.options.tasks_per_core * (2 if run.driver_reads else 1)
 
 
 def _run_groups(run: _Run, job: TaskJob, groups: Iterable[list[Any]]) -> Iterator[list[UnitResult]]:
