@@ -49,7 +49,7 @@ import sys
 import tempfile
 import threading
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -80,9 +80,10 @@ def spark_session(master: str | None = None, app_name: str = "run-manifest", *, 
 
 
 def _classic_session(plan: SessionPlan, app_name: str,
-                     launched: Callable[[Any], None] | None = None) -> SparkSession:
-    """The classic session of ``plan``; ``launched(process)`` is told the driver JVM's process (a
-    ``subprocess.Popen``, None under spark-submit) once it runs and before the SparkContext is made."""
+                     start: SessionStart | None = None) -> SparkSession:
+    """The classic session of ``plan``; ``start`` (a background start) is told when this process launches
+    the driver JVM and, once it runs and before the SparkContext is made, its process (a
+    ``subprocess.Popen``; None when the JVM was running already: not its to kill)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -92,13 +93,14 @@ def _classic_session(plan: SessionPlan, app_name: str,
         builder = builder.master(plan.master)
     for key, value in plan.settings.items():
         builder = builder.config(key, value)
-    if launched is not None:
+    if start is not None:
         from pyspark import SparkConf, SparkContext
         from pyspark.java_gateway import launch_gateway
 
         process = None
         with SparkContext._lock:  # the JVM first, with the settings getOrCreate would start it with
             if SparkContext._gateway is None:  # else a JVM this process runs already (not ours to kill)
+                start._launching.set()
                 conf = SparkConf(loadDefaults=False).setAppName(app_name)
                 if plan.master:
                     conf.setMaster(plan.master)
@@ -107,7 +109,7 @@ def _classic_session(plan: SessionPlan, app_name: str,
                 gateway = launch_gateway(conf)
                 process = getattr(gateway, "proc", None)  # None under spark-submit
                 SparkContext._ensure_initialized(gateway=gateway)
-        launched(process)
+        start._launched(process)
     session = builder.getOrCreate()
     if plan.quiet:
         session.sparkContext.setLogLevel("ERROR")
@@ -136,6 +138,7 @@ class SessionStart:
         self._abandoned = False
         self._process: Any = None
         self._launch_over = threading.Event()  # the JVM runs (or its start failed)
+        self._launching = threading.Event()  # this process is launching a JVM of its own (spark-submit)
         self._thread = threading.Thread(target=self._start, args=(app_name,), name="spark-start", daemon=True)
         self._thread.start()
 
@@ -151,12 +154,15 @@ class SessionStart:
             self._abandoned = True
             process = self._process
         if process is None and not self._launch_over.is_set():
-            launching = _spark_submits()
-            if launching is not None:  # Linux: kill what is being launched, let the start thread clean up
+            # spark-submit is being launched: kill it and what runs under it where /proc says (Linux), else
+            # wait until it hands its port over. Not launching yet: the start thread stops before it does.
+            launching = _spark_submits() if self._launching.is_set() else []
+            if launching is not None:
                 for pid in launching:
                     with contextlib.suppress(OSError):
                         os.kill(pid, signal.SIGKILL)
                 self._thread.join(2)
+                self._forget()
                 return
             self._launch_over.wait(wait)
         with self._lock:
@@ -164,6 +170,19 @@ class SessionStart:
         if process is not None:
             with contextlib.suppress(OSError):
                 process.kill()
+            self._thread.join(2)
+            self._forget()
+
+    def _forget(self) -> None:
+        """PySpark forgets the gateway of the killed JVM, so a later session in this process starts a new one."""
+        if not self._launching.is_set():
+            return
+        from pyspark import SparkContext
+
+        with SparkContext._lock:  # there was no gateway before this start launched its own
+            SparkContext._gateway = None
+            SparkContext._jvm = None
+            SparkContext._active_spark_context = None
 
     def _launched(self, process: Any) -> None:
         with self._lock:
@@ -178,7 +197,9 @@ class SessionStart:
 
     def _start(self, app_name: str) -> None:
         try:
-            session = _classic_session(self.plan, app_name, self._launched)
+            if self._abandoned:
+                raise _Abandoned
+            session = _classic_session(self.plan, app_name, self)
         except BaseException as exc:  # noqa: BLE001 - the future carries it to whoever needs the session
             if isinstance(exc, Exception) or not self._abandoned:
                 self.future.set_exception(exc)
