@@ -171,3 +171,30 @@ def test_run_manifest_lands_the_same_with_and_without_wait_for_spark_and_leaves_
     assert "while the driver reads" in started["early"]["master"]
     assert "while the driver reads" not in started["waiting"]["master"]
     _same(landed(tmp_path / "early"), landed(tmp_path / "waiting"))
+
+
+ABANDON_THEN_START = """
+import sys, time
+from framework.spark.session import SessionStart, spark_session
+first = SessionStart(**{"spark.test.marker": sys.argv[1]})
+time.sleep(0.2)
+first.abandon()  # before or while spark-submit launches
+second = SessionStart(**{"spark.test.marker": sys.argv[1]})
+second._launch_over.wait(120)
+second.abandon()  # the JVM runs: killed
+spark = spark_session()  # a later session in the same process starts a JVM of its own
+print("rows", spark.range(3).count())
+"""
+
+
+def test_an_abandoned_start_leaves_no_jvm_and_a_later_session_still_starts(tmp_path):
+    marker = f"speed-test-{uuid.uuid4().hex[:8]}"
+    done = subprocess.run([sys.executable, "-c", ABANDON_THEN_START, marker], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path, env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
+    assert done.returncode == 0 and "rows 3" in done.stdout, done.stderr
+    noise = [line for line in done.stderr.splitlines() if "incubator modules" not in line]
+    assert noise == [], done.stderr
+    deadline = time.monotonic() + 20
+    while _java_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)  # polling real processes
+    assert _java_with(marker) == []
