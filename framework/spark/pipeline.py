@@ -347,7 +347,7 @@ def _group_count(run: _Run) -> int:
     """How many groups a stream's units are cut into: ``tasks_per_core`` per core, twice that while the driver
     reads (it takes whole groups one by one, so smaller ones hand over to Spark sooner and leave Spark a
     multiple of its cores to balance)."""
-    return run.cores * run.options.tasks_per_core * (2 if run.driver_reads else 1)
+    return run.cores * run.options.tasks_per_core * (2 if run.driver_reads and not run.session.done() else 1)
 
 
 def _run_groups(run: _Run, job: TaskJob, groups: Iterable[list[Any]]) -> Iterator[list[UnitResult]]:
