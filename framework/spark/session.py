@@ -149,7 +149,9 @@ class SessionStart:
 
     def abandon(self, wait: float = 30.0) -> None:
         """Stop the session's start (or the session) quietly: this run does not need it."""
-        logging.getLogger("py4j").setLevel(logging.CRITICAL)  # its lost connection is expected now
+        # the lost connection is expected now: py4j logs it (on its loggers, and with logging.exception on root)
+        logging.getLogger("py4j").setLevel(logging.CRITICAL)
+        logging.getLogger().addFilter(_not_from_py4j)
         with self._lock:
             self._abandoned = True
             process = self._process
@@ -207,6 +209,11 @@ class SessionStart:
         finally:
             self._launch_over.set()
         self.future.set_result(session)
+
+
+def _not_from_py4j(record: logging.LogRecord) -> bool:
+    """A logging filter: drop what py4j's own code logs (its connection to a JVM killed on purpose)."""
+    return f"{os.sep}py4j{os.sep}" not in record.pathname
 
 
 def _spark_submits() -> list[int] | None:
