@@ -1,8 +1,8 @@
 """This project next to its peers, on one local API: records/s, peak memory and the ratios, in one table.
 
-    python bench/peers.py [--records 200000,2000000] [--shards 16] [--modes bare,protocol,spark,connect,cdk,dlt]
-                          [--runs 1] [--markdown] [--peers-python PATH]
-                          [--remote sc://HOST:PORT | --connect-server] [--timeout 1800]
+    python bench/peers.py [--records 200000,2000000] [--shards 16]
+                          [--modes bare,protocol,spark,sparkmin,connect,cdk,dlt] [--runs 1] [--markdown]
+                          [--peers-python PATH] [--remote sc://HOST:PORT | --connect-server] [--timeout 1800]
 
 For each record count it starts ``bench/api_server.py`` (its own process)
 with the records split into ``--shards`` disjoint shards, writes one
@@ -18,6 +18,9 @@ the other, each as a child process of this script:
   --log-format json`` (``local[*]``, Parquet), its JSON lines read: the
   ``started`` event ends the start-up, ``summary`` the sync; the rows of the
   Parquet files written are counted;
+* **Spark's minimum** (``sparkmin``, not in the default modes): a local
+  SparkSession with run-manifest's settings and one one-row ``mapInArrow``
+  job, nothing read: what any Spark-mode sync pays at least;
 * **Spark Connect** (with ``--remote``, or ``--connect-server`` to start a
   local server here from the pip package, ``tests/connect/server.py``, with
   ``framework.spark.connect.SERVER_CONF``): the Spark mode with ``--remote``
@@ -62,8 +65,10 @@ from harness import PAGE_SIZE, ApiServer, peers_python, run_manifest_command
 from pipeline import DLT_SCRIPT, STREAM, parquet_rows, write_inputs
 
 BARE, PROTOCOL, SPARK, CONNECT, CDK, DLT = "bare", "protocol", "spark", "connect", "cdk", "dlt"
+SPARK_MINIMUM = "sparkmin"
 LABELS = {
     BARE: "bare loop (requests + orjson)",
+    SPARK_MINIMUM: "bare SparkSession + one mapInArrow job (no records)",
     PROTOCOL: "run-manifest --protocol",
     SPARK: "run-manifest (Spark local[*] -> Parquet)",
     CONNECT: "run-manifest --remote (warm Spark Connect)",
@@ -99,6 +104,32 @@ def bare_loop(base_url: str, shards: int, per_page: int) -> None:
                 break
             page += 1
     out.write(b"records %d\n" % count)
+
+
+# -- Spark's own minimum (its own process: `peers.py --spark-minimum`) -------------------------------------------
+
+
+def spark_minimum() -> None:
+    """Start a local SparkSession with the settings run-manifest gives it (quick JIT, quiet log), run one
+    one-row ``mapInArrow`` job, exit: what any Spark-mode sync pays at least. PySpark's own Python worker
+    daemon, not the framework's (which imports the framework first): nothing of this project runs in it."""
+    import pyarrow  # noqa: F401 - what a mapInArrow worker imports anyway
+    from pyspark.sql import SparkSession
+
+    from framework.spark.session import session_plan
+
+    out = sys.stdout.buffer
+    out.write(START_MARK)
+    out.flush()
+    plan = session_plan(None, {"spark.python.daemon.module": "pyspark.daemon"})
+    builder = SparkSession.builder.appName("spark-minimum").master(plan.master or "local[*]")
+    for key, value in plan.settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    rows = spark.range(1).mapInArrow(lambda batches: batches, "id long").collect()
+    out.write(b"records %d\n" % (len(rows) - 1))  # 0: it reads nothing
+    out.flush()
 
 
 # -- memory of a process tree ---------------------------------------------------------------------------------
@@ -360,6 +391,13 @@ def run_bare(setup: Setup, folder: Path) -> Result:
     return checked(measure(BARE, command, RecordLines(), setup.records, str(folder), setup.timeout))
 
 
+def run_spark_minimum(setup: Setup, folder: Path) -> Result:
+    command = [sys.executable, str(Path(__file__).resolve()), "--spark-minimum"]
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    result = measure(SPARK_MINIMUM, command, RecordLines(), 0, str(folder), setup.timeout, env)
+    return replace(result, note="reads nothing: Spark's own start and first job")
+
+
 def run_protocol(setup: Setup, folder: Path) -> Result:
     command = run_manifest_command() + [setup.manifest, "--config", setup.config, "--protocol"]
     return checked(measure(PROTOCOL, command, RecordLines(), setup.records, str(folder), setup.timeout))
@@ -452,7 +490,8 @@ def run_dlt(setup: Setup, folder: Path) -> Result:
 
 
 RUNNERS: dict[str, Callable[[Setup, Path], Result]] = {
-    BARE: run_bare, PROTOCOL: run_protocol, SPARK: run_spark, CONNECT: run_connect, CDK: run_cdk, DLT: run_dlt}
+    BARE: run_bare, PROTOCOL: run_protocol, SPARK: run_spark, SPARK_MINIMUM: run_spark_minimum, CONNECT: run_connect,
+    CDK: run_cdk, DLT: run_dlt}
 
 
 def best(results: Sequence[Result]) -> Result:
@@ -472,6 +511,9 @@ COLUMNS = ("mode", "records", "start s", "run s", "rec/s", "wall s", "rec/s wall
 def _cells(result: Result) -> list[str]:
     if not result.ok:
         return [result.mode, f"{result.expected:,}", *(["-"] * 5), "-"]
+    if result.expected == 0:  # Spark's minimum: no records, so no rates
+        return [result.mode, "0", f"{result.start:.2f}", f"{result.run:.2f}", "-", f"{result.wall:.2f}", "-",
+                f"{result.peak_mib:,.0f}"]
     return [result.mode, f"{result.records:,}", f"{result.start:.2f}", f"{result.run:.2f}", f"{result.rate:,.0f}",
             f"{result.wall:.2f}", f"{result.wall_rate:,.0f}", f"{result.peak_mib:,.0f}"]
 
@@ -517,6 +559,10 @@ RATIOS = (  # (name, numerator, denominator, target)
 def ratio_lines(by_mode: dict[str, Result]) -> list[str]:
     """One line per ratio: over the run (start-up left out) and over the wall time; n/a when a side is missing."""
     lines = []
+    spark, minimum = by_mode.get(SPARK), by_mode.get(SPARK_MINIMUM)
+    if spark is not None and minimum is not None and spark.ok and minimum.ok:
+        extra = spark.wall - minimum.wall
+        lines.append(f"Spark wall - bare SparkSession + one job: {extra:+.2f} s (target at 1,000 records: <= 1.5 s)")
     for name, top, bottom, target in RATIOS:
         a, b = by_mode.get(top), by_mode.get(bottom)
         if a is None or b is None:
@@ -536,8 +582,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--records", default="200000,2000000",
                         help="record counts, comma-separated (default 200000,2000000)")
     parser.add_argument("--shards", type=int, default=16, help="shards = partitions of the stream (default 16)")
-    parser.add_argument("--modes", default=",".join(RUNNERS),
-                        help=f"which modes, comma-separated (default {','.join(RUNNERS)})")
+    parser.add_argument("--modes", default=",".join(m for m in RUNNERS if m != SPARK_MINIMUM),
+                        help=f"which modes, comma-separated, of {','.join(RUNNERS)} (default: all but "
+                             f"{SPARK_MINIMUM})")
     parser.add_argument("--runs", type=int, default=1, help="runs of each mode; the fastest is kept (default 1)")
     parser.add_argument("--peers-python", metavar="PATH",
                         help="python with airbyte-cdk and dlt (default: $AIRBYTE_CDK_PYTHON / $DLT_PYTHON, "
@@ -549,7 +596,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=1800, help="seconds a mode may take (default 1800)")
     parser.add_argument("--markdown", action="store_true", help="also print the tables in Markdown")
     parser.add_argument("--bare-loop", nargs=2, metavar=("URL", "SHARDS"), help=argparse.SUPPRESS)
+    parser.add_argument("--spark-minimum", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.spark_minimum:
+        spark_minimum()
+        return 0
     if args.bare_loop:
         bare_loop(args.bare_loop[0], int(args.bare_loop[1]), PAGE_SIZE)
         return 0

@@ -128,6 +128,7 @@ class Coordinator:
                 connection.close()
 
     def _answer(self, connection: Connection) -> None:
+        _serving.active = True  # a handler's own service calls run in place here, even while a task is attached
         while not self._closed.is_set():
             try:
                 name, payload = connection.recv()
@@ -149,6 +150,9 @@ class Coordinator:
 # --- the tasks' side -------------------------------------------------------------------------------------------
 
 _attached: CoordinatorAddress | None = None
+# The driver runs tasks in place while Spark starts (framework.spark.scheduling): attached then holds its own
+# coordinator, and a handler on a serving thread that calls another service must not call itself over TCP.
+_serving = threading.local()
 _connections: dict[CoordinatorAddress, Connection] = {}
 _lock = threading.Lock()
 
@@ -195,7 +199,7 @@ def routed(name: str, handler: Handler) -> Handler:
 
     def route(payload: Any) -> Any:
         address = _attached
-        if address is None:
+        if address is None or getattr(_serving, "active", False):
             return handler(payload)
         return call(address, name, payload)
 

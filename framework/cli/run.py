@@ -126,6 +126,9 @@ def _parser() -> argparse.ArgumentParser:
     spark.add_argument("--no-check", action="store_true",
                        help="do not read the check streams' first page before Spark starts (a bad token or "
                             "url_base then fails only once Spark is up)")
+    spark.add_argument("--wait-for-spark", action="store_true",
+                       help="on a local master, wait for Spark before reading (by default the driver reads the "
+                            "first groups itself while Spark starts, and a sync done by then does not wait)")
     spark.add_argument("--normalize", action="store_true",
                        help="normalize the landed records into typed tables after a successful sync")
     spark.add_argument("--log-format", choices=["text", "json"], default="text",
@@ -326,7 +329,8 @@ def _sync_options(args: argparse.Namespace) -> SyncOptions:
                        master=args.master, remote=args.remote, services_host=args.services_host,
                        sync_mode=args.sync_mode, given_state=bool(args.state),
                        normalize=args.normalize, quiet=args.quiet, log_format=args.log_format,
-                       check_first=not args.no_check, conf=tuple(args.conf), shared_path=args.shared_path)
+                       check_first=not args.no_check, conf=tuple(args.conf), shared_path=args.shared_path,
+                       early_reads=not args.wait_for_spark)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,6 +13,7 @@ pyspark is imported only once a sync starts, so the other modes of
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -26,9 +27,12 @@ from framework.models.destination import DestinationSettings
 from framework.storage.local import LocalStorage
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from framework.engine.connector import Connector
     from framework.protocol.catalog import Selection
     from framework.spark.pipeline import PipelineResult
+    from framework.spark.session import SessionStart
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,7 @@ class SyncOptions:
     log_format: Literal["text", "json"] = "text"
     conf: tuple[tuple[str, str], ...] = ()  # --conf key=value, in order (a later key wins)
     shared_path: bool = False  # --shared-path: a local --output every node mounts at the same path
+    early_reads: bool = True  # a local master starts in the background while the driver reads (--wait-for-spark: no)
 
 
 def run_sync(options: SyncOptions, connector: Connector, selections: Sequence[Selection],
@@ -59,37 +64,52 @@ def run_sync(options: SyncOptions, connector: Connector, selections: Sequence[Se
     err = err or sys.stderr
     reporter = reporter_for(err, options.log_format, options.quiet)
     began = time.perf_counter()
+    starting: list[SessionStart] = []  # the session starting in the background, if any (see _sync)
     try:
-        result, settings = _sync(options, connector, selections, states, reporter)
+        result, settings = _sync(options, connector, selections, states, reporter, starting)
     except CheckFailed as exc:  # the API refused before Spark started: a failed sync, not bad input
+        _abandon(starting)
         reporter.failure(connector.mask(str(exc)))
         return 1
     except FrameworkError as exc:
+        _abandon(starting)
         if not isinstance(reporter, JsonReporter):
             raise  # run-manifest prints it as text
         reporter.failure(connector.mask(str(exc)))  # a script reading JSON lines gets JSON lines only
         return 2
+    except BaseException:
+        _abandon(starting)
+        raise
     reporter.summary(result, settings.base_uri, time.perf_counter() - began)
     if _normalizes(options, settings) and not result.failed:  # normalization runs after a successful sync
         from framework.normalization.runner import normalize
         from framework.spark.session import spark_session
 
         target = normalization_settings(settings)
-        spark = spark_session(options.master, full_jit=True, jdbc=target.target == "postgres",
-                              remote=options.remote, **dict(options.conf))
+        spark = starting[0].future.result() if starting else spark_session(
+            options.master, full_jit=True, jdbc=target.target == "postgres", remote=options.remote,
+            **dict(options.conf))
         done = normalize(spark, settings, target, progress=reporter.normalized)
         return 1 if done.failed else 0
+    _abandon(starting)  # everything was read before Spark was up: it is not waited for
     return 1 if result.failed else 0
 
 
+def _abandon(starting: Sequence[SessionStart]) -> None:
+    """Stop a session still starting (quietly); one that is up stays for the process's end, as before."""
+    for start in starting:
+        if not start.future.done():
+            start.abandon()
+
+
 def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selection], states: Mapping[str, Any],
-          reporter: Reporter) -> tuple[PipelineResult, DestinationSettings]:
+          reporter: Reporter, starting: list[SessionStart]) -> tuple[PipelineResult, DestinationSettings]:
     from framework.spark import require_spark_extra
 
     require_spark_extra()  # before anything else: the fix, not an ImportError
     from framework.spark.connect import describe
     from framework.spark.pipeline import PipelineOptions, run_pipeline
-    from framework.spark.session import known_master, spark_session
+    from framework.spark.session import SessionStart, known_master, spark_session
 
     if options.sync_mode == "overwrite" and options.given_state:
         raise ConfigError("--state cannot be used with --sync-mode overwrite: an overwrite reads everything "
@@ -99,20 +119,45 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
     check_shared_output(settings, known_master(options.master, conf), options.shared_path)  # before Spark starts
     if settings.target == "local":  # before Spark starts: a folder that cannot take files fails at once
         LocalStorage(settings.base_uri).check_writable()
-    if options.check_first:  # a bad token or a wrong url_base fails in a second, not after Spark's start
-        _check_first(connector)
-    started = time.perf_counter()
     # The session normalizes too when asked: that work runs in the JVM and wants its full JIT.
     normalizes = _normalizes(options, settings)
     postgres = normalizes and normalization_settings(settings).target == "postgres"
-    spark = spark_session(options.master, full_jit=normalizes, jdbc=postgres, remote=options.remote, **conf)
-    # under spark-submit (or a master from the settings) the session knows it first: still before any request
-    check_shared_output(settings, spark.conf.get("spark.master", None), options.shared_path)
-    reporter.started(describe(spark), settings.base_uri, settings.format.format_type, time.perf_counter() - started)
+    started = time.perf_counter()
+    spark: SparkSession | SessionStart
+    if _starts_early(options, conf):
+        # A local session starts in the background (about 6 s on 2 cores) while the check runs and the driver
+        # reads the first groups itself (framework.spark.scheduling); the JVM is stopped if never needed.
+        spark = SessionStart(options.master, full_jit=normalizes, jdbc=postgres, **conf)
+        starting.append(spark)
+        if options.check_first:
+            _check_first(connector)
+        master = f"{spark.plan.master or 'local[*]'}, starting while the driver reads"
+        reporter.started(master, settings.base_uri, settings.format.format_type, time.perf_counter() - started)
+    else:
+        if options.check_first:  # a bad token or a wrong url_base fails in a second, not after Spark's start
+            _check_first(connector)
+        started = time.perf_counter()
+        spark = spark_session(options.master, full_jit=normalizes, jdbc=postgres, remote=options.remote, **conf)
+        # under spark-submit (or a master from the settings) the session knows it first: still before any request
+        check_shared_output(settings, spark.conf.get("spark.master", None), options.shared_path)
+        reporter.started(describe(spark), settings.base_uri, settings.format.format_type,
+                         time.perf_counter() - started)
     result = run_pipeline(connector, options.manifest, selections, settings, spark, given_states=states or None,
-                          options=PipelineOptions(sync_mode=options.sync_mode, services_host=options.services_host),
+                          options=PipelineOptions(sync_mode=options.sync_mode, services_host=options.services_host,
+                                                  driver_reads=options.early_reads),
                           progress=reporter.progress, warn=_warner(reporter))
     return result, settings
+
+
+def _starts_early(options: SyncOptions, conf: Mapping[str, str]) -> bool:
+    """Whether the session starts in the background: a classic local master that this process starts itself
+    (not Spark Connect, not under spark-submit, whose JVM is up already), unless --wait-for-spark."""
+    from framework.spark.connect import remote_url
+    from framework.spark.session import session_plan
+
+    if not options.early_reads or remote_url(options.remote, options.master) or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return False
+    return session_plan(options.master, conf).local
 
 
 class CheckFailed(FrameworkError):

@@ -47,8 +47,8 @@ import contextlib
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -56,7 +56,6 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from framework import coordination
-from framework.cdc import ChangeStream, apply_changes, realtime_stream
 from framework.engine.connector import Connector
 from framework.engine.plan import Sync, contiguous_groups, open_sync
 from framework.engine.report import StreamReport, any_failed
@@ -67,7 +66,9 @@ from framework.formats.rolling import delete_older_generations, publish
 from framework.models.destination import DestinationSettings
 from framework.protocol.catalog import Selection
 from framework.spark import connect
-from framework.spark.tasks import RESULT_DDL, TaskJob, encode_units, task_function
+from framework.spark.scheduling import schedule_groups
+from framework.spark.session import SessionStart
+from framework.spark.tasks import RESULT_DDL, TaskJob, encode_units, run_task, task_function
 from framework.storage import Storage, storage_for
 from framework.storage.layout import next_part_number
 from framework.storage.state_store import (
@@ -83,6 +84,8 @@ from framework.typed import RecordConverter, parse_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from framework.cdc import ChangeStream
 
 
 @dataclass
@@ -116,6 +119,8 @@ class PipelineOptions:
     tasks_per_core: int = 2
     namespace: str = ""
     services_host: str | None = None  # where the tasks reach the driver's services (framework.spark.connect)
+    # while a local session starts (a SessionStart), the driver reads groups itself (framework.spark.scheduling)
+    driver_reads: bool = True
 
     def __post_init__(self) -> None:
         if self.sync_mode not in ("append", "overwrite"):
@@ -129,7 +134,7 @@ class _Run:
     """What every stream of one pipeline run shares."""
 
     connector: Connector
-    spark: SparkSession
+    session: Future[SparkSession]  # done, or (driver_reads) still starting
     settings: DestinationSettings
     storage: Storage
     store: StateStore
@@ -139,6 +144,12 @@ class _Run:
     cores: int
     options: PipelineOptions
     coordinator: coordination.CoordinatorAddress | None = None  # the driver's sync-wide services, for the tasks
+    driver_reads: bool = False  # the driver reads groups until the session is up
+
+    @property
+    def spark(self) -> SparkSession:
+        """The session, once it is up (this waits for it)."""
+        return self.session.result()
 
     def save(self, name: str, state: Mapping[str, Any] | None, generation: int) -> None:
         merge_stream(self.connection, name, state, generation)
@@ -146,11 +157,17 @@ class _Run:
 
 
 def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[Selection],
-                 settings: DestinationSettings, spark: SparkSession, *, given_states: Mapping[str, Any] | None = None,
+                 settings: DestinationSettings, spark: SparkSession | SessionStart, *,
+                 given_states: Mapping[str, Any] | None = None,
                  options: PipelineOptions = PipelineOptions(),
                  progress: Callable[[str, StreamResult], None] | None = None,
                  warn: Callable[[str], None] | None = None) -> PipelineResult:
     """Sync ``selections`` into the destination of ``settings`` on ``spark``; see the module docs.
+
+    ``spark`` may be a :class:`SessionStart` still starting: on a local master (and unless
+    ``options.driver_reads`` is off) the driver then reads groups itself until it is up
+    (:mod:`framework.spark.scheduling`), and a run that never needs it does not wait for it;
+    otherwise the run waits for the session first.
 
     ``warn(text)`` says what the user should know before the sync runs (default: a
     :class:`ServicesNotShared` warning): today, that a Spark Connect sync runs without the
@@ -175,21 +192,32 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     clear_staging(storage)
     with open(manifest_path, encoding="utf-8") as handle:
         manifest_text = handle.read()
+    if isinstance(spark, SessionStart):
+        session, early = spark.future, options.driver_reads and spark.plan.local
+    else:
+        session, early = Future(), False
+        session.set_result(spark)
+    early = early and not session.done()
     run = _Run(
-        connector=connector, spark=spark, settings=settings, storage=storage, store=store,
+        connector=connector, session=session, settings=settings, storage=storage, store=store,
         connection=ConnectionState(saved.sync_id + 1, {name: dict(entry) for name, entry in saved.streams.items()}),
         source=ConnectorSource.of_connector(connector, manifest_path, manifest_text),
         destination=orjson.loads(settings.model_dump_json(by_alias=True)),
-        cores=connect.default_parallelism(spark), options=options,
+        cores=0, options=options, driver_reads=early,
     )
+    # a local master's parallelism is known before it starts; any other is asked (waiting for the session)
+    run.cores = spark.parallelism() if early and isinstance(spark, SessionStart) else \
+        connect.default_parallelism(run.spark)
     CatalogStore(storage).merge([
         configured_entry(connector.stream(s.name).with_cursor_field(s.cursor_field), s.incremental, options.sync_mode)
         for s in selections
     ])
     results: list[StreamResult] = []
-    bind = connect.services_bind(spark, options.services_host)
+    # A local master's tasks run on this machine: loopback (as connect.services_bind says), known before it starts.
+    bind = (("0.0.0.0", options.services_host) if options.services_host else ("127.0.0.1", None)) if early \
+        else connect.services_bind(run.spark, options.services_host)
     if bind is None and connector.context.services:  # Spark Connect whose tasks may not reach this client
-        text = connect.no_services_warning(spark, list(connector.context.services))
+        text = connect.no_services_warning(run.spark, list(connector.context.services))
         if warn is not None:
             warn(text)
         else:
@@ -232,8 +260,7 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     connector, options = run.connector, run.options
     stream = connector.stream(selection.name).with_cursor_field(selection.cursor_field)  # the catalog's choice
     _check_schema(run, stream.name)
-    change = realtime_stream(run.settings, stream, incremental=selection.incremental,
-                             sync_id=run.connection.sync_id, namespace=options.namespace)
+    change = _realtime_stream(run, stream, selection.incremental)
     overwrite = options.sync_mode == "overwrite"
     generation = saved.generation(stream.name) + (1 if overwrite else 0)
     # An overwrite deletes every older file once it succeeds, so it must read everything again.
@@ -246,7 +273,7 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     if overwrite:  # before any file of the new generation exists (the cursor state stays as it was)
         run.save(stream.name, saved.stream_state(stream.name), generation)
     if units:
-        groups = contiguous_groups(units, run.cores * options.tasks_per_core)
+        groups = contiguous_groups(units, _group_count(run))
         job = TaskJob(
             source=run.source.with_query_properties(connector, stream.name), stream=stream.name,
             destination=run.destination,
@@ -280,8 +307,23 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     result.state_saved = True
 
 
+def _realtime_stream(run: _Run, stream: Any, incremental: bool) -> ChangeStream | None:
+    """The stream's change data when the format asks for realtime files (framework.cdc.realtime_stream), else None.
+
+    framework.cdc (the apply, pyarrow.parquet, pandas: about 0.5 s) is imported only then: every other sync
+    starts reading that much sooner."""
+    if getattr(run.settings.format, "mode", None) != "realtime":
+        return None
+    from framework.cdc import realtime_stream
+
+    return realtime_stream(run.settings, stream, incremental=incremental, sync_id=run.connection.sync_id,
+                           namespace=run.options.namespace)
+
+
 def _apply_changes(run: _Run, change: ChangeStream, completed: bool, result: StreamResult) -> None:
     """Run the change-data apply of a realtime stream; its failure becomes the stream's error."""
+    from framework.cdc import apply_changes
+
     try:
         applied = apply_changes(run.spark, run.storage, run.settings, change, completed=completed,
                                 clock=run.connector.context.clock, cores=run.cores)
@@ -301,16 +343,26 @@ def _check_schema(run: _Run, name: str) -> None:
         converter.avro  # noqa: B018 - built for its errors
 
 
-def _run_groups(run: _Run, job: TaskJob, groups: list[list[Any]]) -> Iterator[list[UnitResult]]:
-    """Run each group as a one-task Spark job, all at once; yield each group's results as it finishes.
+def _group_count(run: _Run) -> int:
+    """How many groups a stream's units are cut into: ``tasks_per_core`` per core, twice that while the driver
+    reads (it takes whole groups one by one, so smaller ones hand over to Spark sooner and leave Spark a
+    multiple of its cores to balance)."""
+    return run.cores * run.options.tasks_per_core * (2 if run.driver_reads and not run.session.done() else 1)
+
+
+def _run_groups(run: _Run, job: TaskJob, groups: Iterable[list[Any]]) -> Iterator[list[UnitResult]]:
+    """Run each group once, on the driver while the session starts (``run.driver_reads``), else as a
+    one-task Spark job, all at once; yield each group's results as it finishes
+    (:func:`framework.spark.scheduling.schedule_groups`).
 
     A job that fails as a whole (the task raised outside a unit, the executor
-    died) yields that error for every unit of its group.
+    died) yields that error for every unit of its group; so does a group the
+    driver could not read.
     """
-    spark = run.spark
     job_group = f"run-manifest-{job.stream}-{uuid.uuid4().hex[:12]}"
 
-    def one(index: int, group: list[Any]) -> list[UnitResult]:
+    def on_spark(index: int, group: list[Any]) -> list[UnitResult]:
+        spark = run.spark
         connect.tag_jobs(spark, job_group, f"sync of stream {job.stream}")
         try:
             frame = spark.createDataFrame(encode_units(group)).coalesce(1)
@@ -318,23 +370,20 @@ def _run_groups(run: _Run, job: TaskJob, groups: list[list[Any]]) -> Iterator[li
         finally:
             connect.untag_jobs(spark, job_group)
 
-    pool = ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix=f"sync-{job.stream}")
-    pending: dict[Future, list[Any]] = {pool.submit(one, i, g): g for i, g in enumerate(groups)}
-    try:
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                group = pending.pop(future)
-                try:
-                    yield future.result()
-                except Exception as exc:  # noqa: BLE001 - reported as the group's failure
-                    yield failed_group(group, f"a Spark task failed: {_spark_failure(exc)}")
-    except BaseException:
-        if pending:  # interrupted: stop the jobs still running; their files never appear
-            connect.cancel_jobs(spark, job_group)
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    def here(index: int, group: list[Any]) -> list[UnitResult]:
+        # a Spark task's very code, in this thread: staged files, one row per unit (see framework.spark.tasks)
+        try:
+            return [r for batch in run_task(job, iter(encode_units(group).to_batches()), index)
+                    for r in from_arrow(batch)]
+        except Exception as exc:  # noqa: BLE001 - reported as the group's failure
+            return failed_group(group, f"reading on the driver failed: {type(exc).__name__}: {exc}")
+
+    def failed(group: list[Any], exc: BaseException) -> list[UnitResult]:
+        return failed_group(group, f"a Spark task failed: {_spark_failure(exc)}")
+
+    yield from schedule_groups(groups, here=here, on_spark=on_spark, failed=failed, spark=run.session,
+                               read_here=run.driver_reads, spark_slots=max(1, job.tasks),
+                               cancel=lambda: connect.cancel_jobs(run.spark, job_group))
 
 
 def _fold(sync: Sync, results: list[UnitResult], result: StreamResult,

@@ -37,18 +37,23 @@ pipeline): ``validate-manifest`` and protocol mode never pay for it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import os
 import re
 import shlex
+import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
 import urllib.parse
 from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from framework.errors import ConfigError
 
@@ -71,21 +76,181 @@ def spark_session(master: str | None = None, app_name: str = "run-manifest", *, 
     url = remote_url(remote, master)
     if url:
         return _connect_session(url, app_name, conf)
+    plan = session_plan(master, conf, full_jit=full_jit, jdbc=jdbc)
+    return _classic_session(plan, app_name)
+
+
+def _classic_session(plan: SessionPlan, app_name: str,
+                     start: SessionStart | None = None) -> SparkSession:
+    """The classic session of ``plan``; ``start`` (a background start) is told when this process launches
+    the driver JVM and, once it runs and before the SparkContext is made, its process (a
+    ``subprocess.Popen``; None when the JVM was running already: not its to kill)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    plan = session_plan(master, conf, full_jit=full_jit, jdbc=jdbc)
     builder = SparkSession.builder.appName(app_name)
     if plan.master:
         builder = builder.master(plan.master)
     for key, value in plan.settings.items():
         builder = builder.config(key, value)
-    _launch_jvm(plan, app_name)  # the driver JVM, its stderr without the one notice it prints on every start
+    if start is not None:
+        from pyspark import SparkContext
+
+        process = None
+        with SparkContext._lock:  # the JVM first, with the settings getOrCreate would start it with
+            if SparkContext._gateway is None:  # else a JVM this process runs already (not ours to kill)
+                start._launching.set()
+                process = _launch_jvm(plan, app_name)
+        start._launched(process)
+    else:
+        _launch_jvm(plan, app_name)
     session = builder.getOrCreate()
     if plan.quiet:
         session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+class SessionStart:
+    """A classic SparkSession starting in a background thread, as soon as this is made.
+
+    ``future`` holds the session (or the error that stopped its start); ``plan`` is
+    known at once, so a local master's parallelism is too (:meth:`parallelism`).
+    :meth:`abandon` is for a run that ended before the session was needed: the
+    JVM is killed (SIGKILL, so that none of its shutdown hooks speaks). One still
+    being launched (``spark-submit`` has not handed its port over yet) is killed
+    with every process under it where ``/proc`` lists them (Linux), else waited
+    for first: a JVM left to start on its own would print its start-up lines after
+    the command ended.
+    """
+
+    def __init__(self, master: str | None = None, app_name: str = "run-manifest", *, full_jit: bool = False,
+                 jdbc: bool = False, **conf: str):
+        self.plan = session_plan(master, conf, full_jit=full_jit, jdbc=jdbc)
+        self.future: Future[SparkSession] = Future()
+        self.future.set_running_or_notify_cancel()
+        self._lock = threading.Lock()
+        self._abandoned = False
+        self._process: Any = None
+        self._launch_over = threading.Event()  # the JVM runs (or its start failed)
+        self._launching = threading.Event()  # this process is launching a JVM of its own (spark-submit)
+        self._thread = threading.Thread(target=self._start, args=(app_name,), name="spark-start", daemon=True)
+        self._thread.start()
+
+    def parallelism(self) -> int:
+        """The tasks a local master runs at once (``spark.default.parallelism`` when set)."""
+        given = self.plan.settings.get("spark.default.parallelism")
+        return max(1, int(given)) if given else local_cores(self.plan.master or "local[*]")
+
+    def abandon(self, wait: float = 30.0) -> None:
+        """Stop the session's start (or the session) quietly: this run does not need it."""
+        # the lost connection is expected now: py4j logs it (on its loggers, and with logging.exception on root)
+        logging.getLogger("py4j").setLevel(logging.CRITICAL)
+        logging.getLogger().addFilter(_not_from_py4j)
+        with self._lock:
+            self._abandoned = True
+            process = self._process
+        if process is None and not self._launch_over.is_set():
+            # spark-submit is being launched: kill it and what runs under it where /proc says (Linux), else
+            # wait until it hands its port over. Not launching yet: the start thread stops before it does.
+            launching = _spark_submits() if self._launching.is_set() else []
+            if launching is not None:
+                for pid in launching:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+                self._thread.join(2)
+                self._forget()
+                return
+            self._launch_over.wait(wait)
+        with self._lock:
+            process = self._process
+        if process is not None:
+            with contextlib.suppress(OSError):
+                process.kill()
+            self._thread.join(2)
+            self._forget()
+
+    def _forget(self) -> None:
+        """PySpark forgets the gateway of the killed JVM, so a later session in this process starts a new one."""
+        if not self._launching.is_set():
+            return
+        from pyspark import SparkContext
+
+        with SparkContext._lock:  # there was no gateway before this start launched its own
+            SparkContext._gateway = None
+            SparkContext._jvm = None
+            SparkContext._active_spark_context = None
+
+    def _launched(self, process: Any) -> None:
+        with self._lock:
+            self._process = process
+            self._launch_over.set()
+            if not self._abandoned:
+                return
+        if process is not None:
+            with contextlib.suppress(OSError):
+                process.kill()
+        raise _Abandoned
+
+    def _start(self, app_name: str) -> None:
+        try:
+            if self._abandoned:
+                raise _Abandoned
+            session = _classic_session(self.plan, app_name, self)
+        except BaseException as exc:  # noqa: BLE001 - the future carries it to whoever needs the session
+            if isinstance(exc, Exception) or not self._abandoned:
+                self.future.set_exception(exc)
+            return
+        finally:
+            self._launch_over.set()
+        self.future.set_result(session)
+
+
+def _not_from_py4j(record: logging.LogRecord) -> bool:
+    """A logging filter: drop what py4j's own code logs (its connection to a JVM killed on purpose)."""
+    return f"{os.sep}py4j{os.sep}" not in record.pathname
+
+
+def _spark_submits() -> list[int] | None:
+    """This process's children running ``spark-submit`` (the launching JVM) and every process under them; None
+    where ``/proc`` cannot tell."""
+    def children(pid: int) -> list[int]:
+        found: list[int] = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children") as handle:
+                found.extend(int(child) for child in handle.read().split())
+        return found
+
+    try:
+        mine = children(os.getpid())
+    except OSError:
+        return None
+    pending, tree = [], []
+    for pid in mine:
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as handle:
+            command = handle.read()
+            if b"spark-submit" in command or b"org.apache.spark" in command:
+                pending.append(pid)
+    while pending:
+        pid = pending.pop()
+        tree.append(pid)
+        with contextlib.suppress(OSError):
+            pending.extend(children(pid))
+    return tree
+
+
+class _Abandoned(BaseException):
+    """The run no longer needs the session being started."""
+
+
+def local_cores(master: str) -> int:
+    """How many tasks a local master (``local``, ``local[N]``, ``local[*]``, ``local[N,F]``) runs at once."""
+    match = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
+    if match is not None and match.group(1) is None:
+        return 1
+    if match is not None and match.group(1) != "*":
+        return max(1, int(match.group(1)))
+    return max(1, os.cpu_count() or 1)
 
 
 def _connect_session(url: str, app_name: str, conf: dict[str, str]) -> SparkSession:
@@ -317,15 +482,16 @@ def _quiet_log_config() -> str | None:
 _JVM_NOTICE = b"WARNING: Using incubator modules: jdk.incubator.vector"
 
 
-def _launch_jvm(plan: SessionPlan, app_name: str) -> None:
+def _launch_jvm(plan: SessionPlan, app_name: str) -> subprocess.Popen | None:
     """Start the driver JVM the way ``getOrCreate`` would (the same settings), its stderr (file descriptor 2,
-    where it would write) filtered; nothing when a JVM is up already (an earlier session, ``spark-submit``)."""
+    where it would write) filtered; its process (``spark-submit``'s), or None when a JVM is up already (an
+    earlier session, ``spark-submit``) and nothing was started."""
     from pyspark import SparkConf
     from pyspark.core.context import SparkContext
     from pyspark.java_gateway import launch_gateway
 
     if SparkContext._gateway is not None or _under_spark_submit():
-        return
+        return None
     conf = SparkConf().setAppName(app_name)
     if plan.master:
         conf.setMaster(plan.master)
@@ -343,6 +509,7 @@ def _launch_jvm(plan: SessionPlan, app_name: str) -> None:
         raise
     os.close(write_end)  # the JVM holds its own copy
     SparkContext._ensure_initialized(gateway=gateway)
+    return getattr(gateway, "proc", None)
 
 
 def forward_jvm_stderr(source: int, target: int) -> None:
@@ -390,5 +557,5 @@ def _jdbc_jars(environ: Mapping[str, str] | None = None) -> str | None:
     return _DEBIAN_POSTGRES_JAR if os.path.isfile(_DEBIAN_POSTGRES_JAR) else None
 
 
-__all__ = ["SessionPlan", "environment_master", "known_master", "session_plan", "spark_defaults", "spark_session",
-           "submit_conf"]
+__all__ = ["SessionPlan", "SessionStart", "environment_master", "known_master", "local_cores", "session_plan",
+           "spark_defaults", "spark_session", "submit_conf"]

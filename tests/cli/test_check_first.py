@@ -83,5 +83,10 @@ def test_no_check_goes_straight_to_spark(files, tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(session, "spark_session", spark_started)
     with pytest.raises(Started):
+        main([manifest, "--config", config, "--output", str(tmp_path / "out"), "--no-check", "--wait-for-spark"])
+    assert api.received("/tickets") == []
+    # by default a local session starts in the background first, and the driver reads while it starts
+    monkeypatch.setattr(session, "SessionStart", spark_started)
+    with pytest.raises(Started):
         main([manifest, "--config", config, "--output", str(tmp_path / "out"), "--no-check"])
     assert api.received("/tickets") == []
