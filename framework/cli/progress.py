@@ -22,7 +22,9 @@ with milliseconds, such as ``"2026-11-03T10:15:02.418Z"``):
     ``master`` (Spark's master URL; over Spark Connect
     ``sc://host (the server's master)``), ``output`` (the destination's base URI),
     ``format`` (``Parquet``, ``Avro``, ``CSV`` or ``JSONL``),
-    ``spark_seconds`` (Spark's start-up).
+    ``spark_seconds`` (Spark's start-up), ``background`` (true: a local Spark
+    still starting while the driver reads the first groups; ``spark_seconds``
+    is then the time until that start began).
 ``stream_planned``
     ``stream``, ``partitions`` (partitions to read).
 ``stream_progress``
@@ -88,7 +90,9 @@ if TYPE_CHECKING:  # the pipeline and normalization need pyspark to run; only th
 class Reporter(Protocol):
     """What :func:`framework.cli.sync_command.run_sync` tells about a sync."""
 
-    def started(self, master: str, output: str, format_type: str, spark_seconds: float) -> None: ...
+    def started(self, master: str, output: str, format_type: str, spark_seconds: float, *,
+                background: bool = False) -> None:
+        """Spark is ready after ``spark_seconds``, or (``background``) still starting while the driver reads."""
 
     def progress(self, event: str, result: StreamResult) -> None:
         """``run_pipeline``'s callback: ``event`` is ``planned``, ``group`` or ``done``."""
@@ -174,8 +178,13 @@ class TextReporter:
     _open_line: bool = False  # a redrawn line is on screen (tty) and needs a newline before other text
     _warned: dict[str, int] = field(default_factory=dict)
 
-    def started(self, master: str, output: str, format_type: str, spark_seconds: float) -> None:
-        self._write(f"Spark ready in {spark_seconds:.1f} s ({master}); writing {format_type} to {output}")
+    def started(self, master: str, output: str, format_type: str, spark_seconds: float, *,
+                background: bool = False) -> None:
+        if background:
+            self._write(f"Spark starting in the background ({master}), the driver reads meanwhile; "
+                        f"writing {format_type} to {output}")
+        else:
+            self._write(f"Spark ready in {spark_seconds:.1f} s ({master}); writing {format_type} to {output}")
 
     def progress(self, event: str, result: StreamResult) -> None:
         now = self.clocks.monotonic()
@@ -232,7 +241,8 @@ class QuietReporter:
     err: IO[str]
     _warned: dict[str, int] = field(default_factory=dict)
 
-    def started(self, master: str, output: str, format_type: str, spark_seconds: float) -> None:
+    def started(self, master: str, output: str, format_type: str, spark_seconds: float, *,
+                background: bool = False) -> None:
         return None
 
     def progress(self, event: str, result: StreamResult) -> None:
@@ -278,9 +288,10 @@ class JsonReporter:
     _planned_at: dict[str, float] = field(default_factory=dict)
     _warned: dict[str, int] = field(default_factory=dict)
 
-    def started(self, master: str, output: str, format_type: str, spark_seconds: float) -> None:
+    def started(self, master: str, output: str, format_type: str, spark_seconds: float, *,
+                background: bool = False) -> None:
         self._emit("started", master=master, output=output, format=format_type,
-                   spark_seconds=round(spark_seconds, 3))
+                   spark_seconds=round(spark_seconds, 3), background=background)
 
     def progress(self, event: str, result: StreamResult) -> None:
         now = self.clocks.monotonic()

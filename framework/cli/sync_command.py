@@ -131,8 +131,8 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
         starting.append(spark)
         if options.check_first:
             _check_first(connector)
-        master = f"{spark.plan.master or 'local[*]'}, starting while the driver reads"
-        reporter.started(master, settings.base_uri, settings.format.format_type, time.perf_counter() - started)
+        reporter.started(spark.plan.master or "local[*]", settings.base_uri, settings.format.format_type,
+                         time.perf_counter() - started, background=True)
     else:
         if options.check_first:  # a bad token or a wrong url_base fails in a second, not after Spark's start
             _check_first(connector)
@@ -178,7 +178,7 @@ def _check_first(connector: Connector) -> None:
         return
     ok, message = check_connection(connector, names)
     if not ok:
-        raise CheckFailed(f"the connection check failed, so Spark was not started: {message} (run-manifest --check "
+        raise CheckFailed(f"the connection check failed, so nothing was read: {message} (run-manifest --check "
                           "tells the same; --no-check skips it)")
 
 

@@ -85,6 +85,13 @@ def test_text_off_a_terminal_prints_lines_no_closer_than_the_interval():
     assert "\r" not in err.getvalue() and "\x1b" not in err.getvalue()
 
 
+def test_text_says_when_spark_starts_in_the_background_while_the_driver_reads():
+    err = io.StringIO()
+    TextReporter(err, tty=False).started("local[*]", "/tmp/out", "Parquet", 0.01, background=True)
+    assert err.getvalue() == ("Spark starting in the background (local[*]), the driver reads meanwhile; "
+                              "writing Parquet to /tmp/out\n")
+
+
 def test_text_on_a_terminal_redraws_one_line_and_leaves_the_closing_one():
     err, clock = io.StringIO(), FakeClock()
     reporter = TextReporter(err, tty=True, clocks=clocks(clock))
@@ -171,7 +178,7 @@ def test_reporter_for_picks_text_by_terminal_and_json_by_format():
 STREAM_DONE_KEYS = {"event", "time", "stream", "records", "pages", "empty_pages", "partitions_done", "partitions",
                     "records_per_second", "files", "bytes", "nulled", "state_saved", "seconds", "error"}
 KEYS = {
-    "started": {"event", "time", "master", "output", "format", "spark_seconds"},
+    "started": {"event", "time", "master", "output", "format", "spark_seconds", "background"},
     "stream_planned": {"event", "time", "stream", "partitions"},
     "stream_progress": {"event", "time", "stream", "records", "pages", "empty_pages", "partitions_done", "partitions",
                         "records_per_second"},
@@ -211,7 +218,8 @@ def test_json_lines_carry_every_event_with_the_documented_keys():
                                             "stream_done", "stream_done", "failure", "summary"]
     assert events[0]["time"] == "2026-09-21T14:15:00.000Z"  # EPOCH + 100 s
     assert events[0] | {"time": None} == {"event": "started", "time": None, "master": "local[2]",
-                                          "output": "/tmp/out", "format": "Parquet", "spark_seconds": 4.25}
+                                          "output": "/tmp/out", "format": "Parquet", "spark_seconds": 4.25,
+                                          "background": False}
     assert events[3]["records"] == 1000 and events[3]["partitions_done"] == 2
     assert events[3]["records_per_second"] == 250.0  # 1,000 records 4 s after planning
     assert events[6] | {"time": None} == {"event": "failure", "time": None, "stream": "orders",

@@ -168,8 +168,8 @@ def test_run_manifest_lands_the_same_with_and_without_wait_for_spark_and_leaves_
             time.sleep(0.2)  # polling real processes
         assert _java_with(marker) == []  # the JVM it started is gone (killed, or ended with the process)
     started = {name: next(e for e in events if e["event"] == "started") for name, events in runs.items()}
-    assert "while the driver reads" in started["early"]["master"]
-    assert "while the driver reads" not in started["waiting"]["master"]
+    assert started["early"]["background"] is True
+    assert started["waiting"]["background"] is False
     _same(landed(tmp_path / "early"), landed(tmp_path / "waiting"))
 
 
