@@ -5,7 +5,9 @@ Spark's own readers and writers: a DataFrame of object keys is spread over
 the executors, and each task reads its files through
 :func:`framework.storage.storage_for` (a local folder or S3) into Arrow
 batches (:func:`read_files`), or writes the Arrow batches of its partition into
-one Parquet object (:func:`write_parquet`). Under a local output,
+one Parquet object (:func:`write_parquet`), or cuts them into a stream's
+tables and writes one object per table (:func:`write_tables`, under a local
+output too). Under a local output,
 :func:`write_parquet` uses Spark's own Parquet writer (no rows pass through
 Python), and readers may use Spark's own reader. The driver only sees keys,
 counts, schemas and Parquet footers.
