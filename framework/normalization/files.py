@@ -56,7 +56,7 @@ WRITTEN_DDL = "key string, rows long, max_emitted_at timestamp"
 EXTENSIONS = {".parquet": "parquet", ".avro": "avro", ".csv": "text", ".csv.gz": "text", ".jsonl": "text",
               ".jsonl.gz": "text"}
 _BATCH_ROWS = 65536
-_GROUP_ROWS = 131072  # rows of a Parquet row group written by write_tables
+_GROUP_ROWS = 65536  # rows of a Parquet row group written by write_tables (a task holds one per table)
 
 
 def landed_files(storage: Storage, destination: DestinationSettings, stream: str,

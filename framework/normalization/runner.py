@@ -16,6 +16,11 @@ own, or ``NormalizationSettings.destination_sync_mode``):
   child tables are rewritten: rows of untouched keys are kept as they are,
   child rows of new active versions are added.
 
+The tables of an ``overwrite`` or ``append`` stream come from one pass over
+its landed rows (:class:`~framework.normalization.tables.StreamTables`): read
+once, each level's hashids computed once, every table written from that pass
+by the Parquet target (the PostgreSQL target writes them table by table).
+
 A run is incremental when the target already has the stream's tables with
 the columns and types the plan gives; otherwise (first run, changed
 schema, ``full_refresh``) every table is rebuilt from all landed rows.

@@ -201,24 +201,28 @@ def _items(value: Column, table: TablePlan) -> Column:
 
 
 def _level(items: Column, table: TablePlan, parent_hash: Column) -> Column:
-    """The rows of child ``table`` made from the array of its nodes ``items``: see :func:`record_frame`."""
+    """The rows of child ``table`` made from the array of its nodes ``items``: see :func:`record_frame`.
+
+    Array functions' lambdas are interpreted (no generated code): a table without children takes one
+    ``transform`` (its typed values made twice, for the row and for the hashid, cost less than a second
+    pass), a table with children two (the second makes the children from the row's hashid).
+    """
     from pyspark.sql import functions as F
 
     names = [c.name for c in table.columns]
 
-    def typed_row(item: Column) -> Column:  # data columns, and the node while there are children to make
-        data = ([typed(item, c.type).alias(c.name) for c in table.columns] if table.kind == "scalars"
-                else _data_columns(item, table))
-        return F.struct(*data, *([item.alias(ITEM_NODE)] if table.children else []))
+    def values(item: Column) -> list[Column]:
+        if table.kind == "scalars":
+            return [typed(item, c.type) for c in table.columns]
+        return [typed(item.getField(c.key), c.type) for c in table.columns]
 
-    def hashed_row(row: Column) -> Column:  # with the hashid (of the parent's and the row's values)
-        parts = [parent_hash] + [as_text(row.getField(c.name), c.type) for c in table.columns]
-        parts += [F.to_json(row.getField(ITEM_NODE).getField(child.key)) for child in table.children]
-        kept = [row.getField(name).alias(name) for name in names]
-        return F.struct(*kept, hashid(parts).alias(table.hashid), *([row.getField(ITEM_NODE).alias(ITEM_NODE)]
-                                                                    if table.children else []))
+    def hashed_row(item: Column) -> Column:  # data columns, hashid, and the node while there are children
+        parts = [parent_hash] + [as_text(value, c.type) for value, c in zip(values(item), table.columns)]
+        parts += [F.to_json(item.getField(child.key)) for child in table.children]
+        data = [value.alias(name) for value, name in zip(values(item), names)]
+        return F.struct(*data, hashid(parts).alias(table.hashid), *([item.alias(ITEM_NODE)] if table.children else []))
 
-    rows = F.transform(F.transform(items, typed_row), hashed_row)
+    rows = F.transform(items, hashed_row)
     if not table.children:
         return rows
 
