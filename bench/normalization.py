@@ -1,10 +1,11 @@
 """Benchmark of normalization: land N nested records as Parquet, normalize them, print rows/s and peak memory.
 
-    .venv/bin/python bench/normalization.py --records 1000000 [--master local[*]] [--files 8] [--keep DIR]
-        [--quick-jit] [--conf spark.driver.memory=2g ...]
+    .venv/bin/python bench/normalization.py --records 1000000 [--children 2] [--master local[*]] [--files 8]
+        [--keep DIR] [--quick-jit] [--conf spark.driver.memory=2g ...]
 
 Each record has scalars of every type, a nested object and an array of
-objects (so three tables plus the raw table). The landed files are written
+objects (so three tables plus the raw table); ``--children 8`` adds objects
+and arrays of objects up to eight child tables. The landed files are written
 with the sink's own typing and Parquet writer, without Spark or an API; the
 catalog says append, so the run is a full normalization of every record.
 Rows/s counts the stream's records (input rows); the child table rows are
@@ -38,9 +39,33 @@ SCHEMA = {"type": "object", "properties": {
     "lines": {"type": "array", "items": {"type": "object", "properties": {
         "sku": {"type": "string"}, "qty": {"type": "integer"}}}},
 }}
+_NOTE = {"type": "object", "properties": {"code": {"type": "string"}, "level": {"type": "integer"}}}
+_PART = {"type": "array", "items": {"type": "object", "properties": {
+    "part": {"type": "string"}, "weight": {"type": "number"}}}}
 
 
-def land(output: str, records: int, files: int) -> None:
+def schema_with(children: int) -> dict:
+    """The record schema with ``children`` child tables (at least 2): ``address`` and ``lines``, then
+    objects ``note_<n>`` and arrays of objects ``parts_<n>`` in turn."""
+    properties = dict(SCHEMA["properties"])
+    for number in range(2, children):
+        properties[f"note_{number}" if number % 2 == 0 else f"parts_{number}"] = _NOTE if number % 2 == 0 else _PART
+    return {"type": "object", "properties": properties}
+
+
+def record(i: int, children: int) -> dict:
+    value = {"id": i, "name": f"order {i}", "price": i / 100, "active": i % 2 == 0,
+             "updated_at": "2024-01-01T00:00:00Z", "address": {"city": f"city {i % 100}", "zip": str(i)},
+             "lines": [{"sku": f"s{i}", "qty": 1}, {"sku": f"t{i}", "qty": 2}]}
+    for number in range(2, children):
+        if number % 2 == 0:
+            value[f"note_{number}"] = {"code": f"c{i % 7}", "level": number}
+        else:
+            value[f"parts_{number}"] = [{"part": f"p{i}", "weight": 1.5}, {"part": f"q{i}", "weight": 2.5}]
+    return value
+
+
+def land(output: str, records: int, files: int, children: int = 2) -> None:
     from framework.formats import open_format_writer
     from framework.models.destination import DestinationSettings
     from framework.storage import storage_for
@@ -50,7 +75,8 @@ def land(output: str, records: int, files: int) -> None:
 
     settings = DestinationSettings.model_validate({"output": output, "format": {"format_type": "Parquet"}})
     storage = storage_for(settings)
-    converter = RecordConverter.from_json_schema(SCHEMA, stream="orders")
+    schema = schema_with(children)
+    converter = RecordConverter.from_json_schema(schema, stream="orders")
     started = datetime(2024, 1, 1, tzinfo=timezone.utc)
     layout = StreamLayout.of(settings, "orders", "", started_at=started)
     per_file = -(-records // files)
@@ -59,15 +85,12 @@ def land(output: str, records: int, files: int) -> None:
         writer = open_format_writer(settings.format, converter.schema, None, sink)
         first = part * per_file
         for start in range(first, min(first + per_file, records), 50_000):
-            batch = [{"id": i, "name": f"order {i}", "price": i / 100, "active": i % 2 == 0,
-                      "updated_at": "2024-01-01T00:00:00Z", "address": {"city": f"city {i % 100}", "zip": str(i)},
-                      "lines": [{"sku": f"s{i}", "qty": 1}, {"sku": f"t{i}", "qty": 2}]}
-                     for i in range(start, min(start + 50_000, first + per_file, records))]
+            batch = [record(i, children) for i in range(start, min(start + 50_000, first + per_file, records))]
             writer.write(converter.convert(batch, extracted_at_ms=int(started.timestamp() * 1000),
                                            generation_id=0, sync_id=1))
         writer.close()
         storage.write_atomic(layout.key(part), sink.getvalue())
-    CatalogStore(storage).merge([{"stream": {"name": "orders", "json_schema": SCHEMA},
+    CatalogStore(storage).merge([{"stream": {"name": "orders", "json_schema": schema},
                                   "sync_mode": "full_refresh", "destination_sync_mode": "append",
                                   "cursor_field": [], "primary_key": [["id"]]}])
 
@@ -76,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--children", type=int, default=2,
+                        help="child tables of the stream (2: an object and an array of objects, four tables with "
+                             "the stream's and the raw table; more add objects and arrays of objects in turn)")
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--keep", metavar="DIR", help="use (and keep) this output folder")
     parser.add_argument("--quick-jit", action="store_true",
@@ -91,8 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     output = args.keep or tempfile.mkdtemp(prefix="bench-normalization-")
     try:
         began = time.perf_counter()
-        land(output, args.records, args.files)
-        print(f"landed {args.records:,} records in {args.files} Parquet file(s) in "
+        land(output, args.records, args.files, max(2, args.children))
+        print(f"landed {args.records:,} records ({max(2, args.children)} child tables) in {args.files} "
+              f"Parquet file(s) in "
               f"{time.perf_counter() - began:.1f} s", file=sys.stderr)
         conf = dict(item.split("=", 1) for item in args.conf)
         spark = spark_session(args.master, app_name="bench-normalization", full_jit=not args.quick_jit, **conf)

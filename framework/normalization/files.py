@@ -5,7 +5,9 @@ Spark's own readers and writers: a DataFrame of object keys is spread over
 the executors, and each task reads its files through
 :func:`framework.storage.storage_for` (a local folder or S3) into Arrow
 batches (:func:`read_files`), or writes the Arrow batches of its partition into
-one Parquet object (:func:`write_parquet`). Under a local output,
+one Parquet object (:func:`write_parquet`), or cuts them into a stream's
+tables and writes one object per table (:func:`write_tables`, under a local
+output too). Under a local output,
 :func:`write_parquet` uses Spark's own Parquet writer (no rows pass through
 Python), and readers may use Spark's own reader. The driver only sees keys,
 counts, schemas and Parquet footers.
@@ -47,11 +49,14 @@ from framework.typed.envelope import DATA, EXTRACTED_AT, RAW_ID, TEXT_ENVELOPE
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from framework.normalization.tables import StreamTables
+
 TEXT_SCHEMA = pa.schema([(RAW_ID, pa.string()), (EXTRACTED_AT, pa.timestamp("us", tz="UTC")), (DATA, pa.string())])
 WRITTEN_DDL = "key string, rows long, max_emitted_at timestamp"
 EXTENSIONS = {".parquet": "parquet", ".avro": "avro", ".csv": "text", ".csv.gz": "text", ".jsonl": "text",
               ".jsonl.gz": "text"}
 _BATCH_ROWS = 65536
+_GROUP_ROWS = 65536  # rows of a Parquet row group written by write_tables (a task holds one per table)
 
 
 def landed_files(storage: Storage, destination: DestinationSettings, stream: str,
@@ -307,6 +312,100 @@ def write_parquet(frame: DataFrame, destination_json: Mapping[str, Any], prefix:
     return written or [_write_empty(storage, prefix, tag, arrow_schema)]
 
 
+def write_tables(tables: StreamTables, destination_json: Mapping[str, Any], prefix: str,
+                 emitted_at: str = "_airbyte_emitted_at") -> dict[str, list[dict]]:
+    """Write every table of ``tables`` as Parquet objects under ``<prefix>/<table>`` in one pass over its
+    record frame; returns each table's ``{key, rows, max_emitted_at}`` per file (as :func:`write_parquet`).
+
+    Each task cuts its Arrow batches into the tables (:func:`framework.normalization.tables.split`) and
+    writes one file per table it has rows of; a table no task has rows of gets one empty file.
+    """
+    from framework.normalization.tables import split
+
+    layout = tables.layout()
+    emitted = {name: emitted_at if emitted_at in schema.names else None for name, schema in layout.schemas}
+    tag = uuid.uuid4().hex[:12]
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        part = context.partitionId() if context else 0
+        storage = _storage(destination_json)
+        files: dict[str, _TableFile] = {}
+        try:
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                for name, rows in split(batch, layout).items():
+                    if rows.num_rows == 0:
+                        continue
+                    if name not in files:
+                        files[name] = _TableFile(storage, f"{prefix}/{name}/part-{part:05d}-{tag}.parquet",
+                                                 rows.schema, emitted[name])
+                    files[name].write(rows)
+            for file in files.values():
+                file.close()
+        except BaseException:
+            for file in files.values():
+                file.abort()
+            raise
+        if files:
+            yield pa.RecordBatch.from_pylist(
+                [{"table": name, "key": file.key, "rows": file.rows, "max_emitted_at": file.latest}
+                 for name, file in files.items()], schema=_TABLE_WRITTEN_ARROW)
+
+    found: dict[str, list[dict]] = {name: [] for name, _ in layout.schemas}
+    for row in tables.records.mapInArrow(run, "table string, " + WRITTEN_DDL).collect():
+        written = row.asDict()
+        found[written.pop("table")].append(written)
+    storage = _storage(destination_json)
+    for name, schema in layout.schemas:
+        if not found[name]:
+            found[name] = [_write_empty(storage, f"{prefix}/{name}", tag, schema)]
+    return found
+
+
+class _TableFile:
+    """One Parquet object a task writes a table's rows into; rows are gathered into row groups of
+    :data:`_GROUP_ROWS`."""
+
+    def __init__(self, storage: Storage, key: str, schema: pa.Schema, emitted_at: str | None):
+        self.key = key
+        self.emitted_at = emitted_at
+        self.rows = 0
+        self.latest: datetime | None = None
+        self._handle = storage.open_object(key)
+        # the Parquet writer only writes to (and tells) the sink, which an ObjectWriter does
+        self._writer = pq.ParquetWriter(CountingSink(cast(BinaryIO, self._handle)), schema, compression="snappy")
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+
+    def write(self, rows: pa.Table) -> None:
+        self.rows += rows.num_rows
+        if self.emitted_at is not None:
+            value = pc.max(rows.column(self.emitted_at)).as_py()
+            if value is not None and (self.latest is None or value > self.latest):
+                self.latest = value
+        self._pending.append(rows)
+        self._pending_rows += rows.num_rows
+        if self._pending_rows >= _GROUP_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._writer.write_table(pa.concat_tables(self._pending), row_group_size=_GROUP_ROWS)
+        self._pending, self._pending_rows = [], 0
+
+    def close(self) -> None:
+        self._flush()
+        self._writer.close()
+        self._handle.commit()
+
+    def abort(self) -> None:
+        self._handle.abort()
+
+
 def _write_empty(storage: Storage, prefix: str, tag: str, arrow_schema: pa.Schema) -> dict:
     """One Parquet file of no rows (the table keeps its schema)."""
     key = f"{prefix}/part-00000-{tag}.parquet"
@@ -374,8 +473,10 @@ def _aware(value: datetime) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
 
 
+_TABLE_WRITTEN_ARROW = pa.schema([("table", pa.string()), ("key", pa.string()), ("rows", pa.int64()),
+                                  ("max_emitted_at", pa.timestamp("us", tz="UTC"))])
 _WRITTEN_ARROW = pa.schema([("key", pa.string()), ("rows", pa.int64()),
                             ("max_emitted_at", pa.timestamp("us", tz="UTC"))])
 
 
-__all__ = ["EXTENSIONS", "TEXT_SCHEMA", "conform", "landed_files", "read_files", "write_parquet"]
+__all__ = ["EXTENSIONS", "TEXT_SCHEMA", "conform", "landed_files", "read_files", "write_parquet", "write_tables"]

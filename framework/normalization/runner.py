@@ -16,6 +16,11 @@ own, or ``NormalizationSettings.destination_sync_mode``):
   child tables are rewritten: rows of untouched keys are kept as they are,
   child rows of new active versions are added.
 
+The tables of an ``overwrite`` or ``append`` stream come from one pass over
+its landed rows (:class:`~framework.normalization.tables.StreamTables`): read
+once, each level's hashids computed once, every table written from that pass
+by the Parquet target (the PostgreSQL target writes them table by table).
+
 A run is incremental when the target already has the stream's tables with
 the columns and types the plan gives; otherwise (first run, changed
 schema, ``full_refresh``) every table is rebuilt from all landed rows.
@@ -42,6 +47,7 @@ from framework.normalization.plan import (
     plan_catalog,
 )
 from framework.normalization.raw import raw_frame
+from framework.normalization.tables import StreamTables
 from framework.normalization.targets import Target, open_target
 from framework.storage import CatalogStore, Storage, storage_for
 
@@ -129,21 +135,20 @@ def _normalize_stream(spark: SparkSession, destination: DestinationSettings, sto
             watermark = None
     landed = raw_frame(spark, destination, storage, plan, after=watermark)
     try:
-        # The nodes are not cached: every table reads the landed files again (Spark's vectorized reader,
-        # cheap) and recomputes its parents' hashids. Caching nested nodes costs more than that (building
-        # Spark's in-memory columns of nested values) and runs out of a default 1 GB heap at a million
-        # records. Rows read through Python are cached by raw_frame, as flat text.
         raw = landed.frame
-        nodes = tf.root_nodes(raw, plan, when, keep_data=True)
-        raw_rows = raw.select(AB_ID, EMITTED_AT, DATA)
         if not plan.dedup:
-            tables = tf.all_tables(nodes, plan)
-            tables[plan.raw_table] = raw_rows
+            # One pass: the landed rows are read once and every level's hashids computed once, and a target
+            # that can (Parquet) writes all tables from that pass (framework/normalization/tables.py).
+            tables = StreamTables(raw, plan, when)
             if watermark is None:
                 target.publish(replace=tables, append={})
             else:
                 target.publish(replace={}, append=tables)
             return watermark is not None
+        # Deduplicated streams: each table reads the landed files again (Spark's vectorized reader) and
+        # recomputes its parents' hashids; their history is cached.
+        nodes = tf.root_nodes(raw, plan, when, keep_data=True)
+        raw_rows = raw.select(AB_ID, EMITTED_AT, DATA)
         replace = _deduped(target, plan, nodes, when, incremental=watermark is not None)
         try:
             if watermark is None:

@@ -146,6 +146,95 @@ def child_nodes(parent_frame: DataFrame, parent: TablePlan, child: TablePlan, pl
     return frame.withColumn(child.hashid, hashid(_hash_parts(child, node, F.col(f"`{child.foreign}`"))))
 
 
+#: Prefix of the record frame's hidden columns; never in a column name (names keep letters, digits and ``_``).
+HIDDEN = "#"
+#: The record frame's column of ``_airbyte_data`` (the raw table's).
+RECORD_DATA = HIDDEN + "data"
+ITEM_NODE = HIDDEN + "node"  # a child row's node while its own children are made
+
+
+def nested_column(table: TablePlan) -> str:
+    """The hidden column (or struct field) of the record frame holding the rows of child ``table``."""
+    return HIDDEN + table.name
+
+
+def record_frame(raw: DataFrame, plan: StreamPlan, normalized_at: datetime) -> DataFrame:
+    """One row per record with the rows of every table of the stream, each level's hashids computed once.
+
+    Columns: the root table's (``table_rows`` order), ``#data`` (``_airbyte_data``) and, per child
+    table of the root, ``#<child table>``: an array of the child's rows (an object child: none or one),
+    each a struct of the child's data columns, its hashid and, per grandchild, ``#<grandchild table>``;
+    and so on down. Metadata columns are the root's (``_airbyte_ab_id``...) and each parent's hashid:
+    :mod:`framework.normalization.tables` splits the frame into the tables.
+    """
+    from pyspark.sql import functions as F
+
+    root = plan.root
+    nodes = root_nodes(raw, plan, normalized_at, keep_data=True)
+    node = F.col(NODE)
+    parent_hash = F.col(f"`{root.hashid}`")
+    children = [_child(node.getField(child.key), child, parent_hash).alias(nested_column(child))
+                for child in root.children]
+    return nodes.select(*[F.col(f"`{name}`") for name in root.column_names], F.col(DATA).alias(RECORD_DATA),
+                        *children)
+
+
+def _child(value: Column, table: TablePlan, parent_hash: Column) -> Column:
+    """The rows of child ``table`` made from its ``value`` in the parent's node (see :func:`record_frame`)."""
+    from pyspark.sql import functions as F
+
+    if table.kind == "object" and not table.children:
+        # one row or none, in plain expressions (Spark's generated code) rather than an array function's lambda
+        parts = [parent_hash] + [as_text(typed(value.getField(c.key), c.type), c.type) for c in table.columns]
+        return F.when(value.isNotNull(), F.array(F.struct(*_data_columns(value, table),
+                                                          hashid(parts).alias(table.hashid))))
+    return _level(_items(value, table), table, parent_hash)
+
+
+def _items(value: Column, table: TablePlan) -> Column:
+    """The nodes of child ``table`` as an array: an object child's value is an array of none or one."""
+    from pyspark.sql import functions as F
+
+    if table.kind == "object":
+        return F.filter(F.array(value), lambda item: item.isNotNull())
+    return value
+
+
+def _level(items: Column, table: TablePlan, parent_hash: Column) -> Column:
+    """The rows of child ``table`` made from the array of its nodes ``items``: see :func:`record_frame`.
+
+    Array functions' lambdas are interpreted (no generated code): a table without children takes one
+    ``transform`` (its typed values made twice, for the row and for the hashid, cost less than a second
+    pass), a table with children two (the second makes the children from the row's hashid).
+    """
+    from pyspark.sql import functions as F
+
+    names = [c.name for c in table.columns]
+
+    def values(item: Column) -> list[Column]:
+        if table.kind == "scalars":
+            return [typed(item, c.type) for c in table.columns]
+        return [typed(item.getField(c.key), c.type) for c in table.columns]
+
+    def hashed_row(item: Column) -> Column:  # data columns, hashid, and the node while there are children
+        parts = [parent_hash] + [as_text(value, c.type) for value, c in zip(values(item), table.columns)]
+        parts += [F.to_json(item.getField(child.key)) for child in table.children]
+        data = [value.alias(name) for value, name in zip(values(item), names)]
+        return F.struct(*data, hashid(parts).alias(table.hashid), *([item.alias(ITEM_NODE)] if table.children else []))
+
+    rows = F.transform(items, hashed_row)
+    if not table.children:
+        return rows
+
+    def with_children(row: Column) -> Column:
+        own = row.getField(table.hashid)
+        nested = [_child(row.getField(ITEM_NODE).getField(child.key), child, own).alias(nested_column(child))
+                  for child in table.children]
+        return F.struct(*[row.getField(name).alias(name) for name in names], own.alias(table.hashid), *nested)
+
+    return F.transform(rows, with_children)
+
+
 def table_rows(frame: DataFrame, table: TablePlan) -> DataFrame:
     """The table's own columns, in order, from a node frame."""
     from pyspark.sql import functions as F
@@ -166,5 +255,5 @@ def all_tables(root_frame: DataFrame, plan: StreamPlan) -> dict[str, DataFrame]:
     return tables
 
 
-__all__ = ["NODE", "all_tables", "as_text", "child_nodes", "hashid", "parse_struct", "parse_type", "root_nodes",
-           "table_rows", "typed"]
+__all__ = ["HIDDEN", "NODE", "RECORD_DATA", "all_tables", "as_text", "child_nodes", "hashid", "nested_column",
+           "parse_struct", "parse_type", "record_frame", "root_nodes", "table_rows", "typed"]

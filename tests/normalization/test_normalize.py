@@ -189,24 +189,23 @@ def test_incremental_append_failures_and_an_unfinished_publish(spark, output, lo
 
     # a run that fails while writing leaves every table as it was, and no staged files
     land(settings, "events", [{"id": 4, "tags": ["d"]}], EVENTS, emitted_at=at(3))
-    real_write = target_module.write_parquet
-    calls = []
+    real_write = target_module.write_tables
+    staged = []
 
-    def failing(frame, *args, **kwargs):
-        calls.append(1)
-        if len(calls) == 2:
-            raise RuntimeError("disk full")
-        return real_write(frame, *args, **kwargs)
+    def failing(tables, *args, **kwargs):  # every table's files are staged, then the write fails
+        staged.append(real_write(tables, *args, **kwargs))
+        raise RuntimeError("disk full")
 
-    monkeypatch.setattr(target_module, "write_parquet", failing)
+    monkeypatch.setattr(target_module, "write_tables", failing)
     [outcome] = normalize(spark, settings, now=at(3, 12)).streams
     assert "disk full" in outcome.error
+    assert sum(w["rows"] for w in staged[0][tags]) == 1
     assert [r["id"] for r in table_rows(output, "events", ["id"])] == [1, 2, 3]
     assert len(table_rows(output, tags)) == 3
     assert not os.listdir(os.path.join(output, "_airbyte_normalization", "staging"))
 
     # a run that dies after its journal was written is finished by the next one
-    monkeypatch.setattr(target_module, "write_parquet", real_write)
+    monkeypatch.setattr(target_module, "write_tables", real_write)
     monkeypatch.setattr(target_module.ParquetTarget, "_apply", lambda self, journal: (_ for _ in ()).throw(
         RuntimeError("killed")))
     [outcome] = normalize(spark, settings, now=at(3, 12)).streams

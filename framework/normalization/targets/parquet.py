@@ -34,7 +34,8 @@ import orjson
 import pyarrow as pa
 
 from framework.errors import FrameworkError
-from framework.normalization.files import read_files, write_parquet
+from framework.normalization.files import read_files, write_parquet, write_tables
+from framework.normalization.tables import StreamTables
 from framework.storage import LocalStorage, S3Storage, Storage, storage_for
 
 if TYPE_CHECKING:
@@ -101,6 +102,10 @@ class ParquetTarget:
         changes: dict[str, dict] = {}
         try:
             for mode, frames in (("replace", replace), ("append", append)):
+                if isinstance(frames, StreamTables):  # every table from one pass over the stream's records
+                    for table, written in write_tables(frames, self.destination_json, staging).items():
+                        changes[table] = {"mode": mode, "written": written, "schema": _schema_text(frames[table])}
+                    continue
                 for table, frame in frames.items():
                     written = write_parquet(frame, self.destination_json, f"{staging}/{table}")
                     changes[table] = {"mode": mode, "written": written,
