@@ -44,10 +44,12 @@ generation the next overwrite deletes.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import itertools
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -58,7 +60,7 @@ import orjson
 from framework import coordination
 from framework.cdc import ChangeStream, apply_changes, realtime_stream
 from framework.engine.connector import Connector
-from framework.engine.plan import Sync, contiguous_groups, open_sync
+from framework.engine.plan import Sync, contiguous_groups, lazy_groups, open_sync
 from framework.engine.report import StreamReport, any_failed
 from framework.engine.results import UnitResult, failed_group, fold_results, from_arrow
 from framework.engine.worker import ConnectorSource
@@ -239,25 +241,29 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     # An overwrite deletes every older file once it succeeds, so it must read everything again.
     state_in = None if overwrite else given_states.get(stream.name, saved.stream_state(stream.name))
     sync = open_sync(connector, stream, state_in, incremental=selection.incremental)
-    units = sync.plan()
-    result.units = len(units)
+    lanes = run.cores * options.tasks_per_core
+    # Groups made as the plan streams from parent pages (bounded driver memory); realtime change data stages
+    # by task number, so its plan is split whole into one group per task.
+    groups: Iterable[list[Any]] = lazy_groups(_counted(sync.units(), result), lanes) if change is None \
+        else contiguous_groups(list(_counted(sync.units(), result)), lanes)
+    first = next(iter_groups := iter(groups), None)
     if progress:
         progress("planned", result)
     if overwrite:  # before any file of the new generation exists (the cursor state stays as it was)
         run.save(stream.name, saved.stream_state(stream.name), generation)
-    if units:
-        groups = contiguous_groups(units, run.cores * options.tasks_per_core)
+    if first:
         job = TaskJob(
             source=run.source.with_query_properties(connector, stream.name), stream=stream.name,
             destination=run.destination,
             sync_id=run.connection.sync_id, generation_id=generation,
             part_start=next_part_number(run.storage, run.settings, stream.name, options.namespace),
-            tasks=len(groups), namespace=options.namespace, started_at=time.time(),
+            tasks=lanes, namespace=options.namespace, started_at=time.time(),
             cdc_staging=change.staging_prefix() if change is not None else "",
             start_state=getattr(sync, "start_state", None),
             cursor_field=selection.cursor_field,  # a BridgeSync's: its workers start from it too
             coordinator=run.coordinator,
         )
+        groups = itertools.chain([first], iter_groups)
         for results in _run_groups(run, job, groups):
             files = _fold(sync, results, result, connector)
             if files is not None and not overwrite:
@@ -278,6 +284,13 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     run.save(stream.name, sync.state(final=final) if final or not overwrite else saved.stream_state(stream.name),
              generation)
     result.state_saved = True
+
+
+def _counted(units: Iterable[Any], result: StreamResult) -> Iterator[Any]:
+    """``units``, counted into ``result.units`` as they are planned."""
+    for unit in units:
+        result.units += 1
+        yield unit
 
 
 def _apply_changes(run: _Run, change: ChangeStream, completed: bool, result: StreamResult) -> None:
@@ -301,34 +314,58 @@ def _check_schema(run: _Run, name: str) -> None:
         converter.avro  # noqa: B018 - built for its errors
 
 
-def _run_groups(run: _Run, job: TaskJob, groups: list[list[Any]]) -> Iterator[list[UnitResult]]:
-    """Run each group as a one-task Spark job, all at once; yield each group's results as it finishes.
+def _run_groups(run: _Run, job: TaskJob, groups: Iterable[list[Any]]) -> Iterator[list[UnitResult]]:
+    """Run each group as a one-task Spark job, ``job.tasks`` at a time; yield each group's results as it
+    finishes. ``groups`` is pulled as jobs end, so a plan streamed from parent pages is never held whole.
 
-    A job that fails as a whole (the task raised outside a unit, the executor
-    died) yields that error for every unit of its group.
+    Each running group has a lane (0 to ``job.tasks - 1``): its files are numbered
+    ``part_start + lane + k * job.tasks``, and the next group in the lane starts
+    after the numbers the previous one published. A job that fails as a whole (the
+    task raised outside a unit, the executor died) yields that error for every
+    unit of its group.
     """
     spark = run.spark
     job_group = f"run-manifest-{job.stream}-{uuid.uuid4().hex[:12]}"
+    lanes = job.tasks
 
-    def one(index: int, group: list[Any]) -> list[UnitResult]:
+    def one(lane: int, start: int, group: list[Any]) -> list[UnitResult]:
         connect.tag_jobs(spark, job_group, f"sync of stream {job.stream}")
         try:
             frame = spark.createDataFrame(encode_units(group)).coalesce(1)
-            return from_arrow(frame.mapInArrow(task_function(job, index), RESULT_DDL).toArrow())
+            task = task_function(dataclasses.replace(job, part_start=start), lane)
+            return from_arrow(frame.mapInArrow(task, RESULT_DDL).toArrow())
         finally:
             connect.untag_jobs(spark, job_group)
 
-    pool = ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix=f"sync-{job.stream}")
-    pending: dict[Future, list[Any]] = {pool.submit(one, i, g): g for i, g in enumerate(groups)}
+    source = iter(groups)
+    starts = [job.part_start] * lanes  # each lane's next first part number
+    free = list(range(lanes - 1, -1, -1))
+    pool = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix=f"sync-{job.stream}")
+    pending: dict[Future, tuple[int, list[Any]]] = {}
+
+    def fill() -> None:
+        while free:
+            group = next(source, None)
+            if group is None:
+                return
+            lane = free.pop()
+            pending[pool.submit(one, lane, starts[lane], group)] = (lane, group)
+
     try:
+        fill()
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
-                group = pending.pop(future)
+                lane, group = pending.pop(future)
                 try:
-                    yield future.result()
+                    results = future.result()
                 except Exception as exc:  # noqa: BLE001 - reported as the group's failure
-                    yield failed_group(group, f"a Spark task failed: {_spark_failure(exc)}")
+                    results = failed_group(group, f"a Spark task failed: {_spark_failure(exc)}")
+                # the numbers this lane's files took (a failed job's files are never published)
+                starts[lane] += lanes * sum(len(r.files) for r in results)
+                free.append(lane)
+                yield results
+            fill()
     except BaseException:
         if pending:  # interrupted: stop the jobs still running; their files never appear
             connect.cancel_jobs(spark, job_group)
