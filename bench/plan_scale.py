@@ -193,13 +193,13 @@ def child(url: str, records: int, tasks: int, profile: bool, mode: str, shards: 
 def _plan_and_run(sync, tasks: int, latest) -> tuple[float, dict | None, int, dict]:  # noqa: ANN001
     """What the Spark pipeline's driver does, with the executors' side made instant: ``lazy_groups`` over
     ``sync.units()``, ``tasks`` groups in flight, each group's results folded when it comes back (the oldest
-    first) and the state written as JSON after it (the pipeline's save). Returns (seconds, final state, units,
-    extra columns)."""
+    first) and the state written as JSON as the pipeline saves it (after each of the first ``tasks`` groups,
+    then at most every ``STATE_SAVE_SECONDS``). Returns (seconds, final state, units, extra columns)."""
     from collections import deque
 
     import orjson
 
-    from framework.engine.plan import lazy_groups
+    from framework.engine.plan import STATE_SAVE_SECONDS, lazy_groups
     from framework.engine.results import UnitResult, fold_results
 
     started = time.perf_counter()
@@ -208,22 +208,32 @@ def _plan_and_run(sync, tasks: int, latest) -> tuple[float, dict | None, int, di
     save_s = 0.0
     state_peak = 0
 
-    def back(group: list) -> None:
+    def save() -> None:
         nonlocal saves, save_s, state_peak
-        fold_results(sync, [UnitResult(unit.index, records=1, pages=1, latest=latest) for unit in group])
         begun = time.perf_counter()
         state_peak = max(state_peak, len(orjson.dumps(sync.state())))
         save_s += time.perf_counter() - begun
         saves += 1
+
+    saved_at = time.perf_counter()
+    back_count = 0
+
+    def come_back(group: list) -> None:  # saved as the pipeline saves (framework/spark/pipeline.py)
+        nonlocal back_count, saved_at
+        fold_results(sync, [UnitResult(unit.index, records=1, pages=1, latest=latest) for unit in group])
+        back_count += 1
+        if back_count <= tasks or time.perf_counter() - saved_at >= STATE_SAVE_SECONDS:
+            save()
+            saved_at = time.perf_counter()
 
     for group in lazy_groups(sync.units(), tasks):
         units += len(group)
         groups += 1
         flight.append(group)
         if len(flight) >= tasks:
-            back(flight.popleft())
+            come_back(flight.popleft())
     while flight:
-        back(flight.popleft())
+        come_back(flight.popleft())
     state = sync.state(final=True)
     return time.perf_counter() - started, state, units, {"groups": groups, "saves": saves, "save_s": save_s}
 

@@ -38,7 +38,7 @@ import orjson
 
 from framework.errors import StateError
 
-__all__ = ["COMPACT_KEY", "DIGEST_SIZE", "PartitionStates", "partition_digest"]
+__all__ = ["COMPACT_KEY", "DIGEST_SIZE", "DigestSet", "PartitionStates", "partition_digest"]
 
 #: The state key of the compacted partitions.
 COMPACT_KEY = "compacted_partitions"
@@ -59,6 +59,44 @@ def day_of(value: Any) -> Any:
         return value
     utc = value.astimezone(timezone.utc)
     return datetime(utc.year, utc.month, utc.day, tzinfo=timezone.utc)
+
+
+class DigestSet:
+    """A set of 8-byte digests in about 8 bytes each: a sorted array, plus a small set of recent additions
+    merged into it now and then. What a substream's planning remembers of every partition it routed."""
+
+    MERGE_AT = 65_536
+
+    def __init__(self) -> None:
+        self._keys = array("Q")
+        self._recent: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self._keys) + len(self._recent)
+
+    def add(self, digest: bytes) -> bool:
+        """Add ``digest``; whether it was new."""
+        key = int.from_bytes(digest, "big")
+        if key in self._recent:
+            return False
+        keys = self._keys
+        at = bisect_left(keys, key)
+        if at < len(keys) and keys[at] == key:
+            return False
+        self._recent.add(key)
+        if len(self._recent) >= self.MERGE_AT:
+            self._merge()
+        return True
+
+    def _merge(self) -> None:
+        keys, merged, start = self._keys, array("Q"), 0
+        for key in sorted(self._recent):
+            at = bisect_left(keys, key, start)
+            merged.extend(keys[start:at])
+            merged.append(key)
+            start = at
+        merged.extend(keys[start:])
+        self._keys, self._recent = merged, set()
 
 
 class _Compacted:
@@ -209,27 +247,30 @@ class PartitionStates:
 
     # -- during the sync -----------------------------------------------------------------
 
-    def value(self, partition: Mapping[str, Any]) -> Any:
-        """The saved cursor value of ``partition``: its own, or its compacted day; None when unknown."""
+    def value(self, partition: Mapping[str, Any], key: bytes | None = None) -> Any:
+        """The saved cursor value of ``partition`` (whose :func:`partition_digest` is ``key``, when known): its
+        own, or its compacted day; None when unknown."""
         if not self._full and not self._compact:  # a first sync: no key to build (half of planning, bench/plan_scale)
             return None
-        key = partition_digest(partition)
+        key = key or partition_digest(partition)
         found = self._full.get(key)
         if found is not None:
             return found[1]
         return self._compact.get(key) if self._compact else None
 
-    def saved_cursor(self, partition: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    def saved_cursor(self, partition: Mapping[str, Any], key: bytes | None = None) -> Mapping[str, Any] | None:
         """The cursor state ``partition`` has in full (as loaded or put), or None (compacted, or unknown)."""
         if not self._full:
             return None
-        found = self._full.get(partition_digest(partition))
+        found = self._full.get(key or partition_digest(partition))
         return found[2] if found is not None else None
 
-    def put(self, partition: Mapping[str, Any], value: Any, cursor_state: Mapping[str, Any] | None = None) -> None:
+    def put(self, partition: Mapping[str, Any], value: Any, cursor_state: Mapping[str, Any] | None = None,
+            key: bytes | None = None) -> None:
         """Record ``partition`` at ``value``, as the newest entry; ``cursor_state`` is the entry's state when it
-        is more than ``{"<cursor_field>": value}`` (finished windows beyond ``value``: a ``date-range`` state)."""
-        key = partition_digest(partition)
+        is more than ``{"<cursor_field>": value}`` (finished windows beyond ``value``: a ``date-range`` state);
+        ``key`` is its :func:`partition_digest` when known."""
+        key = key or partition_digest(partition)
         self._full.pop(key, None)
         if self._compact:
             self._unfile(key)

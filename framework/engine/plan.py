@@ -18,12 +18,16 @@ from framework.components.stream import Stream
 from framework.engine.connector import Connector
 from framework.engine.sync import StreamSync
 
-__all__ = ["GROUP_UNITS", "Sync", "contiguous_groups", "lazy_groups", "open_sync"]
+__all__ = ["GROUP_UNITS", "STATE_SAVE_SECONDS", "Sync", "contiguous_groups", "lazy_groups", "open_sync"]
 
 T = TypeVar("T")
 
 #: The most units :func:`lazy_groups` puts in one group of a plan too big to look at whole.
 GROUP_UNITS = 2_000
+
+#: Past a stream's first groups, the least time between two saves of its state (each save writes all of it:
+#: 11 bytes per compacted partition), so a plan of many groups does not spend its time rewriting the state.
+STATE_SAVE_SECONDS = 5.0
 
 
 class Sync(Protocol):

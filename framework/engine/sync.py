@@ -58,7 +58,7 @@ from framework.components.incremental.date_ranges import Closed, is_range_state
 from framework.components.partitions import LAZY_KEY, ParentConfig, RoutedPartition
 from framework.components.slices import StreamSlice
 from framework.components.stream import Stream
-from framework.engine.partition_states import COMPACT_KEY, PartitionStates, partition_digest
+from framework.engine.partition_states import COMPACT_KEY, DigestSet, PartitionStates, partition_digest
 from framework.engine.window_progress import WindowProgress
 from framework.errors import StateError
 from framework.temporal.clock import Clock, SystemClock
@@ -164,7 +164,7 @@ class _Partition:
     units_left: int
     recorded: Any  # the value (and finished windows beyond it) last put in the per-partition states
     tags: tuple = ()  # the parent units it came from (a repeated partition adds its own)
-    digest: int = 0  # of its partition (a partitioned stream's), to route a repeated one here
+    digest: bytes = b""  # of its partition (a partitioned stream's), to route a repeated one here
 
 
 def _closed_of(cursor: Cursor | None, state: Mapping[str, Any] | None) -> tuple[Closed, ...]:
@@ -223,9 +223,9 @@ class StreamSync:
         self._units: list[Unit] = []  # plan()'s
         self._open: dict[int, Unit] = {}  # units handed out and not done, by index
         self._units_left = 0
-        self._seen_digests: set[int] = set()  # digests of the partitions routed so far (while routing)
-        self._digest = 0  # the last new partition's
-        self._live: dict[int, int] = {}  # digest -> index of the partitions not done
+        self._seen_digests = DigestSet()  # of the partitions routed so far (while routing)
+        self._digest = b""  # the last new partition's
+        self._live: dict[bytes, int] = {}  # digest -> index of the partitions not done
         self._parents: dict[str, StreamSync] = {}
         self._parent_units_left: dict[tuple, int] = {}
         self._generating: dict[str, set[int]] = {}  # parent name -> its units whose pages are being routed
@@ -297,7 +297,8 @@ class StreamSync:
         if saved.get(COMPACT_KEY) is not None:
             self._states.load_compacted(saved[COMPACT_KEY], cursor.state_value)
 
-    def _prior_for(self, partition: Mapping[str, Any]) -> tuple[Any, timedelta | None, bool, tuple[Closed, ...]]:
+    def _prior_for(self, partition: Mapping[str, Any],
+                   key: bytes | None = None) -> tuple[Any, timedelta | None, bool, tuple[Closed, ...]]:
         """Where a partition starts: (saved value, extra lookback, whether the value is the partition's own,
         the intervals finished beyond it)."""
         if not self.incremental:
@@ -308,9 +309,9 @@ class StreamSync:
         if self.global_cursor:
             return self._prior_global, extra, True, ()
         assert self._states is not None
-        own = self._states.value(partition)
+        own = self._states.value(partition, key)
         if own is not None:
-            return own, None, True, _closed_of(self.cursor, self._states.saved_cursor(partition))
+            return own, None, True, _closed_of(self.cursor, self._states.saved_cursor(partition, key))
         if self._all_from_global:
             return self._prior_global, extra, False, ()
         return None, None, False, ()
@@ -358,7 +359,7 @@ class StreamSync:
                 if seen:
                     continue
             p_index += 1
-            prior, extra, own, closed = self._prior_for(part.partition)
+            prior, extra, own, closed = self._prior_for(part.partition, self._digest if self.partitioned else None)
             bounds, windows, (floor, ceiling), finished = self._windows(prior, extra, closed)
             partition = _Partition(part, WindowProgress(bounds, prior), len(windows),
                                    (prior, closed) if own else None, part.tags, self._digest)
@@ -397,7 +398,7 @@ class StreamSync:
         released: list[tuple] = []
         with self._lock:
             self._planned = True
-            self._seen_digests = set()  # routing is over: no repeated partition can come
+            self._seen_digests = DigestSet()  # routing is over: no repeated partition can come
         for parent in self._parents.values():  # parent units left open whose records made no child unit
             released.extend(key for key in parent._open_keys() if self._parent_units_left.get(key, 0) == 0)
         self._release(released)
@@ -405,9 +406,8 @@ class StreamSync:
     def _seen_partition(self, part: RoutedPartition) -> bool:
         """Whether ``part`` was routed before in this sync (its parent tags then join the live partition's, whose
         units are not all done; a partition done already was read). Sets ``self._digest`` for a new one."""
-        digest = int.from_bytes(partition_digest(part.partition), "little")
-        if digest not in self._seen_digests:
-            self._seen_digests.add(digest)
+        digest = partition_digest(part.partition)
+        if self._seen_digests.add(digest):
             self._digest = digest
             return False
         with self._lock:
@@ -560,7 +560,7 @@ class StreamSync:
         part.recorded = (value, beyond)
         cursor_state = self.cursor.range_state_of(value, beyond) \
             if beyond and isinstance(self.cursor, DatetimeCursor) else None
-        self._states.put(part.routed.partition, value, cursor_state)
+        self._states.put(part.routed.partition, value, cursor_state, part.digest or None)
 
     # -- state -----------------------------------------------------------------------
 

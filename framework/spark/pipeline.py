@@ -60,7 +60,7 @@ import orjson
 from framework import coordination
 from framework.cdc import ChangeStream, apply_changes, realtime_stream
 from framework.engine.connector import Connector
-from framework.engine.plan import Sync, contiguous_groups, lazy_groups, open_sync
+from framework.engine.plan import STATE_SAVE_SECONDS, Sync, contiguous_groups, lazy_groups, open_sync
 from framework.engine.report import StreamReport, any_failed
 from framework.engine.results import UnitResult, failed_group, fold_results, from_arrow
 from framework.engine.worker import ConnectorSource
@@ -264,17 +264,20 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
             coordinator=run.coordinator,
         )
         groups = itertools.chain([first], iter_groups)
-        for results in _run_groups(run, job, groups):
-            files = _fold(sync, results, result, connector)
-            if files is not None and not overwrite:
-                # state and the moves still to do in one write, then the moves (see the module docs)
-                run.connection.publishing = [{"staged": f["staged"], "key": f["key"]} for f in files if f.get("staged")]
-                run.save(stream.name, sync.state(), generation)
-                result.state_saved = True
-            publish(run.storage, files or ())
-            run.connection.publishing = []
+        # Each of the first `lanes` groups is committed as it comes back; past them (a plan streamed from
+        # parent pages) at most one commit each STATE_SAVE_SECONDS, since each save writes the whole state.
+        files: list[dict[str, Any]] | None = None  # of the groups folded since the last commit (None: no unit done)
+        saved_at = time.monotonic()
+        for count, results in enumerate(_run_groups(run, job, groups), 1):
+            done = _fold(sync, results, result, connector)
+            if done is not None:
+                files = [*(files or ()), *done]
+            if count <= lanes or time.monotonic() - saved_at >= STATE_SAVE_SECONDS:
+                _commit(run, stream.name, sync, files, generation, overwrite, result)
+                files, saved_at = None, time.monotonic()
             if progress:
                 progress("group", result)
+        _commit(run, stream.name, sync, files, generation, overwrite, result)
     final = result.error is None
     if change is not None:  # realtime change data: operations and the new image, committed by a pointer
         _apply_changes(run, change, final, result)
@@ -284,6 +287,21 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     run.save(stream.name, sync.state(final=final) if final or not overwrite else saved.stream_state(stream.name),
              generation)
     result.state_saved = True
+
+
+def _commit(run: _Run, name: str, sync: Sync, files: Sequence[dict[str, Any]] | None, generation: int,
+            overwrite: bool, result: StreamResult) -> None:
+    """Make the files of the groups folded since the last commit visible, with the state that covers them
+    (``files`` None: no unit finished since, nothing to commit)."""
+    if files is None:
+        return
+    if not overwrite:
+        # state and the moves still to do in one write, then the moves (see the module docs)
+        run.connection.publishing = [{"staged": f["staged"], "key": f["key"]} for f in files if f.get("staged")]
+        run.save(name, sync.state(), generation)
+        result.state_saved = True
+    publish(run.storage, files)
+    run.connection.publishing = []
 
 
 def _counted(units: Iterable[Any], result: StreamResult) -> Iterator[Any]:

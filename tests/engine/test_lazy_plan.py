@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 import framework.engine.sync as sync_module
 from framework.components.slices import StreamSlice
 from framework.engine.connector import open_connector
-from framework.engine.partition_states import _Compacted, day_of
+from framework.engine.partition_states import DigestSet, _Compacted, day_of
 from framework.engine.plan import contiguous_groups, lazy_groups
 from framework.engine.prefetch import ordered_pages
 from framework.engine.results import UnitResult, fold_results
@@ -368,3 +368,16 @@ def test_the_compact_store_is_a_dict_whatever_its_merges(operations, merge_at):
         assert digests == sorted(digests)
     assert {d: day for day, ds in grouped.items() for d in ds} == model
     assert all(day_of(day) == day for day in grouped)
+
+
+@settings(deadline=None, max_examples=100)
+@given(st.lists(st.integers(0, 60)), st.integers(1, 9))
+def test_the_digest_set_is_a_set_whatever_its_merges(numbers, merge_at):
+    digests = DigestSet()
+    digests.MERGE_AT = merge_at  # type: ignore[misc]
+    model: set[bytes] = set()
+    for n in numbers:
+        digest = (n * 0x0102030405).to_bytes(8, "little")
+        assert digests.add(digest) is (digest not in model)
+        model.add(digest)
+        assert len(digests) == len(model)
