@@ -246,12 +246,16 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     # by task number, so its plan is split whole into one group per task.
     groups: Iterable[list[Any]] = lazy_groups(_counted(sync.units(), result), lanes) if change is None \
         else contiguous_groups(list(_counted(sync.units(), result)), lanes)
-    first = next(iter_groups := iter(groups), None)
+    iter_groups = iter(groups)
+    # a plan of at most `lanes` groups runs them all at once, one lane each (its files numbered 0, 1, 2, ...)
+    head = [group for group in itertools.islice(iter_groups, lanes + 1) if group]
+    if len(head) <= lanes:
+        lanes = len(head)
     if progress:
         progress("planned", result)
     if overwrite:  # before any file of the new generation exists (the cursor state stays as it was)
         run.save(stream.name, saved.stream_state(stream.name), generation)
-    if first:
+    if head:
         job = TaskJob(
             source=run.source.with_query_properties(connector, stream.name), stream=stream.name,
             destination=run.destination,
@@ -263,7 +267,7 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
             cursor_field=selection.cursor_field,  # a BridgeSync's: its workers start from it too
             coordinator=run.coordinator,
         )
-        groups = itertools.chain([first], iter_groups)
+        groups = itertools.chain(head, iter_groups)
         # Each of the first `lanes` groups is committed as it comes back; past them (a plan streamed from
         # parent pages) at most one commit each STATE_SAVE_SECONDS, since each save writes the whole state.
         files: list[dict[str, Any]] | None = None  # of the groups folded since the last commit (None: no unit done)
