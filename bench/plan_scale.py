@@ -113,7 +113,7 @@ def _stage(name: str) -> None:
     print(STAGE_MARK + name, flush=True)
 
 
-def child(url: str, records: int, tasks: int, profile: bool, mode: str, shards: int) -> None:
+def child(url: str, records: int, tasks: int, profile: bool, mode: str, shards: int, replan: bool = True) -> None:
     """Measure one size in this process (the parent script reads the printed result line)."""
     import pickle
     from datetime import datetime, timezone
@@ -176,11 +176,14 @@ def child(url: str, records: int, tasks: int, profile: bool, mode: str, shards: 
     kept = len((state or {}).get("states", ()))
     _stage("planning again from the state")
     started = time.perf_counter()
-    again = open_sync(connector, stream, orjson.loads(orjson.dumps(state)))
     resumed = count = 0
-    for unit in (again.units() if hasattr(again, "units") and mode == "lazy" else again.plan()):
-        count += 1
-        resumed += unit.prior is not None
+    if replan:
+        again = open_sync(connector, stream, orjson.loads(orjson.dumps(state)))
+        for unit in (again.units() if hasattr(again, "units") and mode == "lazy" else again.plan()):
+            count += 1
+            resumed += unit.prior is not None
+    else:
+        count = units_count
     replan_s = time.perf_counter() - started
     print(RESULT_MARK + json.dumps({
         "records": records, "mode": mode, "units": count, "pages": -(-records // PAGE_SIZE), "plan_s": plan_s,
@@ -247,12 +250,14 @@ class Row:
 
 
 def measure(records: int, tasks: int, timeout: float, profile: bool, mode: str = "lazy", shards: int = 1,
-            repo: str = str(REPO)) -> Row:
+            repo: str = str(REPO), replan: bool = True) -> Row:
     with ApiServer(records, shards=shards if shards > 1 else None) as api:
         command = [sys.executable, __file__, "--child", api.url, str(records), "--tasks", str(tasks),
                    "--mode", "eager" if mode == "before" else mode, "--shards", str(shards)]
         if profile:
             command.append("--child-profile")
+        if not replan:
+            command.append("--no-replan")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")])}
         process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
         timed_out = False
@@ -291,8 +296,8 @@ def table(rows: list[Row], markdown: bool) -> str:
             f"{r['rss_growth']:.0f}", f"{r['rss_growth'] * 2**20 / r['units']:,.0f}", f"{r.get('groups', '')}",
             f"{r.get('saves', '')}", f"{r['save_s']:.1f}" if "save_s" in r else "",
             f"{r['fold_s']:.1f}" if r["mode"] != "lazy" else "", f"{r['state_bytes'] / 1024:,.0f}",
-            f"{r['state_bytes'] / r['records']:.1f}", f"{r['states_kept']:,}", f"{r['replan_s']:.1f}",
-            f"{r['resumed']:,}"])
+            f"{r['state_bytes'] / r['records']:.1f}", f"{r['states_kept']:,}",
+            f"{r['replan_s']:.1f}" if r["resumed"] else "", f"{r['resumed']:,}" if r["resumed"] else ""])
     if markdown:
         out = ["| " + " | ".join(head) + " |", "| --- | --- |" + " ---: |" * (len(head) - 2)]
         out += ["| " + " | ".join(line) + " |" for line in lines]
@@ -328,12 +333,14 @@ def main(argv: list[str] | None = None) -> int:
                              "folded as they come back (the pipeline's driver); before: eager with --before's code")
     parser.add_argument("--before", default="", help="a checkout of the code before (for --modes before)")
     parser.add_argument("--shards", type=int, default=1, help="partition the parent into this many API shards")
+    parser.add_argument("--no-replan", action="store_true", help="skip planning again from the final state")
     parser.add_argument("--mode", default="lazy", help=argparse.SUPPRESS)
     parser.add_argument("--child", nargs=2, metavar=("URL", "RECORDS"), help=argparse.SUPPRESS)
     parser.add_argument("--child-profile", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        child(args.child[0], int(args.child[1]), args.tasks, args.child_profile, args.mode, args.shards)
+        child(args.child[0], int(args.child[1]), args.tasks, args.child_profile, args.mode, args.shards,
+              not args.no_replan)
         return 0
     sizes = [int(size) for size in args.sizes.split(",") if size]
     with open("/proc/loadavg", encoding="ascii") as handle:
@@ -345,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     for size in sizes:
         for mode in modes:
             rows.append(measure(size, args.tasks, args.timeout, profile=False, mode=mode, shards=args.shards,
-                                repo=args.before if mode == "before" else str(REPO)))
+                                repo=args.before if mode == "before" else str(REPO), replan=not args.no_replan))
             print(table(rows[-1:], markdown=False).splitlines()[-1], flush=True)
     if args.profile:
         profiled = measure(args.profile, args.tasks, args.timeout, profile=True, mode="eager", shards=args.shards)

@@ -344,7 +344,9 @@ class StreamSync:
         return self._generate()
 
     def unit(self, index: int) -> Unit | None:
-        """The unit of ``index`` handed out by :meth:`units` or :meth:`plan` and not done yet, else None."""
+        """The unit of ``index`` handed out by :meth:`units` and not done yet, or of :meth:`plan`'s list; else None."""
+        if self._keep_all:
+            return self._units[index] if 0 <= index < len(self._units) else None
         return self._open.get(index)
 
     def _generate(self) -> Iterator[Unit]:
@@ -385,7 +387,8 @@ class StreamSync:
                 for w_index, cursor_slice in windows:
                     unit = Unit(count, StreamSlice(part.partition, cursor_slice, extra_fields),
                                 p_index, w_index, part.tags, prior, floor, ceiling)
-                    self._open[count] = unit
+                    if not self._keep_all:  # plan()'s list finds its units itself
+                        self._open[count] = unit
                     made.append(unit)
                     count += 1
                 self._units_left += len(windows)
