@@ -41,7 +41,15 @@ and starts at ``start_datetime``.
 
 Parent streams are read while planning (the child's partitions are their
 records); each parent record is tagged with the parent unit it came from, and
-that unit is finished only when every child unit made from it is.
+that unit is finished only when every child unit made from it is (and all its
+pages are routed).
+
+:meth:`StreamSync.units` makes the units as the parent's pages arrive (a
+partitioned parent's units read up to :data:`PARENT_READERS` at once, handed on
+in order) and forgets a partition once its units are done, so a plan of any
+size runs in bounded memory; :meth:`StreamSync.plan` is the same as one list.
+A partition routed twice is read once: only an 8-byte digest of each partition
+is remembered (:class:`~framework.engine.partition_states.DigestSet`).
 """
 
 from __future__ import annotations
