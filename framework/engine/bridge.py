@@ -59,6 +59,18 @@ class BridgeSync:
                 self._units = self.reader.units()
             return self._units
 
+    def units(self) -> Iterator[AirbyteUnit]:
+        """The units of :meth:`plan` (airbyte-cdk's reader lists them all)."""
+        return iter(self.plan())
+
+    def unit(self, index: int) -> AirbyteUnit | None:
+        """The unit of ``index`` in the plan, or None when it is done already."""
+        with self._lock:
+            units = self._units
+        if units is None or not 0 <= index < len(units) or index in self._done:
+            return None
+        return units[index]
+
     def read(self, unit: AirbyteUnit) -> Iterator[list[dict]]:
         """The records of one unit, page by page, observed for state."""
         for records, latest in self.reader.read(unit):

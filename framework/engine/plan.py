@@ -10,26 +10,42 @@ read, one group each.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import chain, islice
 from typing import Any, Protocol, TypeVar
 
 from framework.components.stream import Stream
 from framework.engine.connector import Connector
 from framework.engine.sync import StreamSync
 
-__all__ = ["Sync", "contiguous_groups", "open_sync"]
+__all__ = ["GROUP_UNITS", "STATE_SAVE_SECONDS", "Sync", "contiguous_groups", "lazy_groups", "open_sync"]
 
 T = TypeVar("T")
+
+#: The most units :func:`lazy_groups` puts in one group of a plan too big to look at whole.
+GROUP_UNITS = 2_000
+
+#: Past a stream's first groups, the least time between two saves of its state (each save writes all of it:
+#: 11 bytes per compacted partition), so a plan of many groups does not spend its time rewriting the state.
+STATE_SAVE_SECONDS = 5.0
 
 
 class Sync(Protocol):
     """One stream's sync, as every front end drives it: :class:`~.sync.StreamSync` (the framework reads the
     stream) or :class:`~.bridge.BridgeSync` (airbyte-cdk reads it). Units are small picklable values with an
-    ``index`` (their place in the plan); ``latest`` is what :meth:`read` observed of a unit read elsewhere."""
+    ``index`` (their place in the plan); ``latest`` is what :meth:`read` observed of a unit read elsewhere.
+
+    A sync is planned once, either way: :meth:`plan` lists every unit (protocol mode, the DataFrame reader);
+    :meth:`units` makes them as parent pages arrive, in bounded memory (the Spark pipeline, with
+    :func:`lazy_groups`). :meth:`unit` finds a unit handed out and not done yet by its index."""
 
     records_read: int
 
     def plan(self) -> Sequence[Any]: ...
+
+    def units(self) -> Iterator[Any]: ...
+
+    def unit(self, index: int) -> Any | None: ...
 
     def read(self, unit: Any) -> Iterator[list[dict]]: ...
 
@@ -77,3 +93,27 @@ def contiguous_groups(units: Sequence[T], at_most: int) -> list[list[T]]:
         groups.append(list(units[start:end]))
         start = end
     return groups
+
+
+def lazy_groups(units: Iterable[T], at_most: int, max_size: int | None = None) -> Iterator[list[T]]:
+    """``units`` in order, in contiguous groups, made as the units arrive (bounded memory).
+
+    Looks ``at_most * max_size`` units ahead: a plan that ends within that is
+    split as :func:`contiguous_groups` splits it (``at_most`` groups of nearly
+    equal size); a longer one comes in groups of ``max_size`` units. Yields
+    nothing when there are no units. ``max_size`` defaults to :data:`GROUP_UNITS`.
+    """
+    max_size = GROUP_UNITS if max_size is None else max_size
+    if at_most < 1 or max_size < 1:
+        raise ValueError(f"lazy_groups needs at_most >= 1 and max_size >= 1, not {at_most} and {max_size}")
+    source = iter(units)
+    ahead = at_most * max_size
+    head = list(islice(source, ahead + 1))
+    if len(head) <= ahead:
+        if head:
+            yield from contiguous_groups(head, at_most)
+        return
+    rest = chain(head, source)
+    del head
+    while group := list(islice(rest, max_size)):
+        yield group

@@ -123,13 +123,13 @@ class GroupTotals:
 
 
 def fold_results(sync: Sync, results: Iterable[UnitResult]) -> GroupTotals:
-    """Take a finished group's ``results`` into ``sync`` (planned already): each unit that succeeded is
-    observed and done.
+    """Take a finished group's ``results`` into ``sync`` (its units handed out already): each unit that
+    succeeded is observed and done.
 
     In unit order, so state moves as the units were planned. A failed unit is
-    left unfinished; the first error (in unit order) is in the totals.
+    left unfinished; the first error (in unit order) is in the totals. A unit
+    done already (a result given twice) counts once.
     """
-    units = sync.plan()
     done = records = pages = nulled = empty = 0
     files: list[dict[str, Any]] = []
     error: str | None = None
@@ -142,7 +142,9 @@ def fold_results(sync: Sync, results: Iterable[UnitResult]) -> GroupTotals:
         if result.error:
             error = error or result.error
             continue
-        unit = units[result.unit]
+        unit = sync.unit(result.unit)
+        if unit is None:
+            continue
         sync.observe(unit, result.latest, result.records)
         sync.done(unit)
         done += 1

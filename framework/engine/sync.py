@@ -41,7 +41,15 @@ and starts at ``start_datetime``.
 
 Parent streams are read while planning (the child's partitions are their
 records); each parent record is tagged with the parent unit it came from, and
-that unit is finished only when every child unit made from it is.
+that unit is finished only when every child unit made from it is (and all its
+pages are routed).
+
+:meth:`StreamSync.units` makes the units as the parent's pages arrive (a
+partitioned parent's units read up to :data:`PARENT_READERS` at once, handed on
+in order) and forgets a partition once its units are done, so a plan of any
+size runs in bounded memory; :meth:`StreamSync.plan` is the same as one list.
+A partition routed twice is read once: only an 8-byte digest of each partition
+is remembered (:class:`~framework.engine.partition_states.DigestSet`).
 """
 
 from __future__ import annotations
@@ -58,15 +66,18 @@ from framework.components.incremental.date_ranges import Closed, is_range_state
 from framework.components.partitions import LAZY_KEY, ParentConfig, RoutedPartition
 from framework.components.slices import StreamSlice
 from framework.components.stream import Stream
-from framework.engine.partition_states import COMPACT_KEY, PartitionStates
+from framework.engine.partition_states import COMPACT_KEY, DigestSet, PartitionStates, partition_digest
 from framework.engine.window_progress import WindowProgress
 from framework.errors import StateError
 from framework.temporal.clock import Clock, SystemClock
 
-__all__ = ["MAX_PARTITION_STATES", "StreamSync", "Unit", "read_unit"]
+__all__ = ["MAX_PARTITION_STATES", "PARENT_READERS", "StreamSync", "Unit", "read_unit"]
 
 #: Partitions kept in full in a per-partition state (Airbyte's limit); older ones are compacted.
 MAX_PARTITION_STATES = 10_000
+
+#: Parent units (a partitioned parent's partitions and windows) read at once while planning a substream.
+PARENT_READERS = 4
 
 _NO_WINDOW: list[tuple[tuple[None, None], dict]] = [((None, None), {})]
 
@@ -160,6 +171,8 @@ class _Partition:
     progress: WindowProgress
     units_left: int
     recorded: Any  # the value (and finished windows beyond it) last put in the per-partition states
+    tags: tuple = ()  # the parent units it came from (a repeated partition adds its own)
+    digest: bytes = b""  # of its partition (a partitioned stream's), to route a repeated one here
 
 
 def _closed_of(cursor: Cursor | None, state: Mapping[str, Any] | None) -> tuple[Closed, ...]:
@@ -169,22 +182,6 @@ def _closed_of(cursor: Cursor | None, state: Mapping[str, Any] | None) -> tuple[
 
 def _tag_key(tag: tuple) -> tuple:
     return (tag[0], tag[1])
-
-
-def _unique(routed: Iterable[RoutedPartition]) -> list[RoutedPartition]:
-    """Partitions in order, each once; a repeated one adds its parent tags to the first."""
-    index: dict[Any, int] = {}
-    out: list[RoutedPartition] = []
-    for part in routed:
-        key = StreamSlice(part.partition).key()
-        found = index.get(key)
-        if found is None:
-            index[key] = len(out)
-            out.append(part)
-        elif part.tags:
-            first = out[found]
-            out[found] = RoutedPartition(first.partition, first.extra_fields, first.tags + part.tags)
-    return out
 
 
 #: the state Airbyte ends a full-refresh sync with (no cursor value in it)
@@ -225,12 +222,21 @@ class StreamSync:
             self.cursor.global_substream_cursor or self.saved.get("use_global_cursor") is True))
         self.records_read: int = 0
         self._lock = threading.Lock()
-        self._planned = False
-        self._partitions: list[_Partition] = []
-        self._units: list[Unit] = []
+        #: parent units read at once while planning (the parent's partitions and windows; see _read_parent)
+        self.parent_readers: int = PARENT_READERS
+        self._planned = False  # every unit is made
+        self._iterating = False  # units() was called
+        self._keep_all = False  # plan() was called
+        self._partitions: dict[int, _Partition] = {}  # partitions with units not done (every one unpartitioned)
+        self._units: list[Unit] = []  # plan()'s
+        self._open: dict[int, Unit] = {}  # units handed out and not done, by index
         self._units_left = 0
+        self._seen_digests = DigestSet()  # of the partitions routed so far (while routing)
+        self._digest = b""  # the last new partition's
+        self._live: dict[bytes, int] = {}  # digest -> index of the partitions not done
         self._parents: dict[str, StreamSync] = {}
         self._parent_units_left: dict[tuple, int] = {}
+        self._generating: dict[str, set[int]] = {}  # parent name -> its units whose pages are being routed
         self._windows_cache: dict[tuple, tuple[list, list, tuple, list]] = {}
         # Cursor values: datetimes, or ints for an IncrementingCountCursor.
         self._seen: Any = None  # latest cursor value seen in this sync
@@ -299,7 +305,8 @@ class StreamSync:
         if saved.get(COMPACT_KEY) is not None:
             self._states.load_compacted(saved[COMPACT_KEY], cursor.state_value)
 
-    def _prior_for(self, partition: Mapping[str, Any]) -> tuple[Any, timedelta | None, bool, tuple[Closed, ...]]:
+    def _prior_for(self, partition: Mapping[str, Any],
+                   key: bytes | None = None) -> tuple[Any, timedelta | None, bool, tuple[Closed, ...]]:
         """Where a partition starts: (saved value, extra lookback, whether the value is the partition's own,
         the intervals finished beyond it)."""
         if not self.incremental:
@@ -310,9 +317,9 @@ class StreamSync:
         if self.global_cursor:
             return self._prior_global, extra, True, ()
         assert self._states is not None
-        own = self._states.value(partition)
+        own = self._states.value(partition, key)
         if own is not None:
-            return own, None, True, _closed_of(self.cursor, self._states.saved_cursor(partition))
+            return own, None, True, _closed_of(self.cursor, self._states.saved_cursor(partition, key))
         if self._all_from_global:
             return self._prior_global, extra, False, ()
         return None, None, False, ()
@@ -320,46 +327,109 @@ class StreamSync:
     # -- planning --------------------------------------------------------------------
 
     def plan(self) -> list[Unit]:
-        """Every unit of this sync, in order. Reads parent streams where the router needs them."""
-        if self._planned:
-            return self._units
-        self._planned = True
+        """Every unit of this sync, in order, as one list (protocol mode and the DataFrame reader). Reads parent
+        streams where the router needs them, one parent unit after another. Holds every unit: the Spark pipeline
+        iterates :meth:`units`."""
+        if self._iterating:
+            raise RuntimeError("plan() after units(): a sync is planned one way or the other")
+        if not self._planned:
+            self._keep_all = True
+            self.parent_readers = 1  # one parent unit after another: a failed request stops planning there
+            self._units = list(self._generate())
+        return self._units
+
+    def units(self) -> Iterator[Unit]:
+        """The units of this sync, in order, made as parent pages arrive (see the module docs).
+
+        Memory stays bounded whatever the number of partitions: a partition is
+        dropped once all its units are done (its progress is in the states),
+        a unit once it is done, and only a digest of each partition is kept (to
+        route a repeated one). Iterate it once; :meth:`plan` is the list form.
+        """
+        if self._iterating or self._planned:
+            raise RuntimeError("units() is iterated once, and not after plan()")
+        self._iterating = True
+        return self._generate()
+
+    def unit(self, index: int) -> Unit | None:
+        """The unit of ``index`` handed out by :meth:`units` and not done yet, or of :meth:`plan`'s list; else None."""
+        if self._keep_all:
+            return self._units[index] if 0 <= index < len(self._units) else None
+        return self._open.get(index)
+
+    def _generate(self) -> Iterator[Unit]:
         router = self.stream.router
-        if router is not None:
-            routed = _unique(router.partitions(self._read_parent))
-        else:
-            routed = [RoutedPartition({}, {})]
-        units = self._units
-        for p_index, part in enumerate(routed):
-            prior, extra, own, closed = self._prior_for(part.partition)
+        routed: Iterable[RoutedPartition] = router.partitions(self._read_parent) if router is not None \
+            else (RoutedPartition({}, {}),)
+        count = 0
+        p_index = -1
+        for part in routed:
+            if self.partitioned:
+                seen = self._seen_partition(part)
+                if seen:
+                    continue
+            p_index += 1
+            prior, extra, own, closed = self._prior_for(part.partition, self._digest if self.partitioned else None)
             bounds, windows, (floor, ceiling), finished = self._windows(prior, extra, closed)
             partition = _Partition(part, WindowProgress(bounds, prior), len(windows),
-                                   (prior, closed) if own else None)
-            self._partitions.append(partition)
-            if finished:  # windows a stopped sync finished already: done before anything is read
-                progress = partition.progress
-                for index, latest in finished:
-                    if latest is not None:
-                        progress.observe(index, latest)
-                        if self._seen is None or latest > self._seen:  # read, in the sync that stopped
-                            self._seen = latest
-                    progress.finish(index)
-                self._record(partition)
-            extra_fields = part.extra_fields
-            if LAZY_KEY in extra_fields and (self.saved or len(windows) != 1):
-                # A parent's embedded child page is read instead of the first request on a first sync of
-                # one window per partition only (Airbyte's lazy read); otherwise every page is requested.
-                extra_fields = {key: value for key, value in extra_fields.items() if key != LAZY_KEY}
-            for w_index, cursor_slice in windows:
-                units.append(Unit(len(units), StreamSlice(part.partition, cursor_slice, extra_fields),
-                                  p_index, w_index, part.tags, prior, floor, ceiling))
-            for tag in part.tags:
-                key = _tag_key(tag)
-                self._parent_units_left[key] = self._parent_units_left.get(key, 0) + len(windows)
-        self._units_left = len(units)
-        for parent in self._parents.values():
-            parent._release_childless(self._parent_units_left)
-        return units
+                                   (prior, closed) if own else None, part.tags, self._digest)
+            made = []
+            with self._lock:
+                self._partitions[p_index] = partition
+                if self.partitioned and windows:
+                    self._live[self._digest] = p_index
+                if finished:  # windows a stopped sync finished already: done before anything is read
+                    progress = partition.progress
+                    for index, latest in finished:
+                        if latest is not None:
+                            progress.observe(index, latest)
+                            if self._seen is None or latest > self._seen:  # read, in the sync that stopped
+                                self._seen = latest
+                        progress.finish(index)
+                    self._record(partition)
+                extra_fields = part.extra_fields
+                if LAZY_KEY in extra_fields and (self.saved or len(windows) != 1):
+                    # A parent's embedded child page is read instead of the first request on a first sync of
+                    # one window per partition only (Airbyte's lazy read); otherwise every page is requested.
+                    extra_fields = {key: value for key, value in extra_fields.items() if key != LAZY_KEY}
+                for w_index, cursor_slice in windows:
+                    unit = Unit(count, StreamSlice(part.partition, cursor_slice, extra_fields),
+                                p_index, w_index, part.tags, prior, floor, ceiling)
+                    if not self._keep_all:  # plan()'s list finds its units itself
+                        self._open[count] = unit
+                    made.append(unit)
+                    count += 1
+                self._units_left += len(windows)
+                for tag in part.tags:  # counted before any of them is handed out
+                    key = _tag_key(tag)
+                    self._parent_units_left[key] = self._parent_units_left.get(key, 0) + len(windows)
+                if not windows and self.partitioned:
+                    del self._partitions[p_index]
+            yield from made
+        released: list[tuple] = []
+        with self._lock:
+            self._planned = True
+            self._seen_digests = DigestSet()  # routing is over: no repeated partition can come
+        for parent in self._parents.values():  # parent units left open whose records made no child unit
+            released.extend(key for key in parent._open_keys() if self._parent_units_left.get(key, 0) == 0)
+        self._release(released)
+
+    def _seen_partition(self, part: RoutedPartition) -> bool:
+        """Whether ``part`` was routed before in this sync (its parent tags then join the live partition's, whose
+        units are not all done; a partition done already was read). Sets ``self._digest`` for a new one."""
+        digest = partition_digest(part.partition)
+        if self._seen_digests.add(digest):
+            self._digest = digest
+            return False
+        with self._lock:
+            p_index = self._live.get(digest)
+            live = self._partitions.get(p_index) if p_index is not None else None
+            if live is not None and live.units_left and part.tags:
+                live.tags = live.tags + part.tags
+                for tag in part.tags:
+                    key = _tag_key(tag)
+                    self._parent_units_left[key] = self._parent_units_left.get(key, 0) + live.units_left
+        return True
 
     def _windows(self, prior: Any, extra: timedelta | None,
                  closed: tuple[Closed, ...] = ()) -> tuple[list, list, tuple, list]:
@@ -390,7 +460,15 @@ class StreamSync:
         return found
 
     def _read_parent(self, parent: ParentConfig) -> Iterator[tuple[Any, list[dict]]]:
-        """The parent's records, page by page, tagged ``(parent name, unit index, parent partition)``."""
+        """The parent's records, page by page, tagged ``(parent name, unit index, parent partition)``.
+
+        The parent's units (its partitions and windows) are read up to
+        :attr:`parent_readers` at a time, in threads, and handed on in order
+        (:func:`~framework.engine.prefetch.ordered_pages`); the pages of one unit
+        come one after another (the next page's request depends on the last).
+        """
+        from framework.engine.prefetch import ordered_pages
+
         name = parent.stream.name
         dependent = parent.incremental_dependency and parent.stream.cursor is not None
         saved = (self.saved.get("parent_state") or {}).get(name) if dependent else None
@@ -401,23 +479,41 @@ class StreamSync:
                                              clock=self.clock)
         else:
             sync = StreamSync(parent.stream, self.config, saved, incremental=dependent, clock=self.clock)
+        sync.parent_readers = self.parent_readers
         if dependent:
             self._parents[name] = sync
-        for unit in sync.plan():
+        generating = self._generating.setdefault(name, set())
+        for unit, pages in ordered_pages(sync.units(), sync.read, self.parent_readers):
             tag = (name, unit.index, dict(unit.slice.partition))
-            for records in sync.read(unit):
+            if dependent:
+                with self._lock:
+                    generating.add(unit.index)
+            for records in pages:
                 yield tag, records
-            if dependent:  # finished when its children are (done() of the child units)
-                self._parent_units_left.setdefault(_tag_key(tag), 0)
+            if dependent:  # finished when its children are (done() of the child units), or now if it has none
+                key = _tag_key(tag)
+                with self._lock:
+                    generating.discard(unit.index)
+                    childless = self._parent_units_left.get(key, 0) == 0
+                if childless:
+                    self._release([key])
             else:
                 sync.done(unit)
 
-    def _release_childless(self, left: Mapping[tuple, int]) -> None:
-        """Finish the units whose records made no child unit."""
-        name = self.stream.name
-        for unit in self._units:
-            if left.get((name, unit.index), 0) == 0:
-                self.done(unit)
+    def _open_keys(self) -> list[tuple]:
+        """The (name, index) of this sync's units not done yet."""
+        with self._lock:
+            return [(self.stream.name, index) for index in self._open]
+
+    def _release(self, keys: Iterable[tuple]) -> None:
+        """Finish the parent units of ``keys`` (every child unit made from them is done)."""
+        for name, index in keys:
+            with self._lock:
+                self._parent_units_left.pop((name, index), None)
+            parent = self._parents.get(name)
+            unit = parent.unit(index) if parent is not None else None
+            if parent is not None and unit is not None:
+                parent.done(unit)
 
     # -- reading ---------------------------------------------------------------------
 
@@ -433,8 +529,9 @@ class StreamSync:
         """``records`` records of ``unit`` were read, the latest with cursor value ``latest``
         (for units read elsewhere, e.g. by Spark tasks; :meth:`read` calls it for each page)."""
         with self._lock:
-            if latest is not None:
-                self._partitions[unit.partition].progress.observe(unit.window, latest)
+            part = self._partitions.get(unit.partition)
+            if latest is not None and part is not None:
+                part.progress.observe(unit.window, latest)
                 if self._seen is None or latest > self._seen:
                     self._seen = latest
             self.records_read += records
@@ -443,23 +540,24 @@ class StreamSync:
         """Mark ``unit`` finished: its records are handed over for good."""
         released = []
         with self._lock:
-            part = self._partitions[unit.partition]
-            progress = part.progress
-            if progress.done[unit.window]:
+            part = self._partitions.get(unit.partition)
+            if part is None or part.progress.done[unit.window]:
                 return
-            progress.finish(unit.window)
+            part.progress.finish(unit.window)
+            self._open.pop(unit.index, None)
             part.units_left -= 1
             self._units_left -= 1
-            for tag in unit.tags:
+            for tag in part.tags:
                 key = _tag_key(tag)
-                self._parent_units_left[key] -= 1
-                if self._parent_units_left[key] == 0:
+                left = self._parent_units_left[key] - 1
+                self._parent_units_left[key] = left
+                if left == 0 and key[1] not in self._generating.get(key[0], ()):
                     released.append(key)
             self._record(part)
-        for name, index in released:
-            parent = self._parents.get(name)
-            if parent is not None:
-                parent.done(parent._units[index])
+            if part.units_left == 0 and self.partitioned:  # its progress is in the states now
+                del self._partitions[unit.partition]
+                self._live.pop(part.digest, None)
+        self._release(released)
 
     def _record(self, part: _Partition) -> None:
         """Put a partition's progress in the per-partition states when it moved (under the lock)."""
@@ -473,7 +571,7 @@ class StreamSync:
         part.recorded = (value, beyond)
         cursor_state = self.cursor.range_state_of(value, beyond) \
             if beyond and isinstance(self.cursor, DatetimeCursor) else None
-        self._states.put(part.routed.partition, value, cursor_state)
+        self._states.put(part.routed.partition, value, cursor_state, part.digest or None)
 
     # -- state -----------------------------------------------------------------------
 

@@ -44,6 +44,9 @@ generation the next overwrite deletes.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import itertools
+import queue
 import time
 import uuid
 import warnings
@@ -57,7 +60,7 @@ import orjson
 
 from framework import coordination
 from framework.engine.connector import Connector
-from framework.engine.plan import Sync, contiguous_groups, open_sync
+from framework.engine.plan import STATE_SAVE_SECONDS, Sync, contiguous_groups, lazy_groups, open_sync
 from framework.engine.report import StreamReport, any_failed
 from framework.engine.results import UnitResult, failed_group, fold_results, from_arrow
 from framework.engine.worker import ConnectorSource
@@ -266,36 +269,48 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     # An overwrite deletes every older file once it succeeds, so it must read everything again.
     state_in = None if overwrite else given_states.get(stream.name, saved.stream_state(stream.name))
     sync = open_sync(connector, stream, state_in, incremental=selection.incremental)
-    units = sync.plan()
-    result.units = len(units)
+    lanes = run.cores * options.tasks_per_core
+    # Groups made as the plan streams from parent pages (bounded driver memory), finer while the driver reads
+    # (_group_count); realtime change data stages by task number, so its plan is split whole into one group
+    # per task.
+    groups: Iterable[list[Any]] = lazy_groups(_counted(sync.units(), result), _group_count(run)) \
+        if change is None else contiguous_groups(list(_counted(sync.units(), result)), lanes)
+    iter_groups = iter(groups)
+    # a plan of at most `lanes` groups runs them all at once, one lane each (its files numbered 0, 1, 2, ...)
+    head = [group for group in itertools.islice(iter_groups, lanes + 1) if group]
+    if len(head) <= lanes:
+        lanes = len(head)
     if progress:
         progress("planned", result)
     if overwrite:  # before any file of the new generation exists (the cursor state stays as it was)
         run.save(stream.name, saved.stream_state(stream.name), generation)
-    if units:
-        groups = contiguous_groups(units, _group_count(run))
+    if head:
         job = TaskJob(
             source=run.source.with_query_properties(connector, stream.name), stream=stream.name,
             destination=run.destination,
             sync_id=run.connection.sync_id, generation_id=generation,
             part_start=next_part_number(run.storage, run.settings, stream.name, options.namespace),
-            tasks=len(groups), namespace=options.namespace, started_at=time.time(),
+            tasks=lanes, namespace=options.namespace, started_at=time.time(),
             cdc_staging=change.staging_prefix() if change is not None else "",
             start_state=getattr(sync, "start_state", None),
             cursor_field=selection.cursor_field,  # a BridgeSync's: its workers start from it too
             coordinator=run.coordinator,
         )
-        for results in _run_groups(run, job, groups):
-            files = _fold(sync, results, result, connector)
-            if files is not None and not overwrite:
-                # state and the moves still to do in one write, then the moves (see the module docs)
-                run.connection.publishing = [{"staged": f["staged"], "key": f["key"]} for f in files if f.get("staged")]
-                run.save(stream.name, sync.state(), generation)
-                result.state_saved = True
-            publish(run.storage, files or ())
-            run.connection.publishing = []
+        groups = itertools.chain(head, iter_groups)
+        # Each of the first `lanes` groups is committed as it comes back; past them (a plan streamed from
+        # parent pages) at most one commit each STATE_SAVE_SECONDS, since each save writes the whole state.
+        files: list[dict[str, Any]] | None = None  # of the groups folded since the last commit (None: no unit done)
+        saved_at = time.monotonic()
+        for count, results in enumerate(_run_groups(run, job, groups), 1):
+            done = _fold(sync, results, result, connector)
+            if done is not None:
+                files = [*(files or ()), *done]
+            if count <= lanes or time.monotonic() - saved_at >= STATE_SAVE_SECONDS:
+                _commit(run, stream.name, sync, files, generation, overwrite, result)
+                files, saved_at = None, time.monotonic()
             if progress:
                 progress("group", result)
+        _commit(run, stream.name, sync, files, generation, overwrite, result)
     final = result.error is None
     if change is not None:  # realtime change data: operations and the new image, committed by a pointer
         _apply_changes(run, change, final, result)
@@ -318,6 +333,28 @@ def _realtime_stream(run: _Run, stream: Any, incremental: bool) -> ChangeStream 
 
     return realtime_stream(run.settings, stream, incremental=incremental, sync_id=run.connection.sync_id,
                            namespace=run.options.namespace)
+
+
+def _commit(run: _Run, name: str, sync: Sync, files: Sequence[dict[str, Any]] | None, generation: int,
+            overwrite: bool, result: StreamResult) -> None:
+    """Make the files of the groups folded since the last commit visible, with the state that covers them
+    (``files`` None: no unit finished since, nothing to commit)."""
+    if files is None:
+        return
+    if not overwrite:
+        # state and the moves still to do in one write, then the moves (see the module docs)
+        run.connection.publishing = [{"staged": f["staged"], "key": f["key"]} for f in files if f.get("staged")]
+        run.save(name, sync.state(), generation)
+        result.state_saved = True
+    publish(run.storage, files)
+    run.connection.publishing = []
+
+
+def _counted(units: Iterable[Any], result: StreamResult) -> Iterator[Any]:
+    """``units``, counted into ``result.units`` as they are planned."""
+    for unit in units:
+        result.units += 1
+        yield unit
 
 
 def _apply_changes(run: _Run, change: ChangeStream, completed: bool, result: StreamResult) -> None:
@@ -352,28 +389,52 @@ def _group_count(run: _Run) -> int:
 
 def _run_groups(run: _Run, job: TaskJob, groups: Iterable[list[Any]]) -> Iterator[list[UnitResult]]:
     """Run each group once, on the driver while the session starts (``run.driver_reads``), else as a
-    one-task Spark job, all at once; yield each group's results as it finishes
-    (:func:`framework.spark.scheduling.schedule_groups`).
+    one-task Spark job, at most ``job.tasks`` groups at a time; yield each group's results as it finishes
+    (:func:`framework.spark.scheduling.schedule_groups`). ``groups`` is pulled as groups end, so a plan
+    streamed from parent pages is never held whole.
 
-    A job that fails as a whole (the task raised outside a unit, the executor
-    died) yields that error for every unit of its group; so does a group the
-    driver could not read.
+    Each running group has a lane (0 to ``job.tasks - 1``): its files are numbered
+    ``part_start + lane + k * job.tasks``, and the next group in the lane starts
+    after the numbers the previous one took. A job that fails as a whole (the
+    task raised outside a unit, the executor died) yields that error for every
+    unit of its group; so does a group the driver could not read.
     """
     job_group = f"run-manifest-{job.stream}-{uuid.uuid4().hex[:12]}"
+    lanes = job.tasks
+    starts = [job.part_start] * lanes  # each lane's next first part number
+    free: queue.SimpleQueue[int] = queue.SimpleQueue()  # never empty when a group starts: the scheduler runs
+    for lane in range(lanes):  # at most `lanes` groups at once (spark_slots)
+        free.put(lane)
 
-    def on_spark(index: int, group: list[Any]) -> list[UnitResult]:
+    def in_a_lane(run_one: Callable[[int, int, list[Any]], list[UnitResult]]) -> Callable[[int, list[Any]],
+                                                                                         list[UnitResult]]:
+        def run_group(index: int, group: list[Any]) -> list[UnitResult]:
+            lane = free.get_nowait()
+            try:
+                results = run_one(lane, starts[lane], group)
+                # the numbers this lane's files took (a failed job's files are never published)
+                starts[lane] += lanes * sum(len(r.files) for r in results)
+                return results
+            finally:
+                free.put(lane)
+
+        return run_group
+
+    def on_spark(lane: int, start: int, group: list[Any]) -> list[UnitResult]:
         spark = run.spark
         connect.tag_jobs(spark, job_group, f"sync of stream {job.stream}")
         try:
             frame = spark.createDataFrame(encode_units(group)).coalesce(1)
-            return from_arrow(frame.mapInArrow(task_function(job, index), RESULT_DDL).toArrow())
+            task = task_function(dataclasses.replace(job, part_start=start), lane)
+            return from_arrow(frame.mapInArrow(task, RESULT_DDL).toArrow())
         finally:
             connect.untag_jobs(spark, job_group)
 
-    def here(index: int, group: list[Any]) -> list[UnitResult]:
+    def here(lane: int, start: int, group: list[Any]) -> list[UnitResult]:
         # a Spark task's very code, in this thread: staged files, one row per unit (see framework.spark.tasks)
         try:
-            return [r for batch in run_task(job, iter(encode_units(group).to_batches()), index)
+            batches = iter(encode_units(group).to_batches())
+            return [r for batch in run_task(dataclasses.replace(job, part_start=start), batches, lane)
                     for r in from_arrow(batch)]
         except Exception as exc:  # noqa: BLE001 - reported as the group's failure
             return failed_group(group, f"reading on the driver failed: {type(exc).__name__}: {exc}")
@@ -381,8 +442,8 @@ def _run_groups(run: _Run, job: TaskJob, groups: Iterable[list[Any]]) -> Iterato
     def failed(group: list[Any], exc: BaseException) -> list[UnitResult]:
         return failed_group(group, f"a Spark task failed: {_spark_failure(exc)}")
 
-    yield from schedule_groups(groups, here=here, on_spark=on_spark, failed=failed, spark=run.session,
-                               read_here=run.driver_reads, spark_slots=max(1, job.tasks),
+    yield from schedule_groups(groups, here=in_a_lane(here), on_spark=in_a_lane(on_spark), failed=failed,
+                               spark=run.session, read_here=run.driver_reads, spark_slots=max(1, lanes),
                                cancel=lambda: connect.cancel_jobs(run.spark, job_group))
 
 

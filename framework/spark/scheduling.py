@@ -8,9 +8,9 @@ groups one by one, in order, and runs each *here*, in this thread, through
 the very same task code a Spark task runs
 (:func:`framework.spark.tasks.run_task`: same staged files, same results, and
 the caller publishes and saves the state exactly as for a Spark task's).
-The moment the session is up, every group not taken yet goes to Spark at
-once (one one-task job each, as before); the group the driver is reading
-then is finished here. When the driver took the last group before Spark was
+The moment the session is up, the groups not taken yet go to Spark (one
+one-task job each), as many at once as there are slots, the next as one
+ends; the group the driver is reading then is finished here. When the driver took the last group before Spark was
 up, nothing waits for Spark.
 
 The groups are pulled from their iterable lazily, under a lock (the driver
@@ -33,10 +33,8 @@ R = TypeVar("R")  # what a group's run answers
 
 
 @dataclass(frozen=True)
-class _Dispatched:
-    """Every group left went to Spark: ``count`` of them (0: none was left)."""
-
-    count: int
+class _Woken:
+    """The session is up (or failed): look at the state again."""
 
 
 @dataclass(frozen=True)
@@ -83,43 +81,52 @@ def schedule_groups(groups: Iterable[G], *, here: Callable[[int, G], R], on_spar
     """Run every group of ``groups`` once; yield each answer as its group finishes (see the module docs).
 
     ``here(index, group)`` runs a group in this thread, ``on_spark(index, group)`` as a Spark job (in a
-    thread of its own, at most ``spark_slots`` at once); ``index`` is the group's position in ``groups``.
-    ``spark`` is the session's future: until it is done (and while ``read_here``) groups run here,
-    afterwards on Spark. A group whose run raised an :class:`Exception` answers ``failed(group,
-    exception)``. A session that failed to start raises its error here once a group is left for it.
-    ``cancel()`` is called when the caller stops early (an interrupt, an exception, the generator
-    closed) while Spark jobs are running.
+    thread of its own); ``index`` is the group's position in ``groups``. At most ``spark_slots`` groups run
+    at once, the one the driver reads included, and a group is taken from ``groups`` only when it can
+    start, so a plan streamed from parent pages is never held whole. ``spark`` is the session's future:
+    until it is done (and while ``read_here``) groups run here, afterwards on Spark. A group whose run
+    raised an :class:`Exception` answers ``failed(group, exception)``. A session that failed to start
+    raises its error here once a group is left for it. ``cancel()`` is called when the caller stops early
+    (an interrupt, an exception, the generator closed) while Spark jobs are running.
     """
     todo: _Groups[G] = _Groups(groups)
     inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
-    state: dict[str, Any] = {"closed": False, "pool": None}
     lock = threading.Lock()
+    # up: the session is there (or failed with nothing left for it); running: groups on Spark now;
+    # reading: the driver reads one now (it holds one of the slots)
+    state: dict[str, Any] = {"closed": False, "pool": None, "up": False, "running": 0, "reading": False}
+
+    def fill() -> None:  # under the lock, the session up: start groups while slots are free
+        while not state["closed"] and state["running"] + state["reading"] < spark_slots:
+            item = todo.take()
+            if item is None:
+                return
+            if state["pool"] is None:
+                state["pool"] = ThreadPoolExecutor(max_workers=spark_slots, thread_name_prefix="spark-group")
+            state["running"] += 1
+            state["pool"].submit(_on_spark, on_spark, item[0], item[1], inbox)
 
     def spark_ready(future: Future[Any]) -> None:  # in the thread that finished the session (or this one)
         with lock:
             if state["closed"]:
                 return
-            item = todo.take()
             error = future.exception()
-            if error is not None:  # raised only if a group was left for Spark
-                inbox.put(_Failed(error) if item is not None else _Dispatched(0))
-                return
-            count = 0
-            while item is not None:
-                if state["pool"] is None:
-                    state["pool"] = ThreadPoolExecutor(max_workers=spark_slots, thread_name_prefix="spark-group")
-                index, group = item
-                state["pool"].submit(_on_spark, on_spark, index, group, inbox)
-                count += 1
-                item = todo.take()
-            inbox.put(_Dispatched(count))
+            if error is not None:  # raised only if a group is left for Spark
+                if not state["reading"] and todo.take() is not None:
+                    inbox.put(_Failed(error))
+                else:
+                    state["failed"] = True
+            else:
+                fill()
+            state["up"] = True
+            inbox.put(_Woken())
 
     spark.add_done_callback(spark_ready)
-    pending = 0  # groups given to Spark whose answer has not come back
-    dispatched = False
     try:
         while read_here and not spark.done():
-            item = todo.take()
+            with lock:
+                item = todo.take()
+                state["reading"] = item is not None
             if item is None:
                 break
             index, group = item
@@ -127,23 +134,33 @@ def schedule_groups(groups: Iterable[G], *, here: Callable[[int, G], R], on_spar
                 answer = here(index, group)
             except Exception as exc:  # noqa: BLE001 - the group's failure, as a Spark job's would be
                 answer = failed(group, exc)
+            with lock:
+                state["reading"] = False
+                if state["up"] and "failed" not in state:
+                    fill()
             yield answer
             while True:  # what Spark finished meanwhile
                 try:
                     message = inbox.get_nowait()
                 except queue.Empty:
                     break
-                pending, dispatched, done = _receive(message, pending, dispatched, failed)
+                done = _receive(message, state, lock, fill, failed)
                 if done is not None:
                     yield done
         if todo.exhausted and not spark.done():
             return  # all read here: Spark is not waited for
-        while not dispatched or pending:
+        while True:
+            with lock:
+                if state["up"] and not state["running"]:
+                    if "failed" in state and todo.take() is not None:
+                        raise spark.exception()  # type: ignore[misc]
+                    if todo.exhausted:
+                        return
             try:
                 message = inbox.get(timeout=0.5)  # a timeout, so that an interrupt is not held up
             except queue.Empty:
                 continue
-            pending, dispatched, done = _receive(message, pending, dispatched, failed)
+            done = _receive(message, state, lock, fill, failed)
             if done is not None:
                 yield done
     except BaseException:
@@ -168,16 +185,18 @@ def _on_spark(run: Callable[[int, G], R], index: int, group: G, inbox: queue.Sim
         inbox.put(_Done(group, None, exc))
 
 
-def _receive(message: Any, pending: int, dispatched: bool,
-             failed: Callable[[Any, BaseException], Any]) -> tuple[int, bool, Any]:
-    """Take one message of the inbox: (groups still on Spark, whether all went, an answer to yield or None)."""
+def _receive(message: Any, state: dict[str, Any], lock: threading.Lock, fill: Callable[[], None],
+             failed: Callable[[Any, BaseException], Any]) -> Any:
+    """Take one message of the inbox: the answer to yield, or None."""
     if isinstance(message, _Failed):
         raise message.error
-    if isinstance(message, _Dispatched):
-        return pending + message.count, True, None
+    if isinstance(message, _Woken):
+        return None
     assert isinstance(message, _Done)
-    answer = message.result if message.error is None else failed(message.group, message.error)
-    return pending - 1, dispatched, answer
+    with lock:  # its slot is free: the next group starts
+        state["running"] -= 1
+        fill()
+    return message.result if message.error is None else failed(message.group, message.error)
 
 
 __all__ = ["schedule_groups"]

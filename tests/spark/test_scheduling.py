@@ -188,3 +188,33 @@ def test_every_group_runs_exactly_once_with_its_own_index(count, ready_at, read_
     assert ran == list(enumerate(groups))
     assert sorted(g for _, g in answers) == sorted(groups)
     assert all(index <= (ready_at if ready_at is not None else count) for index, _ in runners.here_ran)
+
+
+def test_at_most_spark_slots_groups_run_at_once_and_groups_are_taken_only_when_a_slot_is_free():
+    session: Future = Future()
+    session.set_result("session")
+    lock = threading.Lock()
+    running, most, pulled = [0], [0], [0]
+
+    def groups():
+        for group in [f"g{i}" for i in range(9)]:
+            pulled[0] += 1
+            with lock:
+                assert pulled[0] - len(seen) <= 3  # never more taken than can run (2 slots) + the one handed back
+            yield group
+
+    def on_spark(index: int, group: str) -> tuple[str, str]:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        threading.Event().wait(0.01)  # a short job
+        with lock:
+            running[0] -= 1
+        return "spark", group
+
+    seen: list[tuple[str, str]] = []
+    for answer in schedule_groups(groups(), here=Runners(session).here, on_spark=on_spark, failed=Runners.failed,
+                                  spark=session, spark_slots=2):
+        with lock:
+            seen.append(answer)
+    assert sorted(g for _, g in seen) == [f"g{i}" for i in range(9)] and most[0] <= 2
