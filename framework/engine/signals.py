@@ -277,12 +277,12 @@ class ReadFacts:
     @classmethod
     def of(cls, definition: Mapping[str, Any]) -> ReadFacts:
         """The facts of a stream's definition (a mapping of the manifest's ``streams``)."""
-        retriever = _get(definition, "retriever")
-        field_path = _get(retriever, "record_selector", "extractor", "field_path")
-        strategy = _get(retriever, "paginator", "pagination_strategy")
+        retriever = dig(definition, "retriever")
+        field_path = dig(retriever, "record_selector", "extractor", "field_path")
+        strategy = dig(retriever, "paginator", "pagination_strategy")
         return cls(tuple(str(part) for part in field_path) if isinstance(field_path, list) else None,
                    strategy if isinstance(strategy, Mapping) else None,
-                   _get(retriever, "paginator", "type") not in (None, "NoPagination"))
+                   dig(retriever, "paginator", "type") not in (None, "NoPagination"))
 
     @property
     def cursor_value(self) -> str | None:
@@ -298,7 +298,8 @@ def stream_definition(manifest: Mapping[str, Any], name: str) -> Mapping[str, An
     return {}
 
 
-def _get(mapping: Any, *path: str) -> Any:
+def dig(mapping: Any, *path: str) -> Any:
+    """The value at ``path`` in nested mappings (a manifest as written), or None where a step is missing."""
     for part in path:
         if not isinstance(mapping, Mapping):
             return None

@@ -94,23 +94,12 @@ class StreamTestRead:
 
 def pagination_strategy(connector: Connector, name: str) -> Mapping[str, Any] | None:
     """The manifest's pagination strategy of stream ``name`` (as written), or None."""
-    found = _get(_definition(connector, name), "retriever", "paginator", "pagination_strategy")
+    found = signals.dig(_definition(connector, name), "retriever", "paginator", "pagination_strategy")
     return found if isinstance(found, Mapping) else None
 
 
 def _definition(connector: Connector, name: str) -> Mapping[str, Any]:
-    for stream in connector.manifest.get("streams", ()) or ():
-        if isinstance(stream, Mapping) and stream.get("name") == name:
-            return stream
-    return {}
-
-
-def _get(mapping: Any, *path: str) -> Any:
-    for part in path:
-        if not isinstance(mapping, Mapping):
-            return None
-        mapping = mapping.get(part)
-    return mapping
+    return signals.stream_definition(connector.manifest, name)
 
 
 def _describe(unit: Any, units: int) -> str:
@@ -171,10 +160,10 @@ def test_read_stream(connector: Connector, recorder: RecordingTransport, selecti
 
 def _signals(connector: Connector, stream: Any, seen: StreamTestRead, unit: Any) -> list[signals.Signal]:
     definition = _definition(connector, stream.name)
-    retriever = _get(definition, "retriever") or {}
-    field_path = _get(retriever, "record_selector", "extractor", "field_path")
-    strategy = _get(retriever, "paginator", "pagination_strategy")
-    paginated = _get(retriever, "paginator", "type") not in (None, "NoPagination")
+    retriever = signals.dig(definition, "retriever") or {}
+    field_path = signals.dig(retriever, "record_selector", "extractor", "field_path")
+    strategy = signals.dig(retriever, "paginator", "pagination_strategy")
+    paginated = signals.dig(retriever, "paginator", "type") not in (None, "NoPagination")
     found: list[signals.Signal | None] = []
     for page in seen.pages:
         bodies = [e.body for e in page.exchanges if e.status is not None and 200 <= e.status < 300]
@@ -187,7 +176,7 @@ def _signals(connector: Connector, stream: Any, seen: StreamTestRead, unit: Any)
         bodies = [e.body for e in last.exchanges if e.status is not None and 200 <= e.status < 300]
         found.append(signals.pagination_stopped(
             stream.name, len(seen.pages), paginated, bodies[-1] if bodies else None, len(last.records),
-            _get(strategy, "cursor_value") if isinstance(strategy, Mapping) else None))
+            signals.dig(strategy, "cursor_value") if isinstance(strategy, Mapping) else None))
     found.append(signals.repeated_pages(stream.name, [p.records for p in seen.pages],
                                         strategy if isinstance(strategy, Mapping) else None))
     records = seen.records
