@@ -156,13 +156,24 @@ def parse_text(raw: bytes | str, file: str = "<manifest>") -> SourceDocument:
 def _too_deep(text: str) -> Any:
     """Where the text first nests deeper than :data:`MAX_DEPTH` (read as events: no recursion), or None."""
     depth = 0
-    for event in yaml.parse(text, Loader=_TextLoader):
-        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            depth += 1
-            if depth > MAX_DEPTH:
-                return event.start_mark
-        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            depth -= 1
+    try:
+        for event in yaml.parse(text, Loader=_TextLoader):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    return event.start_mark
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        if mark is None or "nesting depth" not in str(exc.problem):
+            raise
+        # PyYAML 6.0.4 and later stop at a limit of their own while scanning ahead of the events: our place
+        # is in the text before theirs, which their scanner then reads to its end
+        try:
+            return _too_deep(text[:mark.index]) or mark
+        except yaml.MarkedYAMLError:
+            return mark
     return None
 
 

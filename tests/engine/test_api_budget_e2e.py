@@ -82,7 +82,8 @@ def test_a_429_spends_the_window_and_the_retry_waits_for_the_apis_reset(sync, fa
     records = sync(manifest({"type": "FixedWindowCallRatePolicy", "period": "PT1S", "call_limit": 50,
                              "matchers": []}))
     assert len(records) == 4 * 14
-    assert counter.refused <= len(counter.counted)
+    # one 429 per window, plus the other threads' requests already in flight when the first 429 came (3)
+    assert counter.refused <= len(counter.counted) + 3
     assert max(counter.counted.values()) <= 4 + 4  # the threads' requests in flight when the 429 came
 
 
