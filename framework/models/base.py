@@ -8,7 +8,6 @@ is turned into. Validators and the interpreter read that metadata back through
 :func:`template_of`; nothing else says which fields are templates.
 """
 
-from __future__ import annotations
 
 import typing
 from collections.abc import Mapping
