@@ -6,7 +6,6 @@ until it is done, and download requests fetch its records. See the manifest
 guide ("Asynchronous jobs") for how the engine runs them.
 """
 
-
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator

@@ -1,6 +1,5 @@
 """Authenticators: how a request proves who is asking."""
 
-
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 

@@ -7,7 +7,6 @@ normalization settings, and two change-data file formats (``replicant_csv``,
 ``replicant_json``) laid out like Replicant's S3 files.
 """
 
-
 import re
 from typing import Annotated, Literal
 

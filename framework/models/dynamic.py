@@ -8,7 +8,6 @@ rendered value into a copy of the template, at ``field_path``. Each copy is an
 ordinary stream of the connector once resolved.
 """
 
-
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 

@@ -1,6 +1,5 @@
 """Error handling: which responses are errors, and how long to wait before retrying."""
 
-
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator

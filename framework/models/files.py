@@ -1,6 +1,5 @@
 """Files: a CSV response read through a temporary file, and files downloaded for each record."""
 
-
 from typing import Annotated, Literal
 
 from pydantic import Field

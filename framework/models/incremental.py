@@ -1,6 +1,5 @@
 """Incremental reads: the datetime cursor and its bounds, and the integer cursor."""
 
-
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 

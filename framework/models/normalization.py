@@ -6,7 +6,6 @@ fields are shortened to the identifier limit of a naming dialect; the dialect
 follows from the target unless it is given.
 """
 
-
 from typing import Literal
 
 from pydantic import model_validator

@@ -1,6 +1,5 @@
 """Paginators: how the next page is asked for and when to stop."""
 
-
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator

@@ -1,6 +1,5 @@
 """Partition routers: how a stream is split into independent partitions."""
 
-
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator

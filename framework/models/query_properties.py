@@ -10,7 +10,6 @@ or in its ``query_properties`` (templates read the chunk as
 ``stream_slice.extra_fields['query_properties']``).
 """
 
-
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -130,7 +129,7 @@ def _parameter_kind(value: Any) -> str:
 class _AnyOfSchema:
     """Says the union in JSON Schema as ``anyOf`` (its ``{}`` branch overlaps the component)."""
 
-    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> "Any":
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> Any:
         schema = handler(core_schema)
         if "oneOf" in schema:
             schema["anyOf"] = schema.pop("oneOf")

@@ -1,6 +1,5 @@
 """Records: where they are in a response, which to keep, how to change them, and their schema."""
 
-
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 

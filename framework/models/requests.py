@@ -4,7 +4,6 @@ A RequestOption says *where* a value is put (query, header, body); the value
 itself comes from whoever owns the option (a paginator, a cursor, a router).
 """
 
-
 from collections.abc import Mapping
 from typing import Any, Literal
 

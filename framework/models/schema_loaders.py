@@ -7,7 +7,6 @@ and where each field's name (``key_pointer``) and type (``type_pointer``) are;
 arrays of a given item type).
 """
 
-
 from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator

@@ -1,6 +1,5 @@
 """The source, its streams and their retrievers, the spec and the connection check."""
 
-
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 

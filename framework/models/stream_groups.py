@@ -1,6 +1,5 @@
 """Stream groups: streams that share a resource of the API and are never read at the same time."""
 
-
 from typing import Literal
 
 from framework.models.base import Component, Model, spec
