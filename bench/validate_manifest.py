@@ -1,15 +1,18 @@
 """How fast is validate-manifest? Prints wall time per run and peak memory.
 
-    python bench/validate_manifest.py [MANIFEST...]
+    python bench/validate_manifest.py [--against CHECKOUT] [MANIFEST...]
 
 Measures (1) the whole command as a pre-commit hook runs it, in a fresh
 process, on one manifest (wall and CPU time), and (2) the in-process check per manifest once the
 modules are loaded. Defaults to the example manifest, plus the Airbyte corpus
-when MANIFEST_CORPUS is set.
+when MANIFEST_CORPUS is set. ``--against`` also times the cold check of another checkout of the
+framework (an older commit, say: ``git worktree add /tmp/before HEAD~3``), its runs taken in turn
+with this one's, so that both see the same load; then the ratio is what to read on a busy machine.
 """
 
 from __future__ import annotations
 
+import argparse
 import glob
 import os
 import resource
@@ -24,24 +27,41 @@ EXAMPLE = os.path.join(REPO, "examples", "shop", "manifest.yaml")
 
 
 def main(argv: list[str]) -> None:
-    files = argv or [EXAMPLE]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", metavar="CHECKOUT", help="also time this checkout's cold check, in turn")
+    parser.add_argument("--runs", type=int, default=11, help="fresh processes per checkout (default 11)")
+    parser.add_argument("files", nargs="*", metavar="MANIFEST")
+    args = parser.parse_args(argv)
+    files = args.files or [EXAMPLE]
     corpus = os.environ.get("MANIFEST_CORPUS")
-    if not argv and corpus and os.path.isdir(corpus):
+    if not args.files and corpus and os.path.isdir(corpus):
         files += sorted(glob.glob(os.path.join(corpus, "*.yaml")))
     script = shutil.which("validate-manifest", path=os.path.dirname(sys.executable)) or "validate-manifest"
 
-    runs, cpu = [], []
-    for _ in range(11):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run([script, "--quiet", files[0]], capture_output=True, check=False)
-        runs.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    checkouts = {"this": os.environ.get("PYTHONPATH", "")}
+    if args.against:
+        checkouts["against"] = os.path.abspath(args.against)
+    runs: dict[str, list[float]] = {name: [] for name in checkouts}
+    cpu: dict[str, list[float]] = {name: [] for name in checkouts}
+    for _ in range(args.runs):
+        for name, path in checkouts.items():  # in turn, so that a burst of load hits both
+            env = dict(os.environ, PYTHONPATH=path) if path else dict(os.environ)
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            subprocess.run([script, "--quiet", files[0]], capture_output=True, check=False, env=env)
+            runs[name].append(time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     # CPU time (user + system) moves much less than the wall time when other work shares the cores
-    print(f"validate-manifest, one manifest, fresh process: median {statistics.median(runs) * 1000:.0f} ms, "
-          f"best {min(runs) * 1000:.0f} ms over {len(runs)} runs; CPU median {statistics.median(cpu) * 1000:.0f} ms, "
-          f"best {min(cpu) * 1000:.0f} ms")
+    for name in checkouts:
+        label = "" if name == "this" else f" ({checkouts[name]})"
+        print(f"validate-manifest{label}, one manifest, fresh process: median "
+              f"{statistics.median(runs[name]) * 1000:.0f} ms, best {min(runs[name]) * 1000:.0f} ms over "
+              f"{len(runs[name])} runs; CPU median {statistics.median(cpu[name]) * 1000:.0f} ms, "
+              f"best {min(cpu[name]) * 1000:.0f} ms")
+    if args.against:
+        print(f"this / against: wall median {statistics.median(runs['this']) / statistics.median(runs['against']):.2f}"
+              f", CPU median {statistics.median(cpu['this']) / statistics.median(cpu['against']):.2f}")
 
     start = time.perf_counter()
     from framework.manifest import check_manifest

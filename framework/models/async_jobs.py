@@ -6,8 +6,6 @@ until it is done, and download requests fetch its records. See the manifest
 guide ("Asynchronous jobs") for how the engine runs them.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -39,7 +37,7 @@ class AsyncJobStatusMap(Component):
         "The API's words for a job with nothing to return: no records, no retry.", ["cancelled"], None)
 
     @model_validator(mode="after")
-    def _each_word_once(self) -> AsyncJobStatusMap:
+    def _each_word_once(self) -> "AsyncJobStatusMap":
         seen: dict[str, str] = {}
         for status in ("running", "completed", "failed", "timeout", "skipped"):
             for word in getattr(self, status) or ():
@@ -118,7 +116,7 @@ class AsyncRetriever(Component):
         {"type": "HttpRequester", "url_base": "https://api.example.com",
          "path": "/reports/{{ creation_response['id'] }}/delete", "http_method": "POST"}, None,
         default_type="HttpRequester")
-    partition_router: PartitionRouter | None = spec(
+    partition_router: "PartitionRouter | None" = spec(
         "How the stream is split into partitions: one job per partition (and datetime window).",
         {"type": "ListPartitionRouter", "values": ["eu", "us"], "cursor_field": "region"}, None)
     decoder: Annotated[AnyDecoder, Field(discriminator="type")] | None = spec(
@@ -129,7 +127,7 @@ class AsyncRetriever(Component):
         {"type": "CsvDecoder"}, None)
 
     @model_validator(mode="after")
-    def _targets_need_extractor(self) -> AsyncRetriever:
+    def _targets_need_extractor(self) -> "AsyncRetriever":
         if self.download_target_requester is not None and self.download_target_extractor is None:
             raise ValueError("a `download_target_requester` needs a `download_target_extractor` (where the targets "
                              "are in its response); add one, e.g. {type: DpathExtractor, field_path: [urls]}")

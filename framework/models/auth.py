@@ -1,7 +1,5 @@
 """Authenticators: how a request proves who is asking."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -25,14 +23,14 @@ class ApiKeyAuthenticator(Component):
     header: str | None = spec(
         "Header that carries the key. Give this or `inject_into`.", "X-API-Key", None, template=BASE
     )
-    inject_into: RequestOption | None = spec(
+    inject_into: "RequestOption | None" = spec(
         "Where the key goes, for keys sent other than in a header. Give this or `header`.",
         {"type": "RequestOption", "inject_into": "request_parameter", "field_name": "api_key"},
         None,
     )
 
     @model_validator(mode="after")
-    def _one_place(self) -> ApiKeyAuthenticator:
+    def _one_place(self) -> "ApiKeyAuthenticator":
         if (self.header is None) == (self.inject_into is None):
             raise ValueError("give exactly one of `header` or `inject_into`")
         return self
@@ -115,13 +113,13 @@ class OAuthAuthenticator(Component):
     refresh_token_error_values: tuple[str, ...] = spec(
         "Error values that mean the refresh token was refused.", ["invalid_grant"], ()
     )
-    refresh_token_updater: RefreshTokenUpdater | None = spec(
+    refresh_token_updater: "RefreshTokenUpdater | None" = spec(
         "For rotating (single-use) refresh tokens: the tokens and expiry are read from and written back to "
         "these config paths, and each token answer's new refresh token is used from then on.",
         {"refresh_token_name": "refresh_token", "refresh_token_config_path": ["credentials", "refresh_token"]},
         None,
     )
-    profile_assertion: JwtAuthenticator | None = spec(
+    profile_assertion: "JwtAuthenticator | None" = spec(
         "The JWT sent as `assertion` in the JWT bearer grant (with `use_profile_assertion`).",
         {"type": "JwtAuthenticator", "secret_key": "{{ config['private_key'] }}", "algorithm": "RS256"},
         None,
@@ -133,7 +131,7 @@ class OAuthAuthenticator(Component):
     )
 
     @model_validator(mode="after")
-    def _grant_needs(self) -> OAuthAuthenticator:
+    def _grant_needs(self) -> "OAuthAuthenticator":
         if self.access_token_value is None and not self.token_refresh_endpoint:
             raise ValueError("`token_refresh_endpoint` is required unless `access_token_value` is given")
         if self.use_profile_assertion is True and self.profile_assertion is None:
@@ -169,7 +167,7 @@ class RefreshTokenUpdater(Model):
     )
 
     @model_validator(mode="after")
-    def _paths_not_empty(self) -> RefreshTokenUpdater:
+    def _paths_not_empty(self) -> "RefreshTokenUpdater":
         for name in ("access_token_config_path", "refresh_token_config_path", "token_expiry_date_config_path"):
             if not getattr(self, name):
                 raise ValueError(f"`{name}` must name at least one key of the config")
@@ -236,7 +234,7 @@ class JwtAuthenticator(Component):
     passphrase: str | None = spec(
         "Password of an encrypted PEM private key.", "{{ config['passphrase'] }}", None, template=BASE
     )
-    request_option: RequestOption | None = spec(
+    request_option: "RequestOption | None" = spec(
         "Where the token goes; the `Authorization` header when left out.",
         {"type": "RequestOption", "inject_into": "request_parameter", "field_name": "jwt"}, None,
     )
@@ -294,7 +292,7 @@ class OAuthConfigSpecification(Model):
     )
 
     @model_validator(mode="after")
-    def _declarative_flow_urls(self) -> OAuthConfigSpecification:
+    def _declarative_flow_urls(self) -> "OAuthConfigSpecification":
         flow = self.oauth_connector_input_specification
         if flow is not None:
             missing = [key for key in ("consent_url", "access_token_url") if key not in flow]
@@ -366,7 +364,7 @@ class SessionTokenRequestApiKeyAuthenticator(Component):
     takes_parameters = False
 
     type: Literal["ApiKey"] = spec("Component type.", "ApiKey", "ApiKey")
-    inject_into: RequestOption = spec(
+    inject_into: "RequestOption" = spec(
         "Where the session token goes.",
         {"type": "RequestOption", "inject_into": "header", "field_name": "X-Session"},
     )
@@ -395,7 +393,7 @@ class SessionTokenAuthenticator(Component):
     type: Literal["SessionTokenAuthenticator"] = spec(
         "Component type.", "SessionTokenAuthenticator", "SessionTokenAuthenticator"
     )
-    login_requester: HttpRequester = spec(
+    login_requester: "HttpRequester" = spec(
         "The login request.",
         {"type": "HttpRequester", "url_base": "https://api.example.com", "path": "/login", "http_method": "POST"},
     )
@@ -406,7 +404,7 @@ class SessionTokenAuthenticator(Component):
     request_authentication: SessionTokenUse = spec(
         "How the token is sent on the data requests.", {"type": "Bearer"}
     )
-    decoder: LoginDecoder | None = spec(
+    decoder: "LoginDecoder | None" = spec(
         "How the login response is read (JSON when left out).", {"type": "XmlDecoder"}, None
     )
 
@@ -420,7 +418,7 @@ class SelectiveAuthenticator(Component):
     authenticator_selection_path: tuple[str, ...] = spec(
         "Path of the config value that names the authenticator.", ["credentials", "auth_type"]
     )
-    authenticators: Mapping[str, Authenticator] = spec(
+    authenticators: "Mapping[str, Authenticator]" = spec(
         "Authenticators by the config value that selects them.",
         {"api_key": {"type": "BearerAuthenticator", "api_token": "{{ config['credentials']['api_key'] }}"}},
     )

@@ -6,9 +6,12 @@ an example (both land in the JSON Schema under ``schemas/``) and records, for a
 template field, which variables the template may use and what its rendered text
 is turned into. Validators and the interpreter read that metadata back through
 :func:`template_of`; nothing else says which fields are templates.
-"""
 
-from __future__ import annotations
+The model modules leave out ``from __future__ import annotations``: pydantic compiles and evaluates every
+string annotation when it makes a class (a cold ``validate-manifest`` pays that for ~500 fields). Quote only
+a name that is not defined yet when the class is made (a class further down, or one a module cycle imports
+at the bottom); tests/models/test_startup_cost.py keeps those few.
+"""
 
 import typing
 from collections.abc import Mapping

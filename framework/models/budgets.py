@@ -6,8 +6,6 @@ the parts of ``RateLimitedMultipleTokenAuthenticator`` (not supported yet): type
 naming them gets the authenticator's error, not an unknown type.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 

@@ -11,8 +11,6 @@ names, so that classes written for Airbyte need no change;
 ``validate-manifest`` checks them in the source without running it.
 """
 
-from __future__ import annotations
-
 from typing import ClassVar, Literal
 
 from pydantic import ConfigDict

@@ -8,8 +8,6 @@ first document, the requester streams the body when the format allows it. A
 they unpack.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field

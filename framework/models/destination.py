@@ -7,8 +7,6 @@ normalization settings, and two change-data file formats (``replicant_csv``,
 ``replicant_json``) laid out like Replicant's S3 files.
 """
 
-from __future__ import annotations
-
 import re
 from typing import Annotated, Literal
 
@@ -326,7 +324,7 @@ class DestinationSettings(Model):
     )
 
     @model_validator(mode="after")
-    def _check_location(self) -> DestinationSettings:
+    def _check_location(self) -> "DestinationSettings":
         if not self.s3_bucket_name:
             if not self.output:
                 raise ValueError("give `s3_bucket_name` or `output` (a local folder or `s3://bucket/prefix`)")
@@ -345,7 +343,7 @@ class DestinationSettings(Model):
         return self
 
     @classmethod
-    def default_local(cls, output: str = "./output") -> DestinationSettings:
+    def default_local(cls, output: str = "./output") -> "DestinationSettings":
         """Snappy-compressed Parquet in a local folder: the settings used when none are given."""
         return cls.model_validate(
             {"output": output, "format": {"format_type": "Parquet", "compression_codec": "SNAPPY"}}

@@ -8,8 +8,6 @@ rendered value into a copy of the template, at ``field_path``. Each copy is an
 ordinary stream of the connector once resolved.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -52,7 +50,7 @@ class HttpComponentsResolver(Component):
 
     type: Literal["HttpComponentsResolver"] = spec(
         "Component type.", "HttpComponentsResolver", "HttpComponentsResolver")
-    retriever: SimpleRetriever = spec(
+    retriever: "SimpleRetriever" = spec(
         "How the records are read (once per run, on the driver); a partition router may list values to read "
         "for (not parent streams).",
         {"type": "SimpleRetriever", "requester": {"$ref": "#/definitions/requester"},
@@ -129,7 +127,7 @@ class DynamicDeclarativeStream(Component):
     type: Literal["DynamicDeclarativeStream"] = spec(
         "Component type.", "DynamicDeclarativeStream", "DynamicDeclarativeStream")
     name: str = spec("Name of the group of streams made (a check may name it).", "custom_reports", "")
-    stream_template: Annotated[DeclarativeStream | StateDelegatingStream, Field(discriminator="type")] = spec(
+    stream_template: Annotated["DeclarativeStream | StateDelegatingStream", Field(discriminator="type")] = spec(
         "The stream each set of values is written into; its `name` usually comes from a mapping.",
         {"$ref": "#/definitions/report_stream"}, default_type="DeclarativeStream")
     components_resolver: ComponentsResolver = spec(

@@ -1,7 +1,5 @@
 """Error handling: which responses are errors, and how long to wait before retrying."""
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -122,7 +120,7 @@ class HttpResponseFilter(Component):
     )
 
     @model_validator(mode="after")
-    def _matches_something(self) -> HttpResponseFilter:
+    def _matches_something(self) -> "HttpResponseFilter":
         if not (self.http_codes or self.error_message_contains or self.predicate):
             raise ValueError("a filter needs at least one of `http_codes`, `error_message_contains` or `predicate`")
         if self.action is None and self.failure_type is None:
@@ -156,7 +154,7 @@ class CompositeErrorHandler(Component):
     type: Literal["CompositeErrorHandler"] = spec(
         "Component type.", "CompositeErrorHandler", "CompositeErrorHandler"
     )
-    error_handlers: tuple[ErrorHandler, ...] = spec(
+    error_handlers: "tuple[ErrorHandler, ...]" = spec(
         "The handlers, in order.",
         [{"type": "DefaultErrorHandler", "response_filters": [{"http_codes": [429], "action": "RATE_LIMITED"}]}],
         default_type="DefaultErrorHandler",

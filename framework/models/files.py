@@ -1,7 +1,5 @@
 """Files: a CSV response read through a temporary file, and files downloaded for each record."""
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -36,10 +34,10 @@ class FileUploader(Component):
         "How the file is requested; `stream_slice.extra_fields.download_target` is the value the download "
         "target extractor found in the record.",
         {"type": "HttpRequester", "url_base": "{{ stream_slice.extra_fields.download_target }}", "path": ""})
-    download_target_extractor: DpathExtractor = spec(
+    download_target_extractor: "DpathExtractor" = spec(
         "Where the file's URL (or id) is in the record: the first value found, which must be text.",
         {"type": "DpathExtractor", "field_path": ["content_url"]})
-    file_extractor: Annotated[DpathExtractor | CustomRecordExtractor, Field(discriminator="type")] | None = spec(
+    file_extractor: Annotated["DpathExtractor | CustomRecordExtractor", Field(discriminator="type")] | None = spec(
         "Accepted as Airbyte accepts it, and not used (as in Airbyte): the whole response body is the file.",
         {"type": "DpathExtractor", "field_path": ["content"]}, None)
     filename_extractor: str | None = spec(

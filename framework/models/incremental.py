@@ -1,7 +1,5 @@
 """Incremental reads: the datetime cursor and its bounds, and the integer cursor."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -52,7 +50,7 @@ class Clamping(Model):
     )
 
     @model_validator(mode="after")
-    def _known_target(self) -> Clamping:
+    def _known_target(self) -> "Clamping":
         if "{" in self.target:
             return self
         if self.target not in CLAMPING_TARGETS:
@@ -145,7 +143,7 @@ class DatetimeBasedCursor(Component):
     )
 
     @model_validator(mode="after")
-    def _step_pairs_with_granularity(self) -> DatetimeBasedCursor:
+    def _step_pairs_with_granularity(self) -> "DatetimeBasedCursor":
         if (self.step is None) != (self.cursor_granularity is None):
             given, missing = ("step", "cursor_granularity") if self.step else ("cursor_granularity", "step")
             raise ValueError(f"`{given}` needs `{missing}`: give both or neither")
@@ -174,7 +172,7 @@ class IncrementingCountCursor(Component):
     )
 
     @model_validator(mode="after")
-    def _integer_start(self) -> IncrementingCountCursor:
+    def _integer_start(self) -> "IncrementingCountCursor":
         value = self.start_value
         if isinstance(value, str) and "{" not in value:
             try:

@@ -7,8 +7,6 @@ The config rules sit in ``spec.config_normalization_rules``: ``config_migrations
 ``validations`` (checked last; a failure stops the run before anything is read).
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 

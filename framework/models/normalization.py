@@ -6,8 +6,6 @@ fields are shortened to the identifier limit of a naming dialect; the dialect
 follows from the target unless it is given.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import model_validator
@@ -72,7 +70,7 @@ class NormalizationSettings(Model):
     )
 
     @model_validator(mode="after")
-    def _check_target(self) -> NormalizationSettings:
+    def _check_target(self) -> "NormalizationSettings":
         if self.target == "postgres":
             if not self.jdbc_url:
                 raise ValueError("`jdbc_url` is required when `target` is `postgres`")

@@ -1,7 +1,5 @@
 """Paginators: how the next page is asked for and when to stop."""
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -180,7 +178,7 @@ class PageSizeReduction(Component):
     )
 
     @model_validator(mode="after")
-    def _in_range(self) -> PageSizeReduction:
+    def _in_range(self) -> "PageSizeReduction":
         if self.reduction_factor <= 1:
             raise ValueError(f"`reduction_factor` must be more than 1, not {self.reduction_factor:g}")
         if self.minimum_page_size < 1:

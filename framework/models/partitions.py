@@ -1,7 +1,5 @@
 """Partition routers: how a stream is split into independent partitions."""
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -35,7 +33,7 @@ class ParentStreamConfig(Component):
     """A parent stream whose records each make one partition of the child."""
 
     type: Literal["ParentStreamConfig"] = spec("Component type.", "ParentStreamConfig", "ParentStreamConfig")
-    stream: Annotated[DeclarativeStream | StateDelegatingStream, Field(discriminator="type")] = spec(
+    stream: Annotated["DeclarativeStream | StateDelegatingStream", Field(discriminator="type")] = spec(
         "The parent stream: a DeclarativeStream, or a StateDelegatingStream (its incremental definition reads "
         "when the child's state holds the parent's, the full-refresh one otherwise).",
         {"$ref": "#/definitions/accounts_stream"}, default_type="DeclarativeStream")
@@ -68,7 +66,7 @@ class ParentStreamConfig(Component):
     )
 
     @model_validator(mode="after")
-    def _direct_pointer(self) -> ParentStreamConfig:
+    def _direct_pointer(self) -> "ParentStreamConfig":
         if any("*" in part for part in self.lazy_read_pointer):
             raise ValueError("`lazy_read_pointer` takes a direct path; the `*` wildcard is not supported")
         return self
@@ -96,7 +94,7 @@ class UnionPartitionRouter(Component):
         "The one key of every partition: each child router must make partitions with this key.", "account_id",
         template=BASE,
     )
-    partition_routers: tuple[ChildRouter, ...] = spec(
+    partition_routers: "tuple[ChildRouter, ...]" = spec(
         "The routers whose partitions are joined (two or more); their request options are not used: read the "
         "value through `stream_partition`.",
         [{"type": "ListPartitionRouter", "values": ["1", "2"], "cursor_field": "account_id"},
@@ -106,7 +104,7 @@ class UnionPartitionRouter(Component):
     )
 
     @model_validator(mode="after")
-    def _two_or_more(self) -> UnionPartitionRouter:
+    def _two_or_more(self) -> "UnionPartitionRouter":
         if len(self.partition_routers) < 2:
             raise ValueError("`partition_routers` needs at least two routers; use the router itself for one")
         for child in self.partition_routers:
@@ -127,14 +125,14 @@ class GroupingPartitionRouter(Component):
         "Component type.", "GroupingPartitionRouter", "GroupingPartitionRouter"
     )
     group_size: int = spec("How many partitions go in one group (one request).", 50)
-    underlying_partition_router: ChildRouter = spec(
+    underlying_partition_router: "ChildRouter" = spec(
         "The router whose partitions are grouped.",
         {"type": "ListPartitionRouter", "values": ["1", "2", "3"], "cursor_field": "board_id"},
     )
     deduplicate: bool = spec("Put each partition in only one group (the first it would go in).", True, True)
 
     @model_validator(mode="after")
-    def _positive_size(self) -> GroupingPartitionRouter:
+    def _positive_size(self) -> "GroupingPartitionRouter":
         if self.group_size < 1:
             raise ValueError(f"`group_size` is {self.group_size}; it must be 1 or more")
         _no_request_option(self.underlying_partition_router, "GroupingPartitionRouter")

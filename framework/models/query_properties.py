@@ -10,8 +10,6 @@ or in its ``query_properties`` (templates read the chunk as
 ``stream_slice.extra_fields['query_properties']``).
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -37,7 +35,7 @@ class GroupByKeyMergeStrategy(Component):
     )
 
     @model_validator(mode="after")
-    def _some_key(self) -> GroupByKeyMergeStrategy:
+    def _some_key(self) -> "GroupByKeyMergeStrategy":
         keys = (self.key,) if isinstance(self.key, str) else self.key
         if not keys or any(not k for k in keys):
             raise ValueError("`key` needs at least one field name, and no empty one")
@@ -65,7 +63,7 @@ class PropertyChunking(Component):
     )
 
     @model_validator(mode="after")
-    def _limit(self) -> PropertyChunking:
+    def _limit(self) -> "PropertyChunking":
         if self.property_limit is not None and self.property_limit < 0:
             raise ValueError("`property_limit` must be a positive number (or 0 for no limit)")
         return self
@@ -92,7 +90,7 @@ class PropertiesFromEndpoint(Component):
     property_field_path: tuple[str, ...] = spec(
         "Path, in each record of the retriever, to the property name.", ["name"], template=BASE
     )
-    retriever: Annotated[SimpleRetriever | CustomRetriever, Field(discriminator="type")] = spec(
+    retriever: Annotated["SimpleRetriever | CustomRetriever", Field(discriminator="type")] = spec(
         "How the property records are read (no partitions: `stream_slice` is empty).",
         {"type": "SimpleRetriever", "requester": {"type": "HttpRequester", "url_base": "https://api.example.com",
                                                   "path": "/properties"},

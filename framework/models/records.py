@@ -1,7 +1,5 @@
 """Records: where they are in a response, which to keep, how to change them, and their schema."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -59,7 +57,7 @@ class RecordSelector(Component):
     """Extracts the records of a response and filters them."""
 
     type: Literal["RecordSelector"] = spec("Component type.", "RecordSelector", "RecordSelector")
-    extractor: Annotated[DpathExtractor | CustomRecordExtractor | ResponseToFileExtractor,
+    extractor: Annotated["DpathExtractor | CustomRecordExtractor | ResponseToFileExtractor",
                          Field(discriminator="type")] = spec(
         "Where the records are in the response.", {"type": "DpathExtractor", "field_path": ["data"]},
         default_type="DpathExtractor",

@@ -8,8 +8,6 @@ Airbyte does: a form or plain-text body takes the place of
 ``request_body_json``.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 

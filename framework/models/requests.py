@@ -4,8 +4,6 @@ A RequestOption says *where* a value is put (query, header, body); the value
 itself comes from whoever owns the option (a paginator, a cursor, a router).
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -42,7 +40,7 @@ class RequestOption(Component):
     )
 
     @model_validator(mode="after")
-    def _one_name(self) -> RequestOption:
+    def _one_name(self) -> "RequestOption":
         if (self.field_name is None) == (self.field_path is None):
             raise ValueError("give exactly one of `field_name` or `field_path`")
         if self.field_path is not None and self.inject_into != "body_json":
@@ -88,7 +86,7 @@ class HttpRequester(Component):
         None,
         default_type="DefaultErrorHandler",
     )
-    request_parameters: Mapping[str, RequestParameter] | str = spec(
+    request_parameters: "Mapping[str, RequestParameter] | str" = spec(
         "Query parameters added to every request. Keys and values are templates; "
         "a single template string must render an object. One value may be a QueryProperties: "
         "that parameter carries the properties of each request, comma-separated.",
@@ -121,13 +119,13 @@ class HttpRequester(Component):
         template=REQUEST | ASYNC_JOB,
         result="any",
     )
-    query_properties: QueryProperties | None = spec(
+    query_properties: "QueryProperties | None" = spec(
         "The properties to ask for, read by templates as `stream_slice.extra_fields['query_properties']` "
         "(a list; one request per chunk of it).",
         {"type": "QueryProperties", "property_list": ["name", "email"]},
         None,
     )
-    fetch_properties_from_endpoint: PropertiesFromEndpoint | None = spec(
+    fetch_properties_from_endpoint: "PropertiesFromEndpoint | None" = spec(
         "Deprecated: use `query_properties` with this as its `property_list`.",
         {"type": "PropertiesFromEndpoint", "property_field_path": ["name"],
          "retriever": {"$ref": "#/definitions/properties_retriever"}},
@@ -144,7 +142,7 @@ class HttpRequester(Component):
     )
 
     @model_validator(mode="after")
-    def _one_body(self) -> HttpRequester:
+    def _one_body(self) -> "HttpRequester":
         body_json, body_data = self.bodies()
         if body_json and body_data:
             if self.request_body is not None:

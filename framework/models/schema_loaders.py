@@ -7,8 +7,6 @@ and where each field's name (``key_pointer``) and type (``type_pointer``) are;
 arrays of a given item type).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
@@ -44,13 +42,13 @@ class ComplexFieldType(Component):
     type: Literal["ComplexFieldType"] = spec("Component type (may be left out).", "ComplexFieldType",
                                              "ComplexFieldType")
     field_type: AirbyteType = spec("The Airbyte type of the field.", "array")
-    items: Annotated[Annotated[AirbyteType, Tag("str")] | Annotated[ComplexFieldType, Tag("ComplexFieldType")],
+    items: Annotated[Annotated[AirbyteType, Tag("str")] | Annotated["ComplexFieldType", Tag("ComplexFieldType")],
                      Discriminator(_shape)] | None = spec(
         "The type of the items, for `field_type: array`: a type name or another complex type.", "string", None,
         default_type="ComplexFieldType")
 
     @model_validator(mode="after")
-    def _items_of_arrays_only(self) -> ComplexFieldType:
+    def _items_of_arrays_only(self) -> "ComplexFieldType":
         if self.items is not None and self.field_type != "array":
             raise ValueError("`items` is only for `field_type: array`")
         return self
@@ -64,7 +62,7 @@ class TypesMap(Component):
     type: Literal["TypesMap"] = spec("Component type (may be left out).", "TypesMap", "TypesMap")
     target_type: Annotated[
         Annotated[AirbyteType, Tag("str")] | Annotated[tuple[AirbyteType, ...], Tag("tuple")]
-        | Annotated[ComplexFieldType, Tag("ComplexFieldType")], Discriminator(_shape)] = spec(
+        | Annotated["ComplexFieldType", Tag("ComplexFieldType")], Discriminator(_shape)] = spec(
         "The Airbyte type the field gets: a name, two names (either type), or a complex type.", "integer",
         default_type="ComplexFieldType")
     current_type: str | tuple[str, ...] = spec(
@@ -101,7 +99,7 @@ class DynamicSchemaLoader(Component):
     """
 
     type: Literal["DynamicSchemaLoader"] = spec("Component type.", "DynamicSchemaLoader", "DynamicSchemaLoader")
-    retriever: SimpleRetriever = spec(
+    retriever: "SimpleRetriever" = spec(
         "How the schema record is read: its first record is the schema (no partitions, no transformations "
         "of the stream).",
         {"type": "SimpleRetriever", "requester": {"$ref": "#/definitions/requester"},

@@ -1,7 +1,5 @@
 """The source, its streams and their retrievers, the spec and the connection check."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -100,7 +98,7 @@ class SimpleRetriever(Component):
     )
 
     @model_validator(mode="after")
-    def _splittable_window(self) -> SimpleRetriever:
+    def _splittable_window(self) -> "SimpleRetriever":
         if self.request_window_splitting is None:
             if uses_action(getattr(self.requester, "error_handler", None), "SPLIT_REQUEST_WINDOW"):
                 raise ValueError("an error filter says SPLIT_REQUEST_WINDOW but the retriever has no "
@@ -113,7 +111,7 @@ class SimpleRetriever(Component):
         return self
 
     @model_validator(mode="after")
-    def _limits_without_filter(self) -> SimpleRetriever:
+    def _limits_without_filter(self) -> "SimpleRetriever":
         if self.pagination_reset is not None and self.pagination_reset.limits is not None \
                 and self.record_selector.record_filter is not None:
             raise ValueError("`pagination_reset` with `limits` cannot be used with a `record_filter` "
@@ -121,7 +119,7 @@ class SimpleRetriever(Component):
         return self
 
     @model_validator(mode="after")
-    def _reducible_page_size(self) -> SimpleRetriever:
+    def _reducible_page_size(self) -> "SimpleRetriever":
         reduction = self.page_size_reduction
         if reduction is None:
             if uses_action(getattr(self.requester, "error_handler", None), "REDUCE_PAGE_SIZE"):
@@ -158,7 +156,7 @@ class DeclarativeStream(Component):
 
     type: Literal["DeclarativeStream"] = spec("Component type.", "DeclarativeStream", "DeclarativeStream")
     name: str = spec("Name of the stream, unique in the source.", "orders")
-    retriever: Annotated[SimpleRetriever | CustomRetriever | AsyncRetriever, Field(discriminator="type")] = spec(
+    retriever: Annotated["SimpleRetriever | CustomRetriever | AsyncRetriever", Field(discriminator="type")] = spec(
         "How the stream's records are read.",
         {"type": "SimpleRetriever", "requester": {"$ref": "#/definitions/requester"},
          "record_selector": {"$ref": "#/definitions/selector"}},
@@ -167,7 +165,7 @@ class DeclarativeStream(Component):
     primary_key: PrimaryKey | None = spec(
         "Field, fields, or paths of nested fields that identify a record.", "id", None
     )
-    schema_loader: StreamSchemaLoader | None = spec(
+    schema_loader: "StreamSchemaLoader | None" = spec(
         "Where the stream's JSON Schema comes from; the file `schemas/<name>.json` when left out.",
         {"type": "InlineSchemaLoader", "schema": {"type": "object", "properties": {"id": {"type": "integer"}}}},
         None,
@@ -199,7 +197,7 @@ class DeclarativeStream(Component):
     )
 
     @model_validator(mode="after")
-    def _window_to_split(self) -> DeclarativeStream:
+    def _window_to_split(self) -> "DeclarativeStream":
         if getattr(self.retriever, "request_window_splitting", None) is None:
             return self
         cursor = self.incremental_sync
@@ -246,7 +244,7 @@ class CheckStream(Component):
 
     type: Literal["CheckStream"] = spec("Component type.", "CheckStream", "CheckStream")
     stream_names: tuple[str, ...] = spec("Streams to read one record from.", ["accounts"])
-    dynamic_streams_check_configs: tuple[DynamicStreamCheckConfig, ...] = spec("Streams made by `dynamic_streams` to read one record from too.", [{"type": "DynamicStreamCheckConfig", "dynamic_stream_name": "reports", "stream_count": 1}], (), default_type="DynamicStreamCheckConfig")  # noqa: E501
+    dynamic_streams_check_configs: "tuple[DynamicStreamCheckConfig, ...]" = spec("Streams made by `dynamic_streams` to read one record from too.", [{"type": "DynamicStreamCheckConfig", "dynamic_stream_name": "reports", "stream_count": 1}], (), default_type="DynamicStreamCheckConfig")  # noqa: E501
 
 
 class ConcurrencyLevel(Component):
@@ -315,7 +313,7 @@ class DeclarativeSource(Component):
         "that exist only when their condition holds.",
         [{"$ref": "#/definitions/orders_stream"}], default_type="DeclarativeStream"
     )
-    check: Annotated[CheckStream | CheckDynamicStream, Field(discriminator="type")] = spec("How a connection is checked.", {"type": "CheckStream", "stream_names": ["orders"]}, default_type="CheckStream")  # noqa: E501
+    check: Annotated["CheckStream | CheckDynamicStream", Field(discriminator="type")] = spec("How a connection is checked.", {"type": "CheckStream", "stream_names": ["orders"]}, default_type="CheckStream")  # noqa: E501
     spec_: Spec | None = spec(
         "The connection specification.",
         {"type": "Spec", "connection_specification": {"type": "object", "properties": {}}},
@@ -343,13 +341,13 @@ class DeclarativeSource(Component):
         default_factory=dict,
     )
     description: str | None = spec("What the connector reads.", "Orders and accounts of the Example API.", None)
-    stream_groups: Mapping[str, StreamGroup] = spec(
+    stream_groups: "Mapping[str, StreamGroup]" = spec(
         "Groups of streams (by group name) that share a resource of the API and are never read at the same time.",
         {"reports": {"streams": [{"$ref": "#/definitions/orders_stream"}, {"$ref": "#/definitions/refunds_stream"}],
                      "action": {"type": "BlockSimultaneousSyncsAction"}}},
         default_factory=dict,
     )
-    dynamic_streams: tuple[DynamicDeclarativeStream, ...] = spec(
+    dynamic_streams: "tuple[DynamicDeclarativeStream, ...]" = spec(
         "Streams made from an endpoint's answer or from config values.", [{"$ref": "#/definitions/report_streams"}],
         (), default_type="DynamicDeclarativeStream")
     api_budget: HTTPAPIBudget | None = spec(

@@ -1,7 +1,5 @@
 """Stream groups: streams that share a resource of the API and are never read at the same time."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from framework.models.base import Component, Model, spec
@@ -24,7 +22,7 @@ class StreamGroup(Model):
     must not share a group with any of its ancestors.
     """
 
-    streams: tuple[DeclarativeStream, ...] = spec(
+    streams: "tuple[DeclarativeStream, ...]" = spec(
         "The streams of the group (usually `$ref`s to the source's streams); matched by name.",
         [{"$ref": "#/definitions/orders_stream"}, {"$ref": "#/definitions/refunds_stream"}],
         default_type="DeclarativeStream",

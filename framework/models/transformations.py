@@ -5,8 +5,6 @@ union a stream's ``transformations`` list accepts (also importable from
 :mod:`framework.models.records`).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator

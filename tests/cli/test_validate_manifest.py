@@ -246,16 +246,17 @@ def test_the_config_is_read_once_so_a_pipe_works():
 
 
 def test_one_file_that_crashes_the_checker_does_not_hide_the_others(write_manifest, monkeypatch, capsys):
+    import framework.manifest
     from framework.cli import validate
 
-    real = validate.check_manifest
+    real = framework.manifest.check_manifest
 
     def check(path, strict=False):
         if path.endswith("crash.yaml"):
             raise RecursionError("maximum recursion depth exceeded")
         return real(path, strict=strict)
 
-    monkeypatch.setattr(validate, "check_manifest", check)
+    monkeypatch.setattr(framework.manifest, "check_manifest", check)
     crash = write_manifest("version: 6.7.0\n", name="crash.yaml")
     bad = write_manifest("version: 1\n", name="bad.yaml")
     assert validate.main([crash, str(EXAMPLE), bad]) == 1
@@ -294,3 +295,32 @@ def test_a_spec_that_looks_wrong_is_checked_by_jsonschema(write_manifest):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False)
     assert result.stdout.strip().splitlines()[-1] == "1 True", result.stdout + result.stderr
     assert "connection_specification is not a valid JSON Schema: 'objekt'" in result.stdout
+
+
+def test_a_cold_check_collects_no_garbage_and_scans_no_plugins():
+    """What keeps a cold check cheap (issue 21), asserted rather than timed: the garbage collector never runs
+    while the checker is imported and checks (it is off before the models' classes are made), pydantic does
+    not scan the installed distributions for plugins, and the program leaves the collector off on its way
+    out (a last collection would only walk everything once more); a caller passing ``argv`` gets it back on."""
+    manifest = str(REPO / "manifests" / "github.yaml")
+    code = (
+        "import gc, sys\nimport importlib.metadata as metadata\n"
+        "scans = []\nreal = metadata.entry_points\n"
+        "metadata.entry_points = lambda **kw: scans.append(kw.get('group')) or real(**kw)\n"
+        "import traceback\nruns = []\n"
+        "from framework.cli.validate import main\n"
+        "early = 'framework.models' in sys.modules  # the models are made inside main, the collector off\n"
+        "def collecting(phase, info):  # a collection inside validate-manifest's code\n"
+        "    if phase == 'start' and any(f.filename.endswith('validate.py') for f in traceback.extract_stack()):\n"
+        "        runs.append(info['generation'])\n"
+        "gc.callbacks.append(collecting)\n"
+        f"rc = main(['--quiet', {manifest!r}])\n"
+        "print(rc, early, runs, scans, gc.isenabled())\n"
+        f"sys.argv = ['validate-manifest', '--quiet', {manifest!r}]\n"
+        "print(main(), gc.isenabled())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env,
+                            check=False)
+    assert result.stdout.splitlines() == ["0 False [] [] True", "0 False"], result.stdout + result.stderr
+    assert "PYDANTIC_DISABLE_PLUGINS" not in env
