@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import gc
 import io
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -158,6 +159,12 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
     # collector is off until the connector is built (see _run), and on again in any case at the end.
     collecting = gc.isenabled()
     gc.disable()
+    # pydantic scans every installed distribution's entry points for plugins when it builds the manifest's
+    # validator; plugins only observe validation. Off while this runs unless the caller chose (as
+    # validate-manifest does, and as pydantic documents).
+    plugins = os.environ.get(_NO_PLUGINS)
+    if plugins is None:
+        os.environ[_NO_PLUGINS] = "__all__"
     try:
         with showing_retries("run-manifest", as_json=json_errors):
             return _run(args, out, collecting)
@@ -180,8 +187,13 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
             print(f"run-manifest: {exc}", file=sys.stderr)
         return 1 if isinstance(exc, StorageError) else 2  # a full disk is a failed run, not bad input
     finally:
+        if plugins is None:
+            os.environ.pop(_NO_PLUGINS, None)
         if collecting:
             gc.enable()
+
+
+_NO_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
 
 
 def _interrupted(args: argparse.Namespace, json_errors: bool) -> None:

@@ -32,6 +32,7 @@ from framework.components.registry import BuildContext
 from framework.components.state_migrations import build_state_migrations
 from framework.components.stream import Stream
 from framework.components.stream_groups import StreamGroups, build_stream_groups
+from framework.engine.config_fit import surely_fits
 from framework.engine.config_migration import NormalizedConfig, has_rules, normalize_config, validate_config
 from framework.engine.config_sink import ConfigSink
 from framework.errors import ConfigError, FrameworkError, ManifestError
@@ -294,11 +295,14 @@ def prepare_config(checked: Any, config: Mapping[str, Any], config_path: str | C
             on_config(normalized)
         if spec:
             mask = Masker.of(secret_values(spec, normalized.given) | secret_values(spec, config))
+    # jsonschema (about 0.1 s to import) is asked only when the quick check cannot vouch for the config
     if spec and config_path is not None and (normalized is None or not normalized.changed):
-        problems = [d for d in check_config(spec, config_path) if d.severity == "error"]
-        if problems:
-            raise ConfigError("\n".join(d.format() for d in problems))
-    elif spec:
+        given = config_path if isinstance(config_path, ConfigFile) else None
+        if given is None or given.doc.problems or not surely_fits(spec, given.data):
+            problems = [d for d in check_config(spec, config_path) if d.severity == "error"]
+            if problems:
+                raise ConfigError("\n".join(d.format() for d in problems))
+    elif spec and not surely_fits(spec, config, formats=False):
         check_config_value(spec, config, mask)
     if normalized is not None:
         rules_ctx = BuildContext(config=config, engine=TemplateEngine(clock), clock=clock, base_dir=code.manifest_dir,

@@ -416,6 +416,12 @@ def test_the_command_exits_2_on_a_bad_config_and_0_on_spec(tmp_path):
     assert json.loads(spec.stdout)["type"] == "SPEC"
 
 
+# What a protocol read of a manifest that needs none of them must not import: Spark mode's (pyspark, py4j,
+# pyarrow, pandas), the JwtAuthenticator's (jwt, cryptography) and the full config check's (jsonschema, asked
+# only when framework.engine.config_fit cannot vouch for the config). Each costs start-up time.
+NOT_IN_PROTOCOL_MODE = ("pyspark", "py4j", "pyarrow", "pandas", "jsonschema", "jwt", "cryptography")
+
+
 def test_protocol_mode_does_not_import_pyspark(tmp_path, api):
     manifest = tmp_path / "manifest.yaml"
     manifest.write_text(MANIFEST)
@@ -426,7 +432,7 @@ def test_protocol_mode_does_not_import_pyspark(tmp_path, api):
         "import io, sys\n"
         "from framework.cli.run import main\n"
         f"code = main([{str(manifest)!r}, '--config', {str(config)!r}, '--protocol'], out=io.BytesIO())\n"
-        "spark = sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j'))\n"
+        f"spark = sorted(m for m in sys.modules if m.split('.')[0] in {NOT_IN_PROTOCOL_MODE!r})\n"
         "print(code, spark)\n"
     )
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False,

@@ -40,12 +40,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
-from xml.parsers.expat import ExpatError
-
-import jwt
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
-from dateutil.parser import isoparse
 
 from framework.components.http.client import Authenticator, HttpClient
 from framework.components.http.error_handler import ExponentialBackoff, Resolution, retry_after_seconds
@@ -373,9 +367,11 @@ def _json_object(response: HttpResponse) -> dict | None:
 
 def _xml_object(response: HttpResponse) -> dict | None:
     """An XML login response as Airbyte's XmlDecoder reads it (``xmltodict``); None when it is not XML."""
-    try:
-        import xmltodict  # here: only XML login responses need it
+    from xml.parsers.expat import ExpatError
 
+    import xmltodict  # here: only XML login responses need it
+
+    try:
         return dict(xmltodict.parse(response.content)) if response.content.strip() else None
     except ExpatError:
         return None
@@ -385,6 +381,8 @@ def _expiry_of(value: Any, fmt: str | None) -> datetime:
     """An expiry written as a datetime: with ``fmt`` when given, otherwise ISO 8601 (UTC when naive)."""
     if fmt:
         return parse_datetime(value, fmt)
+    from dateutil.parser import isoparse  # here: only an expiry without a format needs it
+
     try:
         parsed = isoparse(str(value))
     except (ValueError, OverflowError):
@@ -978,6 +976,8 @@ class Jwt(_RenewedToken):
         issued = int(now.timestamp())
         expires = issued + settings.duration if settings.duration is not None else issued
         claims = {**settings.claims, "iat": issued, "exp": expires, "nbf": issued}
+        import jwt  # PyJWT and cryptography: about 0.1 s to import, only for a JwtAuthenticator
+
         try:
             token = jwt.encode(claims, settings.key, algorithm=settings.algorithm, headers=dict(settings.headers))
         except (jwt.PyJWTError, ValueError, TypeError) as exc:
@@ -1002,6 +1002,10 @@ def _signing_key(algorithm: str, secret: str, encode: bool, passphrase: str, pla
     As Airbyte: with a passphrase the secret is an encrypted PEM private key; otherwise it is used as
     given, base64-encoded first when ``base64_encode_secret_key`` says so.
     """
+    import jwt
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+
     try:
         if passphrase:
             return serialization.load_pem_private_key(secret.encode(), password=passphrase.encode())
