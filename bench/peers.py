@@ -613,7 +613,7 @@ def ratio_lines(by_mode: dict[str, Result]) -> list[str]:
             line += f", {ratio:.2f}x the bare loop's  target >= 0.7: {'met' if ratio >= 0.7 else 'NOT met'}"
         lines.append(line)
     elif spark is not None and spark.ok and spark.up is None:
-        lines.append("Spark once up: n/a (the driver read every group before Spark was ready)")
+        lines.append("Spark once up: n/a (no spark_ready event: the driver read every group before Spark was ready)")
     for name, top, bottom, target in RATIOS:
         a, b = by_mode.get(top), by_mode.get(bottom)
         if a is None or b is None:

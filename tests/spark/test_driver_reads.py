@@ -8,6 +8,7 @@ stderr but the progress, and no JVM left behind when the sync was over before Sp
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -247,3 +248,33 @@ def test_a_session_that_failed_while_the_driver_read_everything_is_one_warning()
     _spark_did_not_start([Starting(up)], complete, said.append)
     _spark_did_not_start([], complete, said.append)
     assert len(said) == 1
+
+
+def test_spark_is_ready_for_groups_once_a_warm_up_job_ran_and_a_failed_start_stays_failed(spark, shop, manifest):
+    from framework.engine.worker import ConnectorSource
+    from framework.spark.pipeline import warmed
+    from framework.spark.session import SparkStartFailed
+
+    connector = open_connector(manifest, config_for(shop), sleep=lambda seconds: None)
+    source = ConnectorSource.of_connector(connector, manifest, Path(manifest).read_text())
+    session: Future = Future()
+    tag = f"test-warm-up-{uuid.uuid4().hex[:8]}"
+    ready = warmed(session, source, 2, tag)
+    assert not ready.done()  # not before the session is up
+    session.set_result(spark)
+    assert ready.result(timeout=240) is spark
+    tracker = spark.sparkContext.statusTracker()
+    warm_ups = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(tag)]
+    assert [info.status for info in warm_ups] == ["SUCCEEDED"]  # one job, done before the groups may go
+    broken = warmed(_done(spark), dataclasses.replace(source, manifest_text="not: [a manifest"), 2, "test-broken")
+    assert broken.result(timeout=240) is spark  # the groups' own jobs say what is wrong with the connector
+    failed: Future = Future()
+    failed.set_exception(SparkStartFailed("Spark could not start: no java"))
+    with pytest.raises(SparkStartFailed, match="no java"):
+        warmed(failed, source, 2, "test-failed").result(timeout=5)
+
+
+def _done(value: Any) -> Future:
+    future: Future = Future()
+    future.set_result(value)
+    return future
