@@ -52,6 +52,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent import futures
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -228,8 +229,9 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     ])
     warm_tag = f"run-manifest-warm-up-{uuid.uuid4().hex[:12]}"
     results: list[StreamResult] = []
+    over = threading.Event()  # the run has ended: a session up from now on is not warmed up
     if early:  # the driver reads until Spark's workers are ready too, not only its JVM
-        run.ready = warmed(session, run.source, run.cores, warm_tag)
+        run.ready = warmed(session, run.source, run.cores, warm_tag, over)
 
         def ready(_: Future[SparkSession]) -> None:
             run.records_at_ready = sum(r.records for r in results)
@@ -253,26 +255,33 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
         try:
             _sync_streams(run, selections, saved, given_states, progress, results)
         finally:
+            over.set()
             if session.done() and not run.ready.done():  # all read on the driver: the warm-up is not needed
                 with contextlib.suppress(Exception):
                     connect.cancel_jobs(session.result(), warm_tag)
+                # and its thread ends before this process may: one still in a py4j call while the interpreter
+                # finalizes aborts the process (PyGILState_Release)
+                futures.wait([run.ready], timeout=60)
     clear_staging(storage)  # every file is published: what is left are failed attempts' (and empty folders)
     return PipelineResult(run.connection.sync_id, results)
 
 
-def warmed(session: Future[SparkSession], source: ConnectorSource, cores: int, tag: str) -> Future[SparkSession]:
+def warmed(session: Future[SparkSession], source: ConnectorSource, cores: int, tag: str,
+           over: threading.Event | None = None) -> Future[SparkSession]:
     """The session once it is up *and* its Python workers are ready: one job of ``cores`` one-row tasks
     (:func:`framework.spark.tasks.warm_function`) starts the worker daemon, forks a worker per core, builds
     the connector in each and pays Spark's own first-job costs (about 3 s on 2 cores), while the driver
     reads. The pipeline hands groups to Spark only then, so no group waits for a worker that is still
     starting while the driver sits idle. A warm-up that fails (or is cancelled, tagged ``tag``) still
-    answers the session: the groups' own jobs then show what is wrong. A session that failed to start
-    answers its error."""
+    answers the session: the groups' own jobs then show what is wrong; none starts once ``over`` is set
+    (the run ended first). A session that failed to start answers its error."""
     ready: Future[SparkSession] = Future()
     ready.set_running_or_notify_cancel()
 
     def warm(spark: SparkSession) -> None:
         try:
+            if over is not None and over.is_set():
+                return
             import pyarrow as pa
 
             connect.tag_jobs(spark, tag, "warm-up of the sync's Python workers")
@@ -287,6 +296,8 @@ def warmed(session: Future[SparkSession], source: ConnectorSource, cores: int, t
         error = future.exception()
         if error is not None:
             ready.set_exception(error)
+        elif over is not None and over.is_set():
+            ready.set_result(future.result())
         else:
             threading.Thread(target=warm, args=(future.result(),), name="spark-warm-up", daemon=True).start()
 
