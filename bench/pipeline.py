@@ -1,6 +1,7 @@
 """How fast does the Spark pipeline land Parquet, next to protocol mode and dlt?
 
     python bench/pipeline.py [--records 1000000] [--small 200000] [--shards 16] [--peers] [--peers-python PATH]
+    python bench/pipeline.py --task-profile [--records 250000] [--shards 2] [--top 25]
 
 Starts ``bench/api_server.py`` (its own process) with N synthetic records
 split into ``--shards`` disjoint shards, writes a manifest for it (one
@@ -23,6 +24,12 @@ measures in one run:
   table), ``pipeline.run(..., loader_file_format="parquet")`` into the
   ``filesystem`` destination at a temp folder, run by the peers venv's
   Python (``bash bench/peers.sh``): this project never imports dlt.
+
+``--task-profile``: no Spark; one group of every shard read in this process
+through :func:`framework.spark.tasks.run_task` (what a Spark task and the
+driver run), after one unit read to warm the connector as a reused worker has
+it, under cProfile with a CPU clock; prints records per CPU-second with and
+without the profiler and the top functions by own time.
 
 Prints a table (records, start-up seconds, sync seconds, records/s over the
 sync, wall seconds, CPU seconds, peak memory) and the ratios the targets are
@@ -449,6 +456,50 @@ peak MiB: the driver's Python process (Spark), the process itself (others); JVM 
   worker MiB: the largest Spark Python worker (both after both syncs)."""
 
 
+def task_profile(records: int, shards: int, top: int) -> int:
+    """Profile one task's work in this process (see the module docs); 1 if it landed another number of rows."""
+    import cProfile
+    import pstats
+
+    sys.path.insert(0, str(REPO))
+    import orjson
+
+    from framework.engine.connector import open_connector, read_config
+    from framework.engine.plan import open_sync
+    from framework.engine.results import from_arrow
+    from framework.engine.worker import ConnectorSource
+    from framework.models.destination import DestinationSettings
+    from framework.spark.tasks import TaskJob, encode_units, run_task
+
+    with tempfile.TemporaryDirectory(prefix="bench-task-") as tmp, ApiServer(records, shards) as api:
+        manifest, config = write_inputs(Path(tmp, "inputs"), api.url, shards)
+        connector = open_connector(manifest, read_config(config), config_path=config)
+        units = list(open_sync(connector, connector.stream(STREAM), None).units())
+        settings = DestinationSettings.default_local(str(Path(tmp, "out")))
+        job = TaskJob(source=ConnectorSource.of_connector(connector, manifest, Path(manifest).read_text()),
+                      stream=STREAM, destination=orjson.loads(settings.model_dump_json(by_alias=True)), sync_id=1,
+                      generation_id=0, part_start=0, tasks=len(units) + 1, started_at=time.time())
+
+        def run(lane: int, profile: cProfile.Profile | None = None) -> tuple[int, float]:
+            cpu = time.process_time()
+            if profile is not None:
+                profile.enable()
+            done = [r for b in run_task(job, iter(encode_units(units).to_batches()), lane) for r in from_arrow(b)]
+            if profile is not None:
+                profile.disable()
+            return sum(r.records for r in done), time.process_time() - cpu
+
+        list(run_task(job, iter(encode_units(units[:1]).to_batches()), 0))  # the connector built, as in a worker
+        count, cpu = run(1)
+        profile = cProfile.Profile(time.process_time)
+        _, profiled_cpu = run(2, profile)
+    print(f"{count:,} records of {shards} shard(s) in one task: {cpu:.2f} CPU-s, {count / cpu:,.0f} records/CPU-s "
+          f"({profiled_cpu:.2f} CPU-s under the profiler)")
+    stats = pstats.Stats(profile)
+    stats.sort_stats("tottime").print_stats(top)
+    return 0 if count == records else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="The Spark pipeline into Parquet vs protocol mode and dlt.")
     parser.add_argument("--records", type=int, default=1_000_000, help="records the API serves (default 1000000)")
@@ -459,10 +510,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--peers-python", metavar="PATH",
                         help="python with dlt (default: $DLT_PYTHON, then .venv-peers/bin/python)")
     parser.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
+    parser.add_argument("--task-profile", action="store_true",
+                        help="no Spark: profile one task's work in this process (default 250000 records, 2 shards)")
+    parser.add_argument("--top", type=int, default=25, help="--task-profile: functions shown (default 25)")
     parser.add_argument("--spark-child", nargs=3, metavar=("MANIFEST", "CONFIG", "OUTPUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.spark_child:
         return spark_child(*args.spark_child)
+    if args.task_profile:
+        given = argv if argv is not None else sys.argv[1:]
+        return task_profile(args.records if "--records" in given else 250_000,
+                            args.shards if "--shards" in given else 2, args.top)
 
     def progress(text: str) -> None:
         print(text, file=sys.stderr, flush=True)

@@ -25,6 +25,12 @@ with milliseconds, such as ``"2026-11-03T10:15:02.418Z"``):
     ``spark_seconds`` (Spark's start-up), ``background`` (true: a local Spark
     still starting while the driver reads the first groups; ``spark_seconds``
     is then the time until that start began).
+``spark_ready``
+    a local Spark started in the background is ready for groups (its JVM up and
+    its Python workers warm): ``stream`` (the stream being read then),
+    ``ready_at`` (when, ISO 8601 like ``time``), ``records`` (the records of the
+    groups done by then, all read on the driver). Sent with the next group's
+    ``stream_progress``; never when the driver read everything first.
 ``stream_planned``
     ``stream``, ``partitions`` (partitions to read).
 ``stream_progress``
@@ -95,7 +101,7 @@ class Reporter(Protocol):
         """Spark is ready after ``spark_seconds``, or (``background``) still starting while the driver reads."""
 
     def progress(self, event: str, result: StreamResult) -> None:
-        """``run_pipeline``'s callback: ``event`` is ``planned``, ``group`` or ``done``."""
+        """``run_pipeline``'s callback: ``event`` is ``planned``, ``group``, ``spark_ready`` or ``done``."""
 
     def summary(self, result: PipelineResult, output: str, seconds: float) -> None: ...
 
@@ -305,6 +311,10 @@ class JsonReporter:
             self._emit("stream_progress", stream=result.name, records=result.records, pages=result.pages,
                        empty_pages=result.empty_pages, partitions_done=result.units_done, partitions=result.units,
                        records_per_second=round(_rate(result.records, elapsed), 1))
+        elif event == "spark_ready" and result.spark_ready_at is not None:
+            ready = datetime.fromtimestamp(result.spark_ready_at, timezone.utc).isoformat(timespec="milliseconds")
+            self._emit("spark_ready", stream=result.name, ready_at=ready.replace("+00:00", "Z"),
+                       records=result.records_before_spark)
         elif event == "done":
             self._emit("stream_done", **stream_fields(result))
             if result.error:

@@ -146,7 +146,20 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
                           options=PipelineOptions(sync_mode=options.sync_mode, services_host=options.services_host,
                                                   driver_reads=options.early_reads),
                           progress=reporter.progress, warn=_warner(reporter))
+    _spark_did_not_start(starting, result, _warner(reporter))
     return result, settings
+
+
+def _spark_did_not_start(starting: Sequence[SessionStart], result: PipelineResult,
+                         warn: Callable[[str], None]) -> None:
+    """A session that failed to start while the driver read every group: the sync is complete and stands
+    (exit 0; a retry would read nothing new), but the next, larger sync would fail, so the user is told
+    once, with the reason and the fix. A stream that needed Spark has failed with that message already."""
+    error = next((s.future.exception() for s in starting if s.future.done() and s.future.exception()), None)
+    if error is None or any(s.error and str(error) in s.error for s in result.streams):
+        return
+    warn(f"{error}. This sync is complete: the driver read every group itself while Spark was starting; a "
+         "sync too large for that needs Spark")
 
 
 def _starts_early(options: SyncOptions, conf: Mapping[str, str]) -> bool:

@@ -47,10 +47,12 @@ import contextlib
 import dataclasses
 import itertools
 import queue
+import threading
 import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent import futures
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -71,7 +73,7 @@ from framework.protocol.catalog import Selection
 from framework.spark import connect
 from framework.spark.scheduling import schedule_groups
 from framework.spark.session import SessionStart
-from framework.spark.tasks import RESULT_DDL, TaskJob, encode_units, run_task, task_function
+from framework.spark.tasks import TaskJob, encode_units, result_struct, run_task, task_function, warm_function
 from framework.storage import Storage, storage_for
 from framework.storage.layout import next_part_number
 from framework.storage.state_store import (
@@ -99,6 +101,10 @@ class StreamResult(StreamReport):
     files: list[dict] = field(default_factory=list)
     nulled: int = 0
     state_saved: bool = False
+    # a local session started in the background: when Spark was ready for groups (epoch seconds) and the
+    # records of the sync's groups done by then (the "spark_ready" progress event; bench/peers.py)
+    spark_ready_at: float | None = None
+    records_before_spark: int = 0
 
     @property
     def bytes(self) -> int:
@@ -148,6 +154,11 @@ class _Run:
     options: PipelineOptions
     coordinator: coordination.CoordinatorAddress | None = None  # the driver's sync-wide services, for the tasks
     driver_reads: bool = False  # the driver reads groups until the session is up
+    ready_at: float | None = None  # driver_reads: when Spark became ready for groups (epoch seconds)
+    records_at_ready: int = 0  # the records of the groups done by then
+    ready_told: bool = False  # the "spark_ready" progress event went out
+    # driver_reads: done once the session is up and its Python workers are warm (warmed); else the session
+    ready: Future[SparkSession] = field(default_factory=Future)
 
     @property
     def spark(self) -> SparkSession:
@@ -208,6 +219,7 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
         destination=orjson.loads(settings.model_dump_json(by_alias=True)),
         cores=0, options=options, driver_reads=early,
     )
+    run.ready = session
     # a local master's parallelism is known before it starts; any other is asked (waiting for the session)
     run.cores = spark.parallelism() if early and isinstance(spark, SessionStart) else \
         connect.default_parallelism(run.spark)
@@ -215,7 +227,17 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
         configured_entry(connector.stream(s.name).with_cursor_field(s.cursor_field), s.incremental, options.sync_mode)
         for s in selections
     ])
+    warm_tag = f"run-manifest-warm-up-{uuid.uuid4().hex[:12]}"
     results: list[StreamResult] = []
+    over = threading.Event()  # the run has ended: a session up from now on is not warmed up
+    if early:  # the driver reads until Spark's workers are ready too, not only its JVM
+        run.ready = warmed(session, run.source, run.cores, warm_tag, over)
+
+        def ready(_: Future[SparkSession]) -> None:
+            run.records_at_ready = sum(r.records for r in results)
+            run.ready_at = time.time()
+
+        run.ready.add_done_callback(ready)
     # A local master's tasks run on this machine: loopback (as connect.services_bind says), known before it starts.
     bind = (("0.0.0.0", options.services_host) if options.services_host else ("127.0.0.1", None)) if early \
         else connect.services_bind(run.spark, options.services_host)
@@ -230,9 +252,57 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
                if bind is not None else contextlib.nullcontext(None))
     with serving as coordinator:
         run.coordinator = coordinator.address if coordinator is not None else None
-        _sync_streams(run, selections, saved, given_states, progress, results)
+        try:
+            _sync_streams(run, selections, saved, given_states, progress, results)
+        finally:
+            over.set()
+            if session.done() and not run.ready.done():  # all read on the driver: the warm-up is not needed
+                with contextlib.suppress(Exception):
+                    connect.cancel_jobs(session.result(), warm_tag)
+                # and its thread ends before this process may: one still in a py4j call while the interpreter
+                # finalizes aborts the process (PyGILState_Release)
+                futures.wait([run.ready], timeout=60)
     clear_staging(storage)  # every file is published: what is left are failed attempts' (and empty folders)
     return PipelineResult(run.connection.sync_id, results)
+
+
+def warmed(session: Future[SparkSession], source: ConnectorSource, cores: int, tag: str,
+           over: threading.Event | None = None) -> Future[SparkSession]:
+    """The session once it is up *and* its Python workers are ready: one job of ``cores`` one-row tasks
+    (:func:`framework.spark.tasks.warm_function`) starts the worker daemon, forks a worker per core, builds
+    the connector in each and pays Spark's own first-job costs (about 3 s on 2 cores), while the driver
+    reads. The pipeline hands groups to Spark only then, so no group waits for a worker that is still
+    starting while the driver sits idle. A warm-up that fails (or is cancelled, tagged ``tag``) still
+    answers the session: the groups' own jobs then show what is wrong; none starts once ``over`` is set
+    (the run ended first). A session that failed to start answers its error."""
+    ready: Future[SparkSession] = Future()
+    ready.set_running_or_notify_cancel()
+
+    def warm(spark: SparkSession) -> None:
+        try:
+            if over is not None and over.is_set():
+                return
+            import pyarrow as pa
+
+            connect.tag_jobs(spark, tag, "warm-up of the sync's Python workers")
+            frame = spark.createDataFrame(pa.table({"core": list(range(cores))}))
+            frame.mapInArrow(warm_function(source), "warmed bigint").toArrow()
+        except Exception:  # noqa: BLE001 - see the docstring: the groups' jobs say it
+            pass
+        finally:
+            ready.set_result(spark)
+
+    def started(future: Future[SparkSession]) -> None:
+        error = future.exception()
+        if error is not None:
+            ready.set_exception(error)
+        elif over is not None and over.is_set():
+            ready.set_result(future.result())
+        else:
+            threading.Thread(target=warm, args=(future.result(),), name="spark-warm-up", daemon=True).start()
+
+    session.add_done_callback(started)
+    return ready
 
 
 class ServicesNotShared(UserWarning):
@@ -310,6 +380,7 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
                 files, saved_at = None, time.monotonic()
             if progress:
                 progress("group", result)
+                _tell_ready(run, result, progress)
         _commit(run, stream.name, sync, files, generation, overwrite, result)
     final = result.error is None
     if change is not None:  # realtime change data: operations and the new image, committed by a pointer
@@ -320,6 +391,16 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     run.save(stream.name, sync.state(final=final) if final or not overwrite else saved.stream_state(stream.name),
              generation)
     result.state_saved = True
+
+
+def _tell_ready(run: _Run, result: StreamResult, progress: Callable[[str, StreamResult], None]) -> None:
+    """Once Spark is ready for groups (``run.ready``), the ``spark_ready`` progress event, from this thread:
+    ``result`` (the stream being synced) carries when, and the records of the groups done by then."""
+    if run.ready_at is None or run.ready_told:
+        return
+    run.ready_told = True
+    result.spark_ready_at, result.records_before_spark = run.ready_at, run.records_at_ready
+    progress("spark_ready", result)
 
 
 def _realtime_stream(run: _Run, stream: Any, incremental: bool) -> ChangeStream | None:
@@ -384,7 +465,7 @@ def _group_count(run: _Run) -> int:
     """How many groups a stream's units are cut into: ``tasks_per_core`` per core, twice that while the driver
     reads (it takes whole groups one by one, so smaller ones hand over to Spark sooner and leave Spark a
     multiple of its cores to balance)."""
-    return run.cores * run.options.tasks_per_core * (2 if run.driver_reads and not run.session.done() else 1)
+    return run.cores * run.options.tasks_per_core * (2 if run.driver_reads and not run.ready.done() else 1)
 
 
 def _run_groups(run: _Run, job: TaskJob, groups: Iterable[list[Any]]) -> Iterator[list[UnitResult]]:
@@ -426,7 +507,7 @@ def _run_groups(run: _Run, job: TaskJob, groups: Iterable[list[Any]]) -> Iterato
         try:
             frame = spark.createDataFrame(encode_units(group)).coalesce(1)
             task = task_function(dataclasses.replace(job, part_start=start), lane)
-            return from_arrow(frame.mapInArrow(task, RESULT_DDL).toArrow())
+            return from_arrow(frame.mapInArrow(task, result_struct()).toArrow())
         finally:
             connect.untag_jobs(spark, job_group)
 
@@ -443,7 +524,7 @@ def _run_groups(run: _Run, job: TaskJob, groups: Iterable[list[Any]]) -> Iterato
         return failed_group(group, f"a Spark task failed: {_spark_failure(exc)}")
 
     yield from schedule_groups(groups, here=in_a_lane(here), on_spark=in_a_lane(on_spark), failed=failed,
-                               spark=run.session, read_here=run.driver_reads, spark_slots=max(1, lanes),
+                               spark=run.ready, read_here=run.driver_reads, spark_slots=max(1, lanes),
                                cancel=lambda: connect.cancel_jobs(run.spark, job_group))
 
 

@@ -37,6 +37,7 @@ pipeline): ``validate-manifest`` and protocol mode never pay for it.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import logging
@@ -50,7 +51,7 @@ import sys
 import tempfile
 import threading
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -198,7 +199,9 @@ class SessionStart:
                 raise _Abandoned
             session = _classic_session(self.plan, app_name, self)
         except BaseException as exc:  # noqa: BLE001 - the future carries it to whoever needs the session
-            if isinstance(exc, Exception) or not self._abandoned:
+            if isinstance(exc, Exception):  # a stream that needed Spark fails with why and the fix
+                self.future.set_exception(SparkStartFailed.of(exc))
+            elif not self._abandoned:
                 self.future.set_exception(exc)
             return
         finally:
@@ -498,23 +501,44 @@ def _launch_jvm(plan: SessionPlan, app_name: str) -> subprocess.Popen | None:
     for key, value in plan.settings.items():
         conf.set(key, value)
     read_end, write_end = os.pipe()
-    forwarder = threading.Thread(target=forward_jvm_stderr, args=(read_end, 2),
+    said: collections.deque[bytes] = collections.deque(maxlen=3)  # the launcher's last lines, for the error
+    forwarder = threading.Thread(target=forward_jvm_stderr, args=(read_end, 2, said),
                                  name="jvm-stderr", daemon=True)
     forwarder.start()
     try:
         gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})
-    except BaseException:
+    except BaseException as exc:
         os.close(write_end)
         forwarder.join(timeout=5)  # the JVM's last words (why it did not start) reach stderr first
+        if isinstance(exc, Exception):
+            raise SparkStartFailed.of(exc, [line.decode(errors="replace") for line in said]) from None
         raise
     os.close(write_end)  # the JVM holds its own copy
     SparkContext._ensure_initialized(gateway=gateway)
     return getattr(gateway, "proc", None)
 
 
-def forward_jvm_stderr(source: int, target: int) -> None:
+class SparkStartFailed(ConfigError):
+    """The local Spark session could not start (most often: no Java); the message says why and the fix."""
+
+    @classmethod
+    def of(cls, error: BaseException, said: Sequence[str] = ()) -> SparkStartFailed:
+        """The failure of a start that raised ``error``, the launcher having said ``said`` (its last lines)."""
+        if isinstance(error, SparkStartFailed):
+            return error
+        reason = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+        lines = [line.strip() for line in said if line.strip()]
+        told = f" (the launcher said: {' / '.join(lines)})" if lines else ""
+        launch = "JAVA_GATEWAY_EXITED" in reason or any("java" in line.lower() for line in lines)
+        fix = ("install Java 17 or newer and put it on PATH or in JAVA_HOME" if launch
+               else "see Spark's lines above on stderr")
+        return cls(f"Spark could not start: {reason}{told}; fix: {fix}")
+
+
+def forward_jvm_stderr(source: int, target: int, said: collections.deque[bytes] | None = None) -> None:
     """Copy lines from file descriptor ``source`` to ``target`` until the writers close it, leaving out
-    the JVM's incubator-module notice (:data:`_JVM_NOTICE`); ``source`` is closed at the end."""
+    the JVM's incubator-module notice (:data:`_JVM_NOTICE`); ``source`` is closed at the end. ``said``
+    (a bounded deque) gets the lines passed on, to quote when the JVM did not start."""
     with os.fdopen(source, "rb", buffering=0) as pipe:
         pending = b""
         continued = False  # the line in ``pending`` began in bytes passed on already: never the notice
@@ -532,8 +556,12 @@ def forward_jvm_stderr(source: int, target: int) -> None:
                 kept, pending, continued = kept + pending, b"", True
             if kept:
                 _write_all(target, kept)
+                if said is not None:
+                    said.extend(kept.splitlines())
         if pending and (continued or pending.rstrip(b"\r") != _JVM_NOTICE):
             _write_all(target, pending)
+            if said is not None:
+                said.append(pending)
 
 
 def _write_all(target: int, data: bytes) -> None:
@@ -557,5 +585,5 @@ def _jdbc_jars(environ: Mapping[str, str] | None = None) -> str | None:
     return _DEBIAN_POSTGRES_JAR if os.path.isfile(_DEBIAN_POSTGRES_JAR) else None
 
 
-__all__ = ["SessionPlan", "SessionStart", "environment_master", "known_master", "local_cores", "session_plan",
-           "spark_defaults", "spark_session", "submit_conf"]
+__all__ = ["SessionPlan", "SessionStart", "SparkStartFailed", "environment_master", "known_master", "local_cores",
+           "session_plan", "spark_defaults", "spark_session", "submit_conf"]

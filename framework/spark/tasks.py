@@ -21,7 +21,9 @@ those units.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import gc
 import pickle
 import uuid
@@ -47,6 +49,15 @@ from framework.typed import RecordConverter, parse_schema
 RESULT_DDL = ", ".join(f"{f.name} {'bigint' if f.type == pa.int64() else 'string'}" for f in RESULT_SCHEMA)
 
 UNITS_SCHEMA = pa.schema([("unit", pa.int64()), ("payload", pa.binary())])
+
+
+@functools.lru_cache(maxsize=1)
+def result_struct() -> Any:
+    """RESULT_SCHEMA as a Spark ``StructType``, built once: given to ``mapInArrow`` instead of the DDL text,
+    which a Spark Connect client sends to the server to parse (one round trip more per job)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(RESULT_SCHEMA)
 
 #: The formats whose records are typed by the stream's schema; the others (JSONL, CSV) carry them as they came.
 TYPED_FORMATS = ("Parquet", "Avro", "replicant_csv", "replicant_json")
@@ -141,6 +152,24 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
     yield to_arrow(results)
 
 
+def warm_function(source: ConnectorSource):
+    """The function handed to ``mapInArrow`` by the warm-up job (:func:`framework.spark.pipeline.warmed`): in
+    each Python worker it runs in, the connector of ``source`` is built (and kept, as a task keeps it:
+    :func:`~framework.engine.worker.worker_connector`) and the writers' modules imported, so the sync's first
+    tasks start reading at once. It answers one row per input row; a connector that cannot be built is left
+    for the real task to report."""
+
+    def warm(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.parquet  # noqa: F401 - what the writers of most formats load on their first file
+
+        with contextlib.suppress(Exception):
+            worker_connector(source)
+        for batch in batches:
+            yield pa.record_batch([pa.array([0] * batch.num_rows, pa.int64())], names=["warmed"])
+
+    return warm
+
+
 def task_function(job: TaskJob, task_index: int | None = None):
     """The function handed to ``DataFrame.mapInArrow``.
 
@@ -160,4 +189,5 @@ def task_function(job: TaskJob, task_index: int | None = None):
     return run
 
 
-__all__ = ["RESULT_DDL", "RESULT_SCHEMA", "TaskJob", "UNITS_SCHEMA", "encode_units", "run_task", "task_function"]
+__all__ = ["RESULT_DDL", "RESULT_SCHEMA", "TaskJob", "UNITS_SCHEMA", "encode_units", "result_struct", "run_task",
+           "task_function", "warm_function"]

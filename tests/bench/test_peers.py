@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -64,6 +66,23 @@ def test_json_log_takes_start_end_records_and_failures():
     assert watcher.other == ["Traceback (most recent call last):"]
 
 
+def test_json_log_takes_when_spark_was_ready_on_this_process_clock():
+    watcher = JsonLog()
+    ready_at = datetime.fromtimestamp(time.time() - 2.0, timezone.utc).isoformat().replace("+00:00", "Z")
+    watcher.feed(b'{"event":"spark_ready","time":"t","stream":"records","ready_at":"%s","records":250000}\n'
+                 % ready_at.encode(), 10.0)
+    assert watcher.ready == pytest.approx(8.0, abs=0.5) and watcher.ready_records == 250_000
+
+
+def test_once_up_counts_the_records_landed_after_spark_was_ready_over_the_time_after():
+    spark = result(SPARK, records=2_000_000, run=14.5, up=5.0, up_records=500_000)  # started at 0.5 s, ends at 15
+    assert spark.rate_once_up == pytest.approx(150_000)  # 1,500,000 records in 10 s
+    lines = peers.ratio_lines({SPARK: spark, peers.BARE: result(peers.BARE, records=2_000_000, run=10.0)})
+    assert lines == ["Spark once up (spark_ready at 5.00 s, 500,000 records landed by then): 150,000 records/s, "
+                     "0.75x the bare loop's  target >= 0.7: met"]
+    assert result(SPARK, run=4.0, up=5.0).rate_once_up is None  # ready after the run's end: nothing to say
+
+
 def test_ratios_name_a_missing_peer_instead_of_a_number():
     missing = Result(peers.LABELS[DLT], 0, 1000, 0.0, 0.0, 0.0, 0.0, missing="dlt not installed")
     lines = peers.ratio_lines({PROTOCOL: result(PROTOCOL, run=0.5), peers.BARE: result(peers.BARE, run=0.25),
@@ -72,6 +91,7 @@ def test_ratios_name_a_missing_peer_instead_of_a_number():
     assert lines[1] == "Spark / dlt: n/a (dlt rest_api -> Parquet: not run)"
     assert lines[2].startswith("protocol / airbyte-cdk: 20.00x records/s (start-up left out), 10.00x over the wall")
     assert lines[3].startswith("Spark / airbyte-cdk: 10.00x")
+    assert lines[4] == "Spark once up: n/a (no spark_ready event: the driver read every group before Spark was ready)"
     table = peers.markdown_table([result(PROTOCOL), missing])
     assert "| dlt rest_api -> Parquet | 1,000 | not run: dlt not installed |" in table
     assert "| run-manifest --protocol | 1,000 | 0.50 | 1.00 | 1,000 | 2.00 | 500 | 50 |" in table

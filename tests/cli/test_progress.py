@@ -179,6 +179,7 @@ STREAM_DONE_KEYS = {"event", "time", "stream", "records", "pages", "empty_pages"
                     "records_per_second", "files", "bytes", "nulled", "state_saved", "seconds", "error"}
 KEYS = {
     "started": {"event", "time", "master", "output", "format", "spark_seconds", "background"},
+    "spark_ready": {"event", "time", "stream", "ready_at", "records"},
     "stream_planned": {"event", "time", "stream", "partitions"},
     "stream_progress": {"event", "time", "stream", "records", "pages", "empty_pages", "partitions_done", "partitions",
                         "records_per_second"},
@@ -228,6 +229,19 @@ def test_json_lines_carry_every_event_with_the_documented_keys():
     assert (summary["sync_id"], summary["ok"], summary["records"], summary["seconds"]) == (3, False, 1010, 12.5)
     assert summary["streams"][1] == {k: v for k, v in events[5].items() if k not in ("event", "time")}
     assert summary["streams"][1]["bytes"] == 1000 and summary["streams"][1]["state_saved"] is True
+
+
+def test_json_says_when_spark_was_ready_for_groups_and_text_says_nothing_of_it():
+    err, clock = io.StringIO(), FakeClock()
+    items = StreamResult("items", units=8, records=500_000)
+    items.spark_ready_at, items.records_before_spark = clock.wall() - 0.25, 250_000
+    JsonReporter(err, clocks=clocks(clock)).progress("spark_ready", items)
+    assert events_of(err.getvalue()) == [{"event": "spark_ready", "time": "2026-09-21T14:15:00.000Z",
+                                          "stream": "items", "ready_at": "2026-09-21T14:14:59.750Z",
+                                          "records": 250_000}]
+    text = io.StringIO()
+    TextReporter(text, clocks=clocks(clock)).progress("spark_ready", items)
+    assert text.getvalue() == ""
 
 
 def test_json_quiet_keeps_only_failures():

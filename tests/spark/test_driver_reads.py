@@ -8,6 +8,7 @@ stderr but the progress, and no JVM left behind when the sync was over before Sp
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -198,3 +199,82 @@ def test_an_abandoned_start_leaves_no_jvm_and_a_later_session_still_starts(tmp_p
     while _java_with(marker) and time.monotonic() < deadline:
         time.sleep(0.2)  # polling real processes
     assert _java_with(marker) == []
+
+
+def test_without_java_the_user_is_told_why_spark_did_not_start_and_the_fix(shop, tmp_path):
+    """JAVA_HOME pointing nowhere: the session fails at once. Whether the driver had read every group by then
+    (exit 0, the sync stands, one warning) or not (the stream fails, exit 1, its groups read so far kept),
+    the user gets one line naming the cause and the fix, never a traceback."""
+    manifest = tmp_path / "manifest.yaml"
+    manifest.write_text(MANIFEST)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(config_for(shop)))
+    command = [sys.executable, "-m", "framework.cli.run", str(manifest), "--config", str(config),
+               "--output", str(tmp_path / "out"), "--log-format", "json"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env=dict(os.environ, PYSPARK_PYTHON=sys.executable, JAVA_HOME=str(tmp_path / "no-java")))
+    assert "Traceback" not in done.stderr, done.stderr
+    events = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    told = [e.get("message") or e.get("error") for e in events if e["event"] in ("warning", "failure")]
+    about_spark = [text for text in told if text and text.startswith("Spark could not start")]
+    assert about_spark, done.stderr
+    assert all("no-java/bin/java" in text and "install Java 17 or newer" in text for text in about_spark)
+    summary = next(e for e in events if e["event"] == "summary")
+    if done.returncode == 0:  # every group was read on the driver before the session failed
+        assert [e["event"] for e in events if e["event"] in ("warning", "failure")] == ["warning"]
+        assert summary["ok"] is True and "This sync is complete" in about_spark[0]
+    else:
+        assert done.returncode == 1 and summary["ok"] is False
+        failed = [s for s in summary["streams"] if s["error"]]
+        assert failed and all(s["error"].startswith("Spark could not start") for s in failed)
+        assert not any(e["event"] == "warning" and e["message"].startswith("Spark") for e in events)
+
+
+def test_a_session_that_failed_while_the_driver_read_everything_is_one_warning():
+    from framework.cli.sync_command import _spark_did_not_start
+    from framework.spark.pipeline import StreamResult
+    from framework.spark.session import SparkStartFailed
+
+    failed: Future = Future()
+    failed.set_exception(SparkStartFailed("Spark could not start: no java; fix: install Java 17 or newer"))
+    said: list[str] = []
+    complete = PipelineResult(1, [StreamResult("a", records=3), StreamResult("b", records=0)])
+    _spark_did_not_start([Starting(failed)], complete, said.append)
+    assert len(said) == 1 and said[0].startswith("Spark could not start: no java") and "complete" in said[0]
+    told = PipelineResult(1, [StreamResult("a", error="Spark could not start: no java; fix: install Java 17 or newer")])
+    _spark_did_not_start([Starting(failed)], told, said.append)  # the stream's own error says it already
+    up: Future = Future()
+    up.set_result(object())
+    _spark_did_not_start([Starting(up)], complete, said.append)
+    _spark_did_not_start([], complete, said.append)
+    assert len(said) == 1
+
+
+def test_spark_is_ready_for_groups_once_a_warm_up_job_ran_and_a_failed_start_stays_failed(spark, shop, manifest):
+    from framework.engine.worker import ConnectorSource
+    from framework.spark.pipeline import warmed
+    from framework.spark.session import SparkStartFailed
+
+    connector = open_connector(manifest, config_for(shop), sleep=lambda seconds: None)
+    source = ConnectorSource.of_connector(connector, manifest, Path(manifest).read_text())
+    session: Future = Future()
+    tag = f"test-warm-up-{uuid.uuid4().hex[:8]}"
+    ready = warmed(session, source, 2, tag)
+    assert not ready.done()  # not before the session is up
+    session.set_result(spark)
+    assert ready.result(timeout=240) is spark
+    tracker = spark.sparkContext.statusTracker()
+    warm_ups = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(tag)]
+    assert [info.status for info in warm_ups] == ["SUCCEEDED"]  # one job, done before the groups may go
+    broken = warmed(_done(spark), dataclasses.replace(source, manifest_text="not: [a manifest"), 2, "test-broken")
+    assert broken.result(timeout=240) is spark  # the groups' own jobs say what is wrong with the connector
+    failed: Future = Future()
+    failed.set_exception(SparkStartFailed("Spark could not start: no java"))
+    with pytest.raises(SparkStartFailed, match="no java"):
+        warmed(failed, source, 2, "test-failed").result(timeout=5)
+
+
+def _done(value: Any) -> Future:
+    future: Future = Future()
+    future.set_result(value)
+    return future
