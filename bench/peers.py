@@ -75,7 +75,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
-from harness import PAGE_SIZE, ApiServer, peers_python, run_manifest_command
+from harness import PAGE_SIZE, ApiServer, compile_framework, peers_python, run_manifest_command
 from pipeline import DLT_SCRIPT, STREAM, parquet_rows, write_inputs
 
 BARE, PROTOCOL, SPARK, CONNECT, CDK, DLT = "bare", "protocol", "spark", "connect", "cdk", "dlt"
@@ -384,16 +384,6 @@ def checked(result: Result) -> Result:
     if result.ok and result.records != result.expected:
         return replace(result, error=f"delivered {result.records:,} records, expected {result.expected:,}")
     return result
-
-
-def compile_framework() -> str:
-    """Compile the ``framework`` package the modes import (found as a child finds it: same interpreter and
-    environment) into ``__pycache__``, as pip does at install; its folder. ``compileall`` writes the files
-    even under ``PYTHONDONTWRITEBYTECODE=1``, which only stops the import system from writing them."""
-    probe = "import importlib.util, os; print(os.path.dirname(importlib.util.find_spec('framework').origin))"
-    folder = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
-    subprocess.run([sys.executable, "-m", "compileall", "-q", folder], check=True)
-    return folder
 
 
 # -- the modes ------------------------------------------------------------------------------------------------
