@@ -7,19 +7,24 @@ Run on the driver once all groups of a stream's sync are back
    stream: only the sync that just completed, a whole snapshot), give each
    record its key's hash bucket (:mod:`.buckets`) and keep the latest record
    of each key: the highest cursor value, then the latest
-   ``_airbyte_extracted_at``, then the last one staged (a window over the key).
-   Count them per bucket (a few numbers reach the driver) and plan which
-   buckets are rewritten and which get a delta (:func:`.buckets.plan`).
+   ``_airbyte_extracted_at``, then the last one staged (a window over the
+   bucket and key). Count them per bucket (a few numbers reach the driver) and
+   plan which buckets are rewritten and which get a delta
+   (:func:`.buckets.plan`; ``compact=True``: every bucket rewritten).
 2. Read the image files of the touched buckets (local files: Spark's Parquet
    reader; S3: the sink's storage in a Python task): a rewritten bucket whole,
    a delta bucket only for the changed keys (a semi-join against them,
    broadcast when few), the newest row of each key where a bucket holds
    several versions' files; join that with the records (full outer join on
-   the key; both sides hash-partitioned the same way).
+   bucket and key; both sides hash-partitioned and sorted by them alike, so the
+   join neither shuffles nor sorts again). Partitions follow the bytes read
+   (the staged files, the rewritten buckets' files), however many cores there
+   are, and an apply past a few partitions caches its rows on disk only: the
+   heap holds a partition's rows at a time, whatever the table's size.
 3. Derive each row's operation, whether it stays in the image and what goes
    into the new files (a rewritten bucket's kept rows, a delta bucket's
    operations, a delete as a tombstone) with column expressions (the JVM, no
-   Python per row), sort each partition by key and cache the result.
+   Python per row), sort each partition by bucket and key and cache the result.
 4. Count the operations of each partition and bucket (a Spark aggregate) and
    turn them into offsets; write the new files of the touched buckets under
    ``image/v<version>/_cdc_bucket=<b>/`` (Spark's Parquet writer for local
