@@ -199,9 +199,12 @@ class _Sizes:
     def partitions(self, extra: int = 0) -> int:
         """Partitions for ``staged + extra`` bytes: one per :data:`_PARTITION_BYTES`, at least one per core
         past ``cores x`` :data:`_CORE_BYTES`, at least two (Spark plans one partition as a single one and then
-        shuffles it again for the join)."""
+        shuffles it again for the join); more than the cores, a multiple of them (3 partitions on 2 cores
+        take as long as 4: the last one runs alone)."""
         size = self.staged + extra
-        return max(2, math.ceil(size / _PARTITION_BYTES), min(self.cores, size // _CORE_BYTES))
+        count = max(2, math.ceil(size / _PARTITION_BYTES), min(self.cores, size // _CORE_BYTES))
+        cores = max(1, self.cores)
+        return count if count <= cores else -(-count // cores) * cores
 
     def of(self, keys: Iterable[str]) -> int:
         return sum(self.image.get(key, 0) for key in keys)
