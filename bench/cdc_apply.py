@@ -1,6 +1,6 @@
 """How fast is the change-data apply of realtime Replicant files, and how does it grow with the changes?
 
-    python bench/cdc_apply.py [--keys 1000000] [--changes 100,1000,10000,100000,1000000]
+    python bench/cdc_apply.py [--keys 1000000] [--changes 100,1000,10000,100000,1000000 | 10000,10000r]
                               [--before DIR] [--format replicant_csv] [--image changes] [--keep DIR]
 
 No HTTP and no tasks: the script writes staged Parquet files itself (the
@@ -12,7 +12,11 @@ data fields, ``id`` the primary key, ``updated_at`` the cursor,
 * **first**: N new keys, so N inserts and the first image;
 * then one apply per entry of ``--changes`` (C), in order, on the same image:
   C staged records spread evenly over the key range (every N/C-th key):
-  80 % updated, 10 % marked deleted, 10 % new keys.
+  80 % updated, 10 % marked deleted, 10 % new keys. An entry ending in ``r``
+  (``10000r``) is the same apply run as a full rewrite (``compact=True``: every
+  bucket read whole and written anew, newest row per key resolved where a bucket
+  holds deltas): what every apply cost before the image was bucketed, side by
+  side with the small apply it is compared with.
 
 With ``--changes`` left empty it runs the older pair of applies instead: the
 first, then N staged records (40 % unchanged, 40 % updated, 10 % deleted,
@@ -160,7 +164,7 @@ def _warm(batches):
     yield from batches
 
 
-def child(keys: int, changes: list[int], fmt: str, image: str, keep: str | None, cold: bool) -> None:
+def child(keys: int, changes: list[str], fmt: str, image: str, keep: str | None, cold: bool) -> None:
     from framework.cdc import ChangeStream, apply_changes
     from framework.models.destination import DestinationSettings
     from framework.spark.session import spark_session
@@ -177,7 +181,7 @@ def child(keys: int, changes: list[int], fmt: str, image: str, keep: str | None,
         spark.range(4, numPartitions=2).mapInArrow(_warm, "id long").collect()
     plans = [("first", lambda: _first(keys))]
     if changes:
-        plans += [(str(c), lambda c=c, r=r: _changed(keys, c, r)) for r, c in enumerate(changes, start=1)]
+        plans += [(c, lambda c=c, r=r: _changed(keys, int(c.rstrip("r")), r)) for r, c in enumerate(changes, start=1)]
     else:
         plans.append(("second", lambda: _second(keys)))
     results = []
@@ -188,8 +192,10 @@ def child(keys: int, changes: list[int], fmt: str, image: str, keep: str | None,
             include_header=fmt == "replicant_csv", catalog=None, schema="bench", root="_airbyte_cdc/bench/",
             op_prefix="bench/")
         _stage(out, change, sync_id, table())
+        options = {"compact": True} if name.endswith("r") else {}
         started = time.perf_counter()
-        applied = apply_changes(spark, storage, settings, change, completed=True, clock=FixedClock(NOW), cores=2)
+        applied = apply_changes(spark, storage, settings, change, completed=True, clock=FixedClock(NOW), cores=2,
+                                **options)
         seconds = time.perf_counter() - started
         ops = applied.counts.total
         results.append({"apply": name, "ops": ops, "seconds": seconds, "ops_per_s": ops / seconds,
@@ -213,7 +219,9 @@ def _run_child(root: Path, keys: int, args: argparse.Namespace) -> dict | None:
     done = subprocess.run(command, check=False, capture_output=True, text=True, env=env)
     lines = [line for line in done.stdout.splitlines() if line.startswith(MARK)]
     if done.returncode or not lines:
-        print(f"{keys:>9} failed with {root} (exit {done.returncode}):\n{done.stderr[-3000:]}")
+        causes = [line for line in done.stderr.splitlines() if "Error" in line or "Exception" in line][:8]
+        print(f"{keys:>9} failed with {root} (exit {done.returncode}):\n" + "\n".join(causes)
+              + f"\n...\n{done.stderr[-3000:]}")
         return None
     return json.loads(lines[-1][len(MARK):])
 
@@ -226,7 +234,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keys", default="1000000", help="comma-separated key counts")
     parser.add_argument("--changes", default="100,1000,10000,100000,1000000",
-                        help="comma-separated changed records, one apply each after the first ('' for the old pair)")
+                        help="comma-separated changed records, one apply each after the first ('' for the old pair); "
+                        "an entry ending in r runs as a full rewrite")
     parser.add_argument("--before", help="a folder holding another version's `framework` package to compare with")
     parser.add_argument("--format", default="replicant_csv", choices=["replicant_csv", "replicant_json"])
     parser.add_argument("--image", default="changes", choices=["changes", "full"])
@@ -236,7 +245,9 @@ def main() -> int:
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--root", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    changes = [int(c) for c in args.changes.split(",") if c]
+    changes = [c.strip() for c in args.changes.split(",") if c.strip()]
+    if any(not c.rstrip("r").isdigit() for c in changes):
+        parser.error(f"--changes: {args.changes!r} is not a list of numbers (each may end in r: a full rewrite)")
     if args.child:
         if args.root:
             sys.path.insert(0, args.root)
@@ -264,6 +275,12 @@ def main() -> int:
                     ratio = f"{result['seconds'] / reports['before']['results'][index]['seconds']:.2f}"
                 print(f"{keys:>9} {label:>6} {result['apply']:>8} {result['ops']:>9} {result['seconds']:>8.2f} "
                       f"{result['ops_per_s']:>9.0f} {buckets:>13} {ratio:>12}  {steps}")
+            runs = report["results"]
+            for rewrite in [r for r in runs if r["apply"].endswith("r")]:
+                for small in [r for r in runs if r["apply"] == rewrite["apply"][:-1]]:
+                    print(f"{'':>9} {label:>6} apply of {small['apply']} / full rewrite: "
+                          f"{small['seconds']:.2f} / {rewrite['seconds']:.2f} s = "
+                          f"{small['seconds'] / rewrite['seconds']:.3f}")
             peaks = report["peaks"]
             print(f"{'':>9} {label:>6} peak RSS MiB: driver {peaks['driver']:.0f}, JVM {peaks['jvm']:.0f}, "
                   f"largest Python worker {peaks['worker']:.0f}")

@@ -7,19 +7,24 @@ Run on the driver once all groups of a stream's sync are back
    stream: only the sync that just completed, a whole snapshot), give each
    record its key's hash bucket (:mod:`.buckets`) and keep the latest record
    of each key: the highest cursor value, then the latest
-   ``_airbyte_extracted_at``, then the last one staged (a window over the key).
-   Count them per bucket (a few numbers reach the driver) and plan which
-   buckets are rewritten and which get a delta (:func:`.buckets.plan`).
+   ``_airbyte_extracted_at``, then the last one staged (a window over the
+   bucket and key). Count them per bucket (a few numbers reach the driver) and
+   plan which buckets are rewritten and which get a delta
+   (:func:`.buckets.plan`; ``compact=True``: every bucket rewritten).
 2. Read the image files of the touched buckets (local files: Spark's Parquet
    reader; S3: the sink's storage in a Python task): a rewritten bucket whole,
    a delta bucket only for the changed keys (a semi-join against them,
    broadcast when few), the newest row of each key where a bucket holds
    several versions' files; join that with the records (full outer join on
-   the key; both sides hash-partitioned the same way).
+   bucket and key; both sides hash-partitioned and sorted by them alike, so the
+   join neither shuffles nor sorts again). Partitions follow the bytes read
+   (the staged files, the rewritten buckets' files), however many cores there
+   are, and an apply past a few partitions caches its rows on disk only: the
+   heap holds a partition's rows at a time, whatever the table's size.
 3. Derive each row's operation, whether it stays in the image and what goes
    into the new files (a rewritten bucket's kept rows, a delta bucket's
    operations, a delete as a tombstone) with column expressions (the JVM, no
-   Python per row), sort each partition by key and cache the result.
+   Python per row), sort each partition by bucket and key and cache the result.
 4. Count the operations of each partition and bucket (a Spark aggregate) and
    turn them into offsets; write the new files of the touched buckets under
    ``image/v<version>/_cdc_bucket=<b>/`` (Spark's Parquet writer for local
@@ -46,7 +51,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
@@ -87,7 +92,7 @@ from framework.storage import LocalStorage, ObjectInfo, Storage
 from framework.temporal.clock import Clock
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from framework.models.destination import DestinationSettings
 
@@ -96,7 +101,12 @@ ArrowTask = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 PHASES: list = []
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _SYNC_FOLDER = re.compile(r"staging/sync_(\d+)/")
-_PARTITION_BYTES = 32 * 1024 * 1024  # staged and image bytes (compressed Parquet) per partition of the join
+# Partitions of the records and of the join, sized by the bytes they read (compressed Parquet): a partition's
+# rows are cached and sorted in one task, so they must fit a small share of an executor's heap whatever the
+# table's size; there is no cap (Spark runs more partitions than cores one after the other).
+_PARTITION_BYTES = 8 * 1024 * 1024
+_MEMORY_BYTES = 64 * 1024 * 1024  # an apply reading more keeps its intermediate rows on disk, not in the heap
+_CORE_BYTES = 4 * 1024 * 1024  # from cores x this many bytes on, every core gets a partition
 _FILES_DDL = "part int, key string, records bigint, bytes bigint"
 _BROADCAST_KEYS = 1_000_000  # up to this many changed keys go to every task that reads a delta bucket's files
 BUCKET_COLUMN = "_cdc_bucket"
@@ -120,8 +130,12 @@ class ApplyResult:
 
 
 def apply_changes(spark: SparkSession, storage: Storage, settings: DestinationSettings, change: ChangeStream, *,
-                  completed: bool, clock: Clock, cores: int = 2) -> ApplyResult:
-    """Apply the stream's staged records (see the module docs); ``completed`` says the sync had no error."""
+                  completed: bool, clock: Clock, cores: int = 2, compact: bool = False) -> ApplyResult:
+    """Apply the stream's staged records (see the module docs); ``completed`` says the sync had no error.
+
+    ``cores``: the executors' cores (a large enough apply runs at least one partition per core); ``compact``:
+    rewrite every bucket of the image as one new base, whatever the records touch (what the benchmark
+    compares a small apply with)."""
     started = time.perf_counter()
     pointer = load_pointer(storage, change.pointer_key)
     if not completed:
@@ -141,16 +155,14 @@ def apply_changes(spark: SparkSession, storage: Storage, settings: DestinationSe
         staged = pending.get(change.sync_id, [])
     version = pointer.version + 1
     destination = _destination(settings)
-    image_bytes = sum(info.size for info in storage.list(f"{change.root}image/", with_metadata=False)
-                      ) if pointer.version else 0
+    sizes = {info.key: info.size for info in storage.list(f"{change.root}image/", with_metadata=False)
+             } if pointer.version else {}
     staged_bytes = sum(info.size for info in staged)
-    # At least two: Spark plans one partition as a single one and then shuffles it again for the join.
-    partitions = max(2, min(cores * 2, math.ceil((staged_bytes + image_bytes) / _PARTITION_BYTES)))
     now_ms = (clock.now() - _EPOCH) // timedelta(milliseconds=1)
     try:
         _delete_prefixes(storage, [change.op_version_prefix(version), change.image_prefix(version)])
-        counts, layout, files, planned = _run(spark, storage, change, destination, pointer, version, staged, partitions,
-                                     now_ms, staged_bytes + image_bytes)
+        counts, layout, files, planned = _run(spark, storage, change, destination, pointer, version, staged,
+                                              _Sizes(staged_bytes, sizes, cores), now_ms, compact)
         for written in files:
             written["uri"] = storage.uri(written["key"])
         total = OpCounts()
@@ -176,9 +188,31 @@ def apply_changes(spark: SparkSession, storage: Storage, settings: DestinationSe
                        rewritten=len(planned.rewrite))
 
 
+@dataclass(frozen=True)
+class _Sizes:
+    """The bytes an apply reads: its staged files, the image's files (key -> bytes), and the cores to use."""
+
+    staged: int
+    image: Mapping[str, int]
+    cores: int
+
+    def partitions(self, extra: int = 0) -> int:
+        """Partitions for ``staged + extra`` bytes: one per :data:`_PARTITION_BYTES`, at least one per core
+        past ``cores x`` :data:`_CORE_BYTES`, at least two (Spark plans one partition as a single one and then
+        shuffles it again for the join); more than the cores, a multiple of them (3 partitions on 2 cores
+        take as long as 4: the last one runs alone)."""
+        size = self.staged + extra
+        count = max(2, math.ceil(size / _PARTITION_BYTES), min(self.cores, size // _CORE_BYTES))
+        cores = max(1, self.cores)
+        return count if count <= cores else -(-count // cores) * cores
+
+    def of(self, keys: Iterable[str]) -> int:
+        return sum(self.image.get(key, 0) for key in keys)
+
+
 def _run(spark: SparkSession, storage: Storage, change: ChangeStream, destination: dict, pointer: Pointer,
-         version: int, staged: list[ObjectInfo], partitions: int, now_ms: int,
-         first_bytes: int) -> tuple[list[OpCounts], tuple[Bucket, ...], list[dict], BucketPlan]:
+         version: int, staged: list[ObjectInfo], sizes: _Sizes, now_ms: int,
+         compact: bool) -> tuple[list[OpCounts], tuple[Bucket, ...], list[dict], BucketPlan]:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -187,24 +221,35 @@ def _run(spark: SparkSession, storage: Storage, change: ChangeStream, destinatio
     jvm = _jvm_files(storage, change.fields, pointer.fields)
     clock = _Phases()
     legacy = not pointer.buckets and bool(pointer.image_keys)  # an unbucketed image of an older version
-    buckets = pointer.buckets or choose_buckets(first_bytes)
+    buckets = pointer.buckets or choose_buckets(sizes.staged + sizes.of(sizes.image))
     layout = pointer.layout or tuple(Bucket() for _ in range(buckets))
     records = _listing(spark, [info.key for info in staged]).mapInArrow(
         read_staged(change, destination, buckets), staged_ddl(width))
-    latest = _latest(records.repartition(partitions, "k"), values).persist(StorageLevel.MEMORY_AND_DISK)
+    partitions = sizes.partitions()
+    # Rows cached in the heap are unrolled a partition at a time (and read back from disk into it): past a few
+    # partitions' worth, the cached rows go to the local disk only.
+    level = StorageLevel.MEMORY_AND_DISK if sizes.staged <= _MEMORY_BYTES else StorageLevel.DISK_ONLY
+    latest = _latest(records.repartition(partitions, "b", "k"), values).persist(level)
     diff = None
     try:
         changes = {row["b"]: row["count"] for row in latest.groupBy("b").count().collect()}
         # Every bucket is rewritten when the image is migrated or the fields changed: all files of the image
         # then have the pointer's fields.
-        whole = legacy or (bool(pointer.image_keys) and pointer.fields != change.fields)
+        whole = compact or legacy or (bool(pointer.image_keys) and pointer.fields != change.fields)
         planned = plan(layout, changes, incremental=change.incremental and not whole)
         clock.mark("read, latest per key")
+        # The join's partitions follow the bytes it reads whole: the records and the rewritten buckets' files.
+        rewritten = pointer.image_keys if legacy else [key for b in planned.rewrite for key in layout[b].files]
+        joined_partitions = sizes.partitions(sizes.of(rewritten))  # sized like this apply's reads
+        records_side = (latest if joined_partitions == partitions
+                        else latest.repartition(joined_partitions, "b", "k"))
         image = _image(spark, storage, change, destination, pointer, layout, planned, latest, jvm,
-                       buckets if legacy else 0, sum(changes.values()), partitions)
-        joined = latest.join(image, on="k", how="full_outer").withColumn(
-            "b", F.coalesce(F.col("b"), F.col("ib"))) if image is not None else latest.select(
-            "*", F.lit(None).cast("boolean").alias("img"), *[F.lit(None).cast("string").alias(w) for w in olds])
+                       buckets if legacy else 0, sum(changes.values()), joined_partitions)
+        # On the bucket and the key (the bucket is the key's): both sides are hash-partitioned and sorted by
+        # them, so the join moves no rows, and without an image the records keep that order for the write.
+        joined = (records_side.join(image, on=["b", "k"], how="full_outer") if image is not None
+                  else records_side.select("*", F.lit(None).cast("boolean").alias("img"),
+                                           *[F.lit(None).cast("string").alias(w) for w in olds]))
         # The operation of each row, in the JVM: the rules of ops.derive, on whole columns.
         touched = F.col("del").isNotNull()  # the sync has a record of the key
         marked = F.coalesce(F.col("del"), F.lit(False))
@@ -225,7 +270,11 @@ def _run(spark: SparkSession, storage: Storage, change: ChangeStream, destinatio
         write = F.when(rewrite, keep).otherwise(op.isNotNull())
         diff = joined.select("k", F.col("b"), op.alias("op"), keep.alias("keep"), touched.alias("fresh"),
                              write.alias("write"), (~rewrite & (op == "D")).alias("dead"), *values, *olds)
-        diff = diff.sortWithinPartitions("k").persist(StorageLevel.MEMORY_AND_DISK)
+        # Sorted by bucket, then key: the order the image files are written in (no second sort before the
+        # write) and, within a partition, the order of the operations.
+        joined_bytes = sizes.staged + sizes.of(rewritten)
+        diff = diff.sortWithinPartitions("b", "k").persist(
+            StorageLevel.MEMORY_AND_DISK if joined_bytes <= _MEMORY_BYTES else StorageLevel.DISK_ONLY)
         # Spark may plan other partitions than asked for (a single one becomes the session's default):
         # the offsets follow the partitions that actually ran, in order (spark_partition_id of the cached rows
         # is the partition the operations pass sees).
@@ -304,11 +353,8 @@ def _image(spark: SparkSession, storage: Storage, change: ChangeStream, destinat
     if legacy:
         single, layered = list(pointer.image_keys), []
     partial = sorted(key for b in planned.delta for key in layout[b].files)
-    columns: list[Column | str] = ["k", "img", F.col("b").alias("ib"), *[f"w{i}" for i in range(len(change.fields))]]
-    parts = []
-    if single:
-        frame = _read_image(spark, storage, change, destination, pointer, single, jvm, legacy)
-        parts.append(frame.where(~F.col("dead")).select(*columns).repartition(partitions, "k"))
+    columns = ["b", "k", "img", *[f"w{i}" for i in range(len(change.fields))]]
+    single_rows = _read_image(spark, storage, change, destination, pointer, single, jvm, legacy) if single else None
     layers = []
     if layered:
         layers.append(_read_image(spark, storage, change, destination, pointer, layered, jvm, 0))
@@ -317,15 +363,21 @@ def _image(spark: SparkSession, storage: Storage, change: ChangeStream, destinat
         keys = latest.select("k")
         # A few changed keys go to every task reading the image: no shuffle of the image's rows.
         layers.append(frame.join(F.broadcast(keys) if changed <= _BROADCAST_KEYS else keys, "k", "left_semi"))
-    if layers:
-        rows = layers[0] if len(layers) == 1 else layers[0].unionByName(layers[1])
-        newest = Window.partitionBy("k").orderBy(F.col("layer").desc())
-        parts.append(rows.repartition(partitions, "k").withColumn("_rank", F.row_number().over(newest))
-                     .where((F.col("_rank") == 1) & ~F.col("dead")).select(*columns))
-    if not parts:
-        return None
-    # Both parts are hash-partitioned on the key alike: their union joins the records without a shuffle.
-    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+    if not layers:
+        if single_rows is None:
+            return None
+        return single_rows.where(~F.col("dead")).select(*columns).repartition(partitions, "b", "k")
+    # Rows of several versions: the newest of each key. One sort per partition (key, then newest version first)
+    # serves both this and the merge join with the records, which therefore sorts the image side no more; the
+    # single-version buckets' rows go through it too rather than being sorted again after a union.
+    if single_rows is not None:
+        layers.append(single_rows)
+    rows = layers[0]
+    for more in layers[1:]:
+        rows = rows.unionByName(more)
+    newest = Window.partitionBy("b", "k").orderBy(F.col("layer").desc())
+    return (rows.repartition(partitions, "b", "k").withColumn("_rank", F.row_number().over(newest))
+            .where((F.col("_rank") == 1) & ~F.col("dead")).select(*columns))
 
 
 def _read_image(spark: SparkSession, storage: Storage, change: ChangeStream, destination: dict, pointer: Pointer,
@@ -355,7 +407,7 @@ def _latest(records: DataFrame, values: list[str]) -> DataFrame:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    order = Window.partitionBy("k").orderBy(F.col("o_num").desc_nulls_last(), F.col("o_text").desc_nulls_last(),
+    order = Window.partitionBy("b", "k").orderBy(F.col("o_num").desc_nulls_last(), F.col("o_text").desc_nulls_last(),
                                             F.col("o_at").desc_nulls_last(), F.col("o_seq").desc())
     return (records.withColumn("_rank", F.row_number().over(order)).where(F.col("_rank") == 1)
             .select("k", "b", "del", *values))

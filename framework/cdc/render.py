@@ -27,7 +27,8 @@ import pyarrow.compute as pc
 from framework.cdc.ops import CursorInfo, OpCounts, csv_header
 from framework.formats.replicant import csv_cell
 
-_NULL = pa.scalar(None, pa.string())
+# A null text, cut from an array: ``pa.scalar(None, ...)`` at import time would make pyarrow import pandas.
+_NULL = pa.nulls(1, pa.string())[0]
 _SENTINELS = (918273645546372819, 827364554637281918, 736455463728191827)
 # orjson's escapes of the control characters (lower-case hex; the short forms where JSON has them)
 _CONTROL = [(chr(c), orjson.dumps(chr(c)).decode()[1:-1]) for c in range(32)]

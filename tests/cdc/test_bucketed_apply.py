@@ -60,11 +60,12 @@ class Target:
         self.storage.write_atomic(f"{self.change(sync_id).staging_prefix()}1620787841959_00000.parquet",
                                   sink.getvalue(), {})
 
-    def apply(self, spark: Any, sync_id: int, rows: list[Row] | None = None, **stage: Any) -> ApplyResult:
+    def apply(self, spark: Any, sync_id: int, rows: list[Row] | None = None, compact: bool = False,
+              **stage: Any) -> ApplyResult:
         if rows is not None:
             self.stage(sync_id, rows, **stage)
         return apply_changes(spark, self.storage, self.settings, self.change(sync_id), completed=True,
-                             clock=FixedClock(NOW), cores=2)
+                             clock=FixedClock(NOW), cores=2, compact=compact)
 
     def pointer(self):
         return load_pointer(self.storage, "_airbyte_cdc/items/pointer.json")
@@ -248,3 +249,37 @@ def test_delta_buckets_on_s3(spark, s3_settings):
                                                         (999, "new", 2, None)]])
     assert text_image(target.image()) == text_image(target.replayed())
     assert target.files_on_disk() == set(target.pointer().image_keys)
+
+
+def test_a_compacting_apply_rewrites_every_bucket_as_one_base(spark, tmp_path):
+    target = local(tmp_path)
+    target.apply(spark, 1, HISTORY[0])
+    target.apply(spark, 2, HISTORY[1])
+    assert any(bucket.layers > 1 for bucket in target.pointer().layout)  # deltas to fold in
+    result = target.apply(spark, 3, HISTORY[2], compact=True)
+    assert result.touched == result.rewritten == result.buckets
+    assert (result.counts.inserts, result.counts.updates, result.counts.deletes) == (1, 1, 1)
+    layout = target.pointer().layout
+    assert all(bucket.delta_rows == 0 and {parse_image_file(key)[0] for key in bucket.files} <= {3}
+               for bucket in layout)
+    assert sum(bucket.rows for bucket in layout) == len(model(HISTORY[:3]))
+    assert target.image() == model(HISTORY[:3]) and text_image(target.image()) == target.replayed()
+    assert target.files_on_disk() == set(target.pointer().image_keys)
+
+
+def test_partitions_follow_the_bytes_without_a_cap_and_large_applies_cache_on_disk(spark, tmp_path, monkeypatch):
+    """The apply's partitions grow with the bytes it reads, past twice the cores (the cap a 10,000,000-key image
+    ran out of heap with); an apply over the memory threshold caches its rows on disk only."""
+    monkeypatch.setattr(apply_module, "_PARTITION_BYTES", 1024)
+    monkeypatch.setattr(apply_module, "_MEMORY_BYTES", 0)
+    target = local(tmp_path)
+    target.stage(1, HISTORY[0])
+    staged_bytes = sum(info.size for info in target.storage.list("_airbyte_cdc/items/staging/"))
+    first = target.apply(spark, 1)
+    op_files = [f for f in first.files if f["records"]]
+    assert staged_bytes > 5 * 1024 and len(op_files) > 4 and sum(f["records"] for f in op_files) == 400
+    second = target.apply(spark, 2, HISTORY[1])
+    assert second.rewritten == 0 and target.image() == model(HISTORY[:2])
+    fourth = target.apply(spark, 3, HISTORY[3], compact=True)
+    assert fourth.rewritten == fourth.buckets and target.image() == model([*HISTORY[:2], HISTORY[3]])
+    assert text_image(target.image()) == target.replayed()
