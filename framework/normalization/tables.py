@@ -19,7 +19,7 @@ in both ways.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -28,7 +28,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from framework.normalization.plan import AB_ID, DATA, EMITTED_AT, StreamPlan, TablePlan
-from framework.normalization.transform import RECORD_DATA, nested_column, record_frame
+from framework.normalization.transform import (
+    POS,
+    RECORD_DATA,
+    exploded,
+    nested_column,
+    present_column,
+    record_frame,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -38,39 +45,71 @@ if TYPE_CHECKING:
 class Layout:
     """What :func:`split` needs to cut a record frame batch into tables (small, picklable for the executors).
 
-    ``schemas``: each table's Arrow schema (the raw table, then the stream's tables depth first).
+    ``schemas``: each table's Arrow schema (the raw table, then the stream's tables depth first);
+    ``exploded``: the root's children given a row per item in the record frame
+    (:func:`~framework.normalization.transform.exploded`).
     """
 
     root: TablePlan
     raw_table: str
     schemas: tuple[tuple[str, pa.Schema], ...]
+    exploded: tuple[str, ...] = ()
+
+
+#: The Arrow type of each column type (as Spark gives its columns to Arrow, timestamps in UTC).
+ARROW_TYPES = {"string": pa.string(), "json": pa.string(), "bigint": pa.int64(), "double": pa.float64(),
+               "boolean": pa.bool_(), "timestamp": pa.timestamp("us", tz="UTC"), "date": pa.date32()}
+
+
+def table_schema(table: TablePlan) -> pa.Schema:
+    """The Arrow schema of a table of the plan (every field nullable, as Spark's Parquet writer writes files)."""
+    moment = ARROW_TYPES["timestamp"]
+    kinds = {table.ab_id: pa.string(), table.emitted_at: moment, table.hashid: pa.string(),
+             table.normalized_at: moment, **({table.foreign: pa.string()} if table.foreign else {})}
+    kinds.update((c.name, ARROW_TYPES[c.type]) for c in table.columns)
+    return pa.schema([pa.field(name, kinds[name]) for name in table.column_names])
 
 
 class StreamTables(Mapping[str, "DataFrame"]):
-    """The tables of a stream (its raw table, the root and every child table) from its record frame."""
+    """The tables of a stream (its raw table, the root and every child table) from its record frame.
+
+    As a mapping, each table is derived on its own (made when first asked for).
+    """
 
     def __init__(self, raw: DataFrame, plan: StreamPlan, normalized_at: datetime):
-        from framework.normalization.transform import all_tables, root_nodes
-
         self.plan = plan
         self.records = record_frame(raw, plan, normalized_at)
-        nodes = root_nodes(raw, plan, normalized_at, keep_data=True)
-        self._frames = {plan.raw_table: raw.select(AB_ID, EMITTED_AT, DATA), **all_tables(nodes, plan)}
+        self._raw = raw
+        self._normalized_at = normalized_at
+        self._names = (plan.raw_table, *(table.name for table in plan.tables()))
+        self._frames: dict[str, DataFrame] | None = None
+
+    def _made(self) -> dict[str, DataFrame]:
+        if self._frames is None:
+            from framework.normalization.transform import all_tables, root_nodes
+
+            nodes = root_nodes(self._raw, self.plan, self._normalized_at, keep_data=True)
+            self._frames = {self.plan.raw_table: self._raw.select(AB_ID, EMITTED_AT, DATA),
+                            **all_tables(nodes, self.plan)}
+        return self._frames
 
     def __getitem__(self, table: str) -> DataFrame:
-        return self._frames[table]
+        return self._made()[table]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._frames)
+        return iter(self._names)
 
     def __len__(self) -> int:
-        return len(self._frames)
+        return len(self._names)
+
+    def schemas(self) -> tuple[tuple[str, pa.Schema], ...]:
+        """Each table's Arrow schema, from the plan (no Spark analysis)."""
+        moment = ARROW_TYPES["timestamp"]
+        raw = pa.schema([pa.field(AB_ID, pa.string()), pa.field(EMITTED_AT, moment), pa.field(DATA, pa.string())])
+        return ((self.plan.raw_table, raw), *((table.name, table_schema(table)) for table in self.plan.tables()))
 
     def layout(self) -> Layout:
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        schemas = tuple((name, to_arrow_schema(frame.schema, timezone="UTC")) for name, frame in self._frames.items())
-        return Layout(self.plan.root, self.plan.raw_table, schemas)
+        return Layout(self.plan.root, self.plan.raw_table, self.schemas(), tuple(t.name for t in exploded(self.plan)))
 
 
 def split(batch: pa.RecordBatch | pa.Table, layout: Layout) -> dict[str, pa.Table]:
@@ -85,12 +124,22 @@ def split(batch: pa.RecordBatch | pa.Table, layout: Layout) -> dict[str, pa.Tabl
         arrays = [_cast(values[field.name], field.type) for field in schema]
         out[name] = pa.Table.from_arrays(arrays, schema=_nullable(schema))
 
+    if layout.exploded:  # a row per item of the exploded children; the record's own columns on its row 0
+        skip = {POS}
+        for child in root.children:
+            if child.name in layout.exploded:
+                _exploded(child, root, columns, make)
+                skip |= {nested_column(child), present_column(child)}
+        first = pc.equal(columns[POS], 0)
+        columns = {name: pc.filter(value, first) for name, value in columns.items() if name not in skip}
     make(layout.raw_table, {AB_ID: columns[root.ab_id], EMITTED_AT: columns[root.emitted_at],
                                 DATA: columns[RECORD_DATA]})
 
     def visit(table: TablePlan, values: Mapping[str, pa.Array | pa.ChunkedArray]) -> None:
         make(table.name, values)
         for child in table.children:
+            if table is root and child.name in layout.exploded:
+                continue
             lists = _combined(values[nested_column(child)])
             parents = pc.list_parent_indices(lists)
             items = pc.list_flatten(lists)
@@ -104,6 +153,18 @@ def split(batch: pa.RecordBatch | pa.Table, layout: Layout) -> dict[str, pa.Tabl
 
     visit(root, columns)
     return out
+
+
+def _exploded(child: TablePlan, parent: TablePlan, columns: Mapping[str, pa.Array | pa.ChunkedArray],
+              make: Callable[[str, Mapping[str, pa.Array | pa.ChunkedArray]], None]) -> None:
+    """The rows of an exploded child: the record frame's rows holding one of its items (see ``record_frame``)."""
+    present = columns[present_column(child)]
+    items = pc.filter(columns[nested_column(child)], present)
+    fields = dict(zip([f.name for f in items.type], _combined(items).flatten()))
+    assert child.foreign is not None  # a child table has a foreign key
+    meta = {child.ab_id: parent.ab_id, child.emitted_at: parent.emitted_at, child.normalized_at: parent.normalized_at,
+            child.foreign: parent.hashid}
+    make(child.name, {**fields, **{name: pc.filter(columns[source], present) for name, source in meta.items()}})
 
 
 def _combined(value: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -124,4 +185,4 @@ def _nullable(schema: pa.Schema) -> pa.Schema:
     return pa.schema([field.with_nullable(True) for field in schema])
 
 
-__all__ = ["Layout", "StreamTables", "split"]
+__all__ = ["ARROW_TYPES", "Layout", "StreamTables", "split", "table_schema"]
