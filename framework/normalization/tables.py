@@ -1,14 +1,18 @@
 """A stream's tables from one pass over its records: :class:`StreamTables`.
 
 The landed rows are read once into the *record frame*
-(:func:`~framework.normalization.transform.record_frame`): one row per
-record holding the rows of every table of the stream, each level's hashids
-computed once in the JVM. A writer that can take all tables at once (the
-Parquet target, :func:`~framework.normalization.files.write_tables`) sends
-that frame through the executors' Python once and cuts each Arrow batch into
-the tables with Arrow's vectorized kernels (:func:`split`: a child table is
-its parent's list column flattened, with the parent's metadata taken by each
-item's parent index): every table is written from that one pass.
+(:func:`~framework.normalization.transform.record_frame`): the rows of every
+table of the stream, each level's hashids computed once in the JVM (the
+stream's arrays without children a row per item, the record's own columns on
+its first row; the other children as lists of their rows). A writer that can
+take all tables at once (the Parquet target,
+:func:`~framework.normalization.files.write_tables`) sends that frame through
+the executors' Python once and cuts each Arrow batch into the tables with
+Arrow's vectorized kernels (:func:`split`: an item-per-row child is the rows
+holding its items; a list child is its parent's list column flattened, with
+the parent's metadata taken by each item's parent index): every table is
+written from that one pass. The tables' schemas come from the plan
+(:func:`table_schema`).
 
 A :class:`StreamTables` is also a mapping of table name to DataFrame, each
 table derived on its own (:func:`~framework.normalization.transform.all_tables`:

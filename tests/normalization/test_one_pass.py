@@ -167,3 +167,41 @@ def test_split_cuts_a_record_batch_into_tables():
             for r in out["t_c_d"].to_pylist()] == [("a", "cx", 7, "d7"), ("c", "cz", 8, "d8"), ("c", "cz", None, "d0")]
     with pytest.raises(TypeError, match="schema says"):
         split(batch.set_column(4, "id", pa.array(["1", "2", "3"])), Layout(root, "_airbyte_raw_t", schemas))
+
+
+def test_split_takes_an_exploded_child_from_the_rows_holding_its_items():
+    """Pure: an exploded child's rows are the frame's rows whose ``##<child>`` is true, each with its record's
+    metadata; the record's own tables take its row 0 only (``#pos``)."""
+    from framework.normalization.plan import Column, TablePlan
+
+    tags = TablePlan("t_tags", "scalars", "tags", ("t", "tags"), (Column("data", "data", "string"),), (),
+                     "_airbyte_tags_hashid", "_airbyte_t_foreign_hashid")
+    root = TablePlan("t", "root", None, ("t",), (Column("id", "id", "bigint"),), (tags,), "_airbyte_t_hashid")
+    ts = pa.timestamp("us", tz="UTC")
+    meta = [("_airbyte_ab_id", pa.string()), ("_airbyte_emitted_at", ts)]
+    schemas = (
+        ("_airbyte_raw_t", pa.schema([*meta, ("_airbyte_data", pa.string())])),
+        ("t", pa.schema([*meta, ("_airbyte_t_hashid", pa.string()), ("_airbyte_normalized_at", ts),
+                         ("id", pa.int64())])),
+        ("t_tags", pa.schema([*meta, ("_airbyte_tags_hashid", pa.string()),
+                              ("_airbyte_t_foreign_hashid", pa.string()), ("_airbyte_normalized_at", ts),
+                              ("data", pa.string())])),
+    )
+    when = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    item = pa.struct([("data", pa.string()), ("_airbyte_tags_hashid", pa.string())])
+    # record a: two tags (one of them null); b: none; c: one
+    batch = pa.RecordBatch.from_pydict({
+        "_airbyte_ab_id": ["a", "a", "b", "c"],
+        "_airbyte_emitted_at": pa.array([when] * 4, ts),
+        "_airbyte_t_hashid": ["ha", "ha", "hb", "hc"], "_airbyte_normalized_at": pa.array([when] * 4, ts),
+        "id": [1, None, 2, 3], "#data": ['{"id":1}', None, '{"id":2}', '{"id":3}'],
+        "#t_tags": pa.array([{"data": "x", "_airbyte_tags_hashid": "tx"}, {"data": None, "_airbyte_tags_hashid": "t0"},
+                             None, {"data": "z", "_airbyte_tags_hashid": "tz"}], item),
+        "##t_tags": [True, True, False, True], "#pos": pa.array([0, 1, 0, 0], pa.int32())})
+    out = split(batch, Layout(root, "_airbyte_raw_t", schemas, ("t_tags",)))
+    assert {name: table.schema.names for name, table in out.items()} == {name: s.names for name, s in schemas}
+    assert out["t"].column("id").to_pylist() == [1, 2, 3]
+    assert out["_airbyte_raw_t"].column("_airbyte_data").to_pylist() == ['{"id":1}', '{"id":2}', '{"id":3}']
+    assert [(r["_airbyte_ab_id"], r["_airbyte_t_foreign_hashid"], r["data"], r["_airbyte_tags_hashid"])
+            for r in out["t_tags"].to_pylist()] == [("a", "ha", "x", "tx"), ("a", "ha", None, "t0"),
+                                                     ("c", "hc", "z", "tz")]
