@@ -1,18 +1,15 @@
 """A stream's tables from one pass over its records: :class:`StreamTables`.
 
 The landed rows are read once into the *record frame*
-(:func:`~framework.normalization.transform.record_frame`): the rows of every
-table of the stream, each level's hashids computed once in the JVM (the
-stream's arrays without children a row per item, the record's own columns on
-its first row; the other children as lists of their rows). A writer that can
-take all tables at once (the Parquet target,
-:func:`~framework.normalization.files.write_tables`) sends that frame through
-the executors' Python once and cuts each Arrow batch into the tables with
-Arrow's vectorized kernels (:func:`split`: an item-per-row child is the rows
-holding its items; a list child is its parent's list column flattened, with
-the parent's metadata taken by each item's parent index): every table is
-written from that one pass. The tables' schemas come from the plan
-(:func:`table_schema`).
+(:func:`~framework.normalization.transform.record_frame`): one row per
+record holding the rows of every table of the stream, each level's hashids
+computed once in the JVM. A writer that can take all tables at once (the
+Parquet target, :func:`~framework.normalization.files.write_tables`) sends
+that frame through the executors' Python once and cuts each Arrow batch into
+the tables with Arrow's vectorized kernels (:func:`split`: a child table is
+its parent's list column flattened, with the parent's metadata taken by each
+item's parent index): every table is written from that one pass. The tables'
+schemas come from the plan (:func:`table_schema`).
 
 A :class:`StreamTables` is also a mapping of table name to DataFrame, each
 table derived on its own (:func:`~framework.normalization.transform.all_tables`:
@@ -23,7 +20,7 @@ in both ways.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -32,14 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from framework.normalization.plan import AB_ID, DATA, EMITTED_AT, StreamPlan, TablePlan
-from framework.normalization.transform import (
-    POS,
-    RECORD_DATA,
-    exploded,
-    nested_column,
-    present_column,
-    record_frame,
-)
+from framework.normalization.transform import RECORD_DATA, nested_column, record_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -49,15 +39,12 @@ if TYPE_CHECKING:
 class Layout:
     """What :func:`split` needs to cut a record frame batch into tables (small, picklable for the executors).
 
-    ``schemas``: each table's Arrow schema (the raw table, then the stream's tables depth first);
-    ``exploded``: the root's children given a row per item in the record frame
-    (:func:`~framework.normalization.transform.exploded`).
+    ``schemas``: each table's Arrow schema (the raw table, then the stream's tables depth first).
     """
 
     root: TablePlan
     raw_table: str
     schemas: tuple[tuple[str, pa.Schema], ...]
-    exploded: tuple[str, ...] = ()
 
 
 #: The Arrow type of each column type (as Spark gives its columns to Arrow, timestamps in UTC).
@@ -113,7 +100,7 @@ class StreamTables(Mapping[str, "DataFrame"]):
         return ((self.plan.raw_table, raw), *((table.name, table_schema(table)) for table in self.plan.tables()))
 
     def layout(self) -> Layout:
-        return Layout(self.plan.root, self.plan.raw_table, self.schemas(), tuple(t.name for t in exploded(self.plan)))
+        return Layout(self.plan.root, self.plan.raw_table, self.schemas())
 
 
 def split(batch: pa.RecordBatch | pa.Table, layout: Layout) -> dict[str, pa.Table]:
@@ -128,22 +115,12 @@ def split(batch: pa.RecordBatch | pa.Table, layout: Layout) -> dict[str, pa.Tabl
         arrays = [_cast(values[field.name], field.type) for field in schema]
         out[name] = pa.Table.from_arrays(arrays, schema=_nullable(schema))
 
-    if layout.exploded:  # a row per item of the exploded children; the record's own columns on its row 0
-        skip = {POS}
-        for child in root.children:
-            if child.name in layout.exploded:
-                _exploded(child, root, columns, make)
-                skip |= {nested_column(child), present_column(child)}
-        first = pc.equal(columns[POS], 0)
-        columns = {name: pc.filter(value, first) for name, value in columns.items() if name not in skip}
     make(layout.raw_table, {AB_ID: columns[root.ab_id], EMITTED_AT: columns[root.emitted_at],
                                 DATA: columns[RECORD_DATA]})
 
     def visit(table: TablePlan, values: Mapping[str, pa.Array | pa.ChunkedArray]) -> None:
         make(table.name, values)
         for child in table.children:
-            if table is root and child.name in layout.exploded:
-                continue
             lists = _combined(values[nested_column(child)])
             parents = pc.list_parent_indices(lists)
             items = pc.list_flatten(lists)
@@ -157,18 +134,6 @@ def split(batch: pa.RecordBatch | pa.Table, layout: Layout) -> dict[str, pa.Tabl
 
     visit(root, columns)
     return out
-
-
-def _exploded(child: TablePlan, parent: TablePlan, columns: Mapping[str, pa.Array | pa.ChunkedArray],
-              make: Callable[[str, Mapping[str, pa.Array | pa.ChunkedArray]], None]) -> None:
-    """The rows of an exploded child: the record frame's rows holding one of its items (see ``record_frame``)."""
-    present = columns[present_column(child)]
-    items = pc.filter(columns[nested_column(child)], present)
-    fields = dict(zip([f.name for f in items.type], _combined(items).flatten()))
-    assert child.foreign is not None  # a child table has a foreign key
-    meta = {child.ab_id: parent.ab_id, child.emitted_at: parent.emitted_at, child.normalized_at: parent.normalized_at,
-            child.foreign: parent.hashid}
-    make(child.name, {**fields, **{name: pc.filter(columns[source], present) for name, source in meta.items()}})
 
 
 def _combined(value: pa.Array | pa.ChunkedArray) -> pa.Array:

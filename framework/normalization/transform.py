@@ -158,33 +158,13 @@ def nested_column(table: TablePlan) -> str:
     return HIDDEN + table.name
 
 
-#: The record frame's column numbering a record's rows (0: the record's own row; see :func:`record_frame`).
-POS = HIDDEN + "pos"
-
-
-def present_column(table: TablePlan) -> str:
-    """The record frame's column saying a row holds an item of exploded child ``table`` (see :func:`record_frame`)."""
-    return HIDDEN + HIDDEN + table.name
-
-
-def exploded(plan: StreamPlan) -> tuple[TablePlan, ...]:
-    """The root's array children without children of their own: :func:`record_frame` gives them a row per item."""
-    return tuple(child for child in plan.root.children if child.kind != "object" and not child.children)
-
-
 def record_frame(raw: DataFrame, plan: StreamPlan, normalized_at: datetime) -> DataFrame:
-    """The rows of every table of the stream in one frame, each level's hashids computed once.
+    """One row per record with the rows of every table of the stream, each level's hashids computed once.
 
     Columns: the root table's (``table_rows`` order), ``#data`` (``_airbyte_data``) and, per child
-    table of the root, ``#<child table>``. The root's array children without children of their own
-    (:func:`exploded`) are *exploded*: a record has as many rows as its longest such array (at least
-    one), numbered by ``#pos``; row ``k`` holds, per exploded child, its ``k``-th item's row as a struct
-    (data columns and hashid) in ``#<child table>`` and ``##<child table>`` true when the array has a
-    ``k``-th item. The record's own columns (but its metadata and hashid, which every row keeps for the
-    children) and the other children are on row 0 only: there ``#<child table>`` is an array of the
-    child's rows (an object child: none or one), each a struct of the child's data columns, its hashid
-    and, per grandchild, ``#<grandchild table>``; and so on down. All of it is Spark's generated code
-    but for the arrays below the root's, which go through ``transform`` (an interpreted lambda).
+    table of the root, ``#<child table>``: an array of the child's rows (an object child: none or one),
+    each a struct of the child's data columns, its hashid and, per grandchild, ``#<grandchild table>``;
+    and so on down. Metadata columns are the root's (``_airbyte_ab_id``...) and each parent's hashid:
     :mod:`framework.normalization.tables` splits the frame into the tables.
     """
     from pyspark.sql import functions as F
@@ -193,40 +173,10 @@ def record_frame(raw: DataFrame, plan: StreamPlan, normalized_at: datetime) -> D
     nodes = root_nodes(raw, plan, normalized_at, keep_data=True)
     node = F.col(NODE)
     parent_hash = F.col(f"`{root.hashid}`")
-    flat = exploded(plan)
-    nested = [child for child in root.children if child not in flat]
-    children = [_child(node.getField(child.key), child, parent_hash).alias(nested_column(child)) for child in nested]
-    items = [node.getField(child.key).alias(nested_column(child)) for child in flat]
-    record = nodes.select(*[F.col(f"`{name}`") for name in root.column_names], F.col(DATA).alias(RECORD_DATA),
-                          *children, *items)
-    if not flat:
-        return record
-    sizes = [F.coalesce(F.size(F.col(f"`{nested_column(child)}`")), F.lit(0)) for child in flat]
-    rows = record.select("*", F.explode(F.sequence(F.lit(0), F.greatest(F.lit(1), *sizes) - 1)).alias(POS))
-    pos = F.col(f"`{POS}`")
-    first = pos == 0
-    keep = set(root.metadata)
-    columns = [F.col(f"`{name}`") if name in keep else F.when(first, F.col(f"`{name}`")).alias(name)
-               for name in root.column_names]
-    columns.append(F.when(first, F.col(f"`{RECORD_DATA}`")).alias(RECORD_DATA))
-    columns += [F.when(first, F.col(f"`{nested_column(child)}`")).alias(nested_column(child)) for child in nested]
-    for child, size in zip(flat, sizes):
-        present = pos < size
-        item = F.get(F.col(f"`{nested_column(child)}`"), pos)
-        columns.append(F.when(present, _item_row(item, child, parent_hash)).alias(nested_column(child)))
-        columns.append(present.alias(present_column(child)))
-    return rows.select(*columns, pos)
-
-
-def _item_row(item: Column, table: TablePlan, parent_hash: Column) -> Column:
-    """The row of child ``table`` (without children) made from one of its nodes: data columns and hashid."""
-    from pyspark.sql import functions as F
-
-    values = [typed(item, c.type) if table.kind == "scalars" else typed(item.getField(c.key), c.type)
-              for c in table.columns]
-    parts = [parent_hash] + [as_text(value, c.type) for value, c in zip(values, table.columns)]
-    return F.struct(*[value.alias(c.name) for value, c in zip(values, table.columns)],
-                    hashid(parts).alias(table.hashid))
+    children = [_child(node.getField(child.key), child, parent_hash).alias(nested_column(child))
+                for child in root.children]
+    return nodes.select(*[F.col(f"`{name}`") for name in root.column_names], F.col(DATA).alias(RECORD_DATA),
+                        *children)
 
 
 def _child(value: Column, table: TablePlan, parent_hash: Column) -> Column:
@@ -305,6 +255,5 @@ def all_tables(root_frame: DataFrame, plan: StreamPlan) -> dict[str, DataFrame]:
     return tables
 
 
-__all__ = ["HIDDEN", "NODE", "POS", "RECORD_DATA", "all_tables", "as_text", "child_nodes", "exploded", "hashid",
-           "nested_column", "parse_struct", "parse_type", "present_column", "record_frame", "root_nodes", "table_rows",
-           "typed"]
+__all__ = ["HIDDEN", "NODE", "RECORD_DATA", "all_tables", "as_text", "child_nodes", "hashid", "nested_column",
+           "parse_struct", "parse_type", "record_frame", "root_nodes", "table_rows", "typed"]
