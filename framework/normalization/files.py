@@ -42,6 +42,7 @@ import pyarrow.parquet as pq
 from framework.errors import ConfigError
 from framework.formats import CountingSink
 from framework.models.destination import DestinationSettings
+from framework.normalization.plan import AB_ID
 from framework.spark.connect import default_parallelism, is_connect
 from framework.storage import LocalStorage, ObjectWriter, Storage, StreamLayout, storage_for
 from framework.typed.envelope import DATA, EXTRACTED_AT, RAW_ID, TEXT_ENVELOPE
@@ -324,6 +325,11 @@ def write_tables(tables: StreamTables, destination_json: Mapping[str, Any], pref
 
     layout = tables.layout()
     emitted = {name: emitted_at if emitted_at in schema.names else None for name, schema in layout.schemas}
+    # ids, hashids and the records' JSON are (nearly) all distinct: a dictionary page would only be tried and dropped
+    unique = {table.name: {table.ab_id, table.hashid, *([table.foreign] if table.foreign else [])}
+              for table in layout.root.walk()}
+    unique[layout.raw_table] = {AB_ID, DATA}
+    dictionary = {name: [f.name for f in schema if f.name not in unique[name]] for name, schema in layout.schemas}
     tag = uuid.uuid4().hex[:12]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -342,7 +348,7 @@ def write_tables(tables: StreamTables, destination_json: Mapping[str, Any], pref
                         continue
                     if name not in files:
                         files[name] = _TableFile(storage, f"{prefix}/{name}/part-{part:05d}-{tag}.parquet",
-                                                 rows.schema, emitted[name])
+                                                 rows.schema, emitted[name], dictionary[name])
                     files[name].write(rows)
             for file in files.values():
                 file.close()
@@ -370,14 +376,16 @@ class _TableFile:
     """One Parquet object a task writes a table's rows into; rows are gathered into row groups of
     :data:`_GROUP_ROWS`."""
 
-    def __init__(self, storage: Storage, key: str, schema: pa.Schema, emitted_at: str | None):
+    def __init__(self, storage: Storage, key: str, schema: pa.Schema, emitted_at: str | None,
+                 dictionary: list[str] | bool = True):
         self.key = key
         self.emitted_at = emitted_at
         self.rows = 0
         self.latest: datetime | None = None
         self._handle = storage.open_object(key)
         # the Parquet writer only writes to (and tells) the sink, which an ObjectWriter does
-        self._writer = pq.ParquetWriter(CountingSink(cast(BinaryIO, self._handle)), schema, compression="snappy")
+        self._writer = pq.ParquetWriter(CountingSink(cast(BinaryIO, self._handle)), schema, compression="snappy",
+                                        use_dictionary=dictionary)
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
 

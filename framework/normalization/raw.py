@@ -155,6 +155,15 @@ def _direct(kind: t.FieldType) -> bool:
     return True
 
 
+def _cast_only(kind: t.FieldType) -> bool:
+    """True when the node value of ``kind`` is its cast to text (structs and arrays of such too): no timestamps."""
+    if isinstance(kind, t.Object):
+        return bool(kind.properties) and all(_cast_only(child) for _, child in kind.properties)
+    if isinstance(kind, t.Array):
+        return _cast_only(kind.items)
+    return isinstance(kind, (t.String, t.TimeWithTz, t.TimeWithoutTz, t.Integer, t.Number, t.Boolean, t.Date))
+
+
 def _node_value(column: Column, kind: t.FieldType) -> Column:
     """The node value of a typed ``column`` of ``kind``: what ``from_json`` reads from its ``to_json``."""
     from pyspark.sql import functions as F
@@ -168,6 +177,8 @@ def _node_value(column: Column, kind: t.FieldType) -> Column:
         return F.when(column.isNull(), F.lit(None)).otherwise(
             F.struct(*[_node_value(column.getField(name), child).alias(name) for name, child in kind.properties]))
     if isinstance(kind, t.Array):
+        if _cast_only(kind.items):  # one cast of the whole array: Spark's generated code, no lambda to interpret
+            return column.cast(parse_type(kind))
         return F.transform(column, lambda item: _node_value(item, kind.items))
     if isinstance(kind, (t.TimestampWithTz, t.TimestampWithoutTz)):
         return F.date_format(column, JSON_TIMESTAMP)

@@ -8,7 +8,8 @@ Parquet target, :func:`~framework.normalization.files.write_tables`) sends
 that frame through the executors' Python once and cuts each Arrow batch into
 the tables with Arrow's vectorized kernels (:func:`split`: a child table is
 its parent's list column flattened, with the parent's metadata taken by each
-item's parent index): every table is written from that one pass.
+item's parent index): every table is written from that one pass. The tables'
+schemas come from the plan (:func:`table_schema`).
 
 A :class:`StreamTables` is also a mapping of table name to DataFrame, each
 table derived on its own (:func:`~framework.normalization.transform.all_tables`:
@@ -46,31 +47,60 @@ class Layout:
     schemas: tuple[tuple[str, pa.Schema], ...]
 
 
+#: The Arrow type of each column type (as Spark gives its columns to Arrow, timestamps in UTC).
+ARROW_TYPES = {"string": pa.string(), "json": pa.string(), "bigint": pa.int64(), "double": pa.float64(),
+               "boolean": pa.bool_(), "timestamp": pa.timestamp("us", tz="UTC"), "date": pa.date32()}
+
+
+def table_schema(table: TablePlan) -> pa.Schema:
+    """The Arrow schema of a table of the plan (every field nullable, as Spark's Parquet writer writes files)."""
+    moment = ARROW_TYPES["timestamp"]
+    kinds = {table.ab_id: pa.string(), table.emitted_at: moment, table.hashid: pa.string(),
+             table.normalized_at: moment, **({table.foreign: pa.string()} if table.foreign else {})}
+    kinds.update((c.name, ARROW_TYPES[c.type]) for c in table.columns)
+    return pa.schema([pa.field(name, kinds[name]) for name in table.column_names])
+
+
 class StreamTables(Mapping[str, "DataFrame"]):
-    """The tables of a stream (its raw table, the root and every child table) from its record frame."""
+    """The tables of a stream (its raw table, the root and every child table) from its record frame.
+
+    As a mapping, each table is derived on its own (made when first asked for).
+    """
 
     def __init__(self, raw: DataFrame, plan: StreamPlan, normalized_at: datetime):
-        from framework.normalization.transform import all_tables, root_nodes
-
         self.plan = plan
         self.records = record_frame(raw, plan, normalized_at)
-        nodes = root_nodes(raw, plan, normalized_at, keep_data=True)
-        self._frames = {plan.raw_table: raw.select(AB_ID, EMITTED_AT, DATA), **all_tables(nodes, plan)}
+        self._raw = raw
+        self._normalized_at = normalized_at
+        self._names = (plan.raw_table, *(table.name for table in plan.tables()))
+        self._frames: dict[str, DataFrame] | None = None
+
+    def _made(self) -> dict[str, DataFrame]:
+        if self._frames is None:
+            from framework.normalization.transform import all_tables, root_nodes
+
+            nodes = root_nodes(self._raw, self.plan, self._normalized_at, keep_data=True)
+            self._frames = {self.plan.raw_table: self._raw.select(AB_ID, EMITTED_AT, DATA),
+                            **all_tables(nodes, self.plan)}
+        return self._frames
 
     def __getitem__(self, table: str) -> DataFrame:
-        return self._frames[table]
+        return self._made()[table]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._frames)
+        return iter(self._names)
 
     def __len__(self) -> int:
-        return len(self._frames)
+        return len(self._names)
+
+    def schemas(self) -> tuple[tuple[str, pa.Schema], ...]:
+        """Each table's Arrow schema, from the plan (no Spark analysis)."""
+        moment = ARROW_TYPES["timestamp"]
+        raw = pa.schema([pa.field(AB_ID, pa.string()), pa.field(EMITTED_AT, moment), pa.field(DATA, pa.string())])
+        return ((self.plan.raw_table, raw), *((table.name, table_schema(table)) for table in self.plan.tables()))
 
     def layout(self) -> Layout:
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        schemas = tuple((name, to_arrow_schema(frame.schema, timezone="UTC")) for name, frame in self._frames.items())
-        return Layout(self.plan.root, self.plan.raw_table, schemas)
+        return Layout(self.plan.root, self.plan.raw_table, self.schemas())
 
 
 def split(batch: pa.RecordBatch | pa.Table, layout: Layout) -> dict[str, pa.Table]:
@@ -124,4 +154,4 @@ def _nullable(schema: pa.Schema) -> pa.Schema:
     return pa.schema([field.with_nullable(True) for field in schema])
 
 
-__all__ = ["Layout", "StreamTables", "split"]
+__all__ = ["ARROW_TYPES", "Layout", "StreamTables", "split", "table_schema"]

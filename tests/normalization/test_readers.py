@@ -24,13 +24,15 @@ SCHEMA = {"type": "object", "properties": {
         "city": {"type": "string"}, "since": {"type": "string", "format": "date-time"},
         "geo": {"type": "object", "properties": {"lat": {"type": "number"}}}}},
     "lines": {"type": "array", "items": {"type": "object", "properties": {
-        "sku": {"type": "string"}, "qty": {"type": "integer"}, "when": {"type": "string", "format": "date"}}}},
+        "sku": {"type": "string"}, "qty": {"type": "integer"}, "when": {"type": "string", "format": "date"},
+        "weight": {"type": "number"}, "fragile": {"type": "boolean"}}}},
 }}
 RECORDS = [
     {"id": 1, "name": 'a "quoted" é', "price": 0.1, "ok": True, "day": "2024-02-29",
      "at": "2024-01-02T03:04:05.123456Z", "either": "x", "anything": {"k": [1, "b"]}, "tags": ["a", None, "b"],
      "grid": [[1, 2], [], None], "address": {"city": "c", "since": "2023-05-06T07:08:09.5Z", "geo": {"lat": 1e20}},
-     "lines": [{"sku": "s", "qty": 2, "when": "2024-01-01"}, None, {"sku": None, "qty": None}]},
+     "lines": [{"sku": "s", "qty": 2, "when": "2024-01-01", "weight": 1e20, "fragile": True}, None,
+               {"sku": None, "qty": None, "weight": 0.1}]},
     {"id": 2, "name": None, "price": -3.0, "ok": None, "day": None, "at": None, "either": 7, "anything": "text",
      "tags": [], "grid": None, "address": {}, "lines": []},
     {"id": 3},

@@ -103,8 +103,9 @@ class ParquetTarget:
         try:
             for mode, frames in (("replace", replace), ("append", append)):
                 if isinstance(frames, StreamTables):  # every table from one pass over the stream's records
+                    schemas = dict(frames.schemas())
                     for table, written in write_tables(frames, self.destination_json, staging).items():
-                        changes[table] = {"mode": mode, "written": written, "schema": _schema_text(frames[table])}
+                        changes[table] = {"mode": mode, "written": written, "schema": _arrow_text(schemas[table])}
                     continue
                 for table, frame in frames.items():
                     written = write_parquet(frame, self.destination_json, f"{staging}/{table}")
@@ -194,7 +195,11 @@ def _exists(storage: Storage, key: str) -> bool:
 def _schema_text(frame: DataFrame) -> str:
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    return base64.b64encode(to_arrow_schema(frame.schema, timezone="UTC").serialize().to_pybytes()).decode("ascii")
+    return _arrow_text(to_arrow_schema(frame.schema, timezone="UTC"))
+
+
+def _arrow_text(schema: pa.Schema) -> str:
+    return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
 
 
 def _schema_of(text: str) -> pa.Schema:
