@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import gc
 import io
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -52,6 +51,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
+from framework.cli.lean import lean_start
 from framework.cli.retry_log import showing_retries
 from framework.engine.config_migration import NormalizedConfig, control_message, describe_rewrite, rewrite_config_file
 from framework.engine.config_sink import ConfigSink, config_file_sink, control_message_sink
@@ -156,15 +156,13 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
     # mode reports on stdout).
     json_errors = args.log_format == "json" and not (args.protocol or args.check or args.discover or args.spec)
     # Start-up (loading, checking and building the connector) makes many objects and little garbage: the
-    # collector is off until the connector is built (see _run), and on again in any case at the end.
-    collecting = gc.isenabled()
-    gc.disable()
-    # pydantic scans every installed distribution's entry points for plugins when it builds the manifest's
-    # validator; plugins only observe validation. Off while this runs unless the caller chose (as
-    # validate-manifest does, and as pydantic documents).
-    plugins = os.environ.get(_NO_PLUGINS)
-    if plugins is None:
-        os.environ[_NO_PLUGINS] = "__all__"
+    # collector is off until the connector is built (see _run and framework.cli.lean).
+    with lean_start(program=argv is None) as collecting:
+        return _reported(args, out, json_errors, collecting)
+
+
+def _reported(args: argparse.Namespace, out: IO[bytes], json_errors: bool, collecting: bool) -> int:
+    """The run, its failures reported as the command line shows them; the exit code."""
     try:
         with showing_retries("run-manifest", as_json=json_errors):
             return _run(args, out, collecting)
@@ -186,14 +184,6 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
         else:
             print(f"run-manifest: {exc}", file=sys.stderr)
         return 1 if isinstance(exc, StorageError) else 2  # a full disk is a failed run, not bad input
-    finally:
-        if plugins is None:
-            os.environ.pop(_NO_PLUGINS, None)
-        if collecting:
-            gc.enable()
-
-
-_NO_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
 
 
 def _interrupted(args: argparse.Namespace, json_errors: bool) -> None:

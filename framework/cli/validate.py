@@ -7,13 +7,13 @@ was found, 2 on a usage error. Never imports pyspark.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from framework.cli.lean import lean_start
 from framework.diagnostics import Diagnostic
 from framework.errors import ConfigError
 
@@ -41,27 +41,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     # A check makes many objects and no garbage worth collecting: the collector would only walk them (about
     # 5 % of a cold check, 3 % more while the models' classes are made: the checker is imported in here, with
-    # the collector off). Back on when done for a caller that passes ``argv`` and goes on; as the program
-    # (``argv`` from the command line) it stays off: the process ends here, and a collector turned back on
-    # would walk every object once more on the way out (2 %).
-    collecting = gc.isenabled()
-    gc.disable()
-    # pydantic looks for plugins (entry points of every installed distribution) when it builds the
-    # manifest's validator; plugins only observe validation, and scanning costs a cold check more the more
-    # packages are installed. Off while checking unless the caller chose, as pydantic documents.
-    plugins = os.environ.get(_NO_PLUGINS)
-    if plugins is None:
-        os.environ[_NO_PLUGINS] = "__all__"
-    try:
+    # the collector off); see framework.cli.lean.
+    with lean_start(program=argv is None):
         return _main(argv)
-    finally:
-        if plugins is None:
-            os.environ.pop(_NO_PLUGINS, None)
-        if collecting and argv is not None:
-            gc.enable()
-
-
-_NO_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -1,0 +1,43 @@
+"""What the command-line programs do to start and end cheaply: :func:`lean_start`.
+
+Start-up makes many objects and little garbage, so the collector is off
+while it runs (the caller turns it on again once start-up is over, where
+garbage follows). pydantic looks for plugins (every installed distribution's
+entry points) when it builds a validator; plugins only observe validation, so
+the scan is off unless the user chose, as pydantic documents. At the end a
+caller that goes on (a test, a script passing ``argv``) gets both back as they
+were; the program itself leaves the collector off with every object frozen:
+the interpreter would otherwise walk the whole heap once more on its way out
+(0.3 s after a 200,000-record sync, 2 % of a cold ``validate-manifest``).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_NO_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
+
+
+@contextmanager
+def lean_start(program: bool) -> Iterator[bool]:
+    """Collector off and pydantic's plugin scan off for the block; yields whether the collector was on.
+
+    ``program``: the process ends after the block (the command line's own ``argv``)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    plugins = os.environ.get(_NO_PLUGINS)
+    if plugins is None:
+        os.environ[_NO_PLUGINS] = "__all__"
+    try:
+        yield collecting
+    finally:
+        if plugins is None:
+            os.environ.pop(_NO_PLUGINS, None)
+        if program:  # nothing of the run is left for a last collection to finalize: files are closed
+            gc.disable()
+            gc.freeze()
+        elif collecting:
+            gc.enable()
