@@ -45,9 +45,6 @@ from framework.storage.layout import PartNumbers, StreamLayout
 from framework.storage.state_store import staging_prefix
 from framework.typed import RecordConverter, parse_schema
 
-# RESULT_SCHEMA as a Spark DDL string (what ``mapInArrow`` takes).
-RESULT_DDL = ", ".join(f"{f.name} {'bigint' if f.type == pa.int64() else 'string'}" for f in RESULT_SCHEMA)
-
 UNITS_SCHEMA = pa.schema([("unit", pa.int64()), ("payload", pa.binary())])
 
 
@@ -189,5 +186,5 @@ def task_function(job: TaskJob, task_index: int | None = None):
     return run
 
 
-__all__ = ["RESULT_DDL", "RESULT_SCHEMA", "TaskJob", "UNITS_SCHEMA", "encode_units", "result_struct", "run_task",
+__all__ = ["RESULT_SCHEMA", "TaskJob", "UNITS_SCHEMA", "encode_units", "result_struct", "run_task",
            "task_function", "warm_function"]
