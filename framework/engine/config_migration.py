@@ -31,7 +31,6 @@ from typing import Any
 
 import orjson
 
-from framework.components.config_rules import ValidationFailed
 from framework.components.registry import BuildContext
 from framework.errors import ConfigError
 from framework.models import DeclarativeSource
@@ -86,6 +85,8 @@ def validate_config(source: DeclarativeSource, config: Mapping[str, Any], ctx: B
     mask = mask or ctx.mask
     for index, model in enumerate(rules.validations if rules is not None else ()):
         path = _RULES_PATH + ("validations", index)
+        from framework.components.config_rules import ValidationFailed  # here: only a spec with rules needs it
+
         try:
             ctx.build(model, path).validate(config)
         except ValidationFailed as exc:

@@ -31,7 +31,6 @@ from framework.engine.plan import Sync, open_sync
 from framework.engine.report import StreamReport, any_failed
 from framework.engine.scheduler import Page, read_units
 from framework.engine.signals import FirstPages, ReadFacts, UnitWatch, stream_definition
-from framework.engine.test_read import pagination_strategy
 from framework.errors import FrameworkError, ReadError
 from framework.protocol import messages
 from framework.protocol.catalog import Selection
@@ -100,6 +99,8 @@ def _read_stream(connector: Connector, selection: Selection, states: Mapping[str
     write(messages.encode(messages.stream_status(stream.name, "STARTED", float(_now_ms(connector)))))
     encoder = messages.RecordEncoder(stream.name)
     # the first pages, for the warnings of a normal run (framework.engine.signals)
+    from framework.engine.test_read import pagination_strategy  # here: --test-read's module is not needed else
+
     watch = FirstPages(stream.name, stream.primary_key, stream.cursor_field,
                        pagination_strategy(connector, stream.name))
     bodies = UnitWatch(stream.name, ReadFacts.of(stream_definition(connector.manifest, stream.name)), (), None)
