@@ -419,7 +419,8 @@ def test_the_command_exits_2_on_a_bad_config_and_0_on_spec(tmp_path):
 
 # What a protocol read of a manifest that needs none of them must not import: Spark mode's (pyspark, py4j,
 # pyarrow, pandas), the JwtAuthenticator's (jwt, cryptography) and the full config check's (jsonschema, asked
-# only when framework.engine.config_fit cannot vouch for the config). Each costs start-up time.
+# only when framework.engine.config_fit cannot vouch for the config); nor the builders of component types it does
+# not use (framework.components.registry._ON_DEMAND). Each costs start-up time.
 NOT_IN_PROTOCOL_MODE = ("pyspark", "py4j", "pyarrow", "pandas", "jsonschema", "jwt", "cryptography")
 
 
@@ -434,6 +435,8 @@ def test_protocol_mode_does_not_import_pyspark(tmp_path, api):
         "from framework.cli.run import main\n"
         f"code = main([{str(manifest)!r}, '--config', {str(config)!r}, '--protocol'], out=io.BytesIO())\n"
         f"spark = sorted(m for m in sys.modules if m.split('.')[0] in {NOT_IN_PROTOCOL_MODE!r})\n"
+        "from framework.components.registry import _ON_DEMAND\n"  # builders the manifest does not use
+        "spark += sorted(set(_ON_DEMAND.values()) & set(sys.modules))\n"
         "print(code, spark)\n"
     )
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False,
