@@ -1,6 +1,7 @@
 """How fast does ``run-manifest --protocol`` extract records, next to a bare loop?
 
     python bench/extraction.py [--records 200000] [--runs 2] [--peers] [--peers-python PATH]
+                               [--against CHECKOUT]
 
 Starts ``bench/api_server.py`` (its own process) with N synthetic records in
 pages of 1,000, writes a manifest for it (one DeclarativeStream, PageIncrement,
@@ -12,20 +13,26 @@ fresh process whose stdout this script reads:
 * **protocol**: ``run-manifest MANIFEST --config CFG --protocol``, counting the
   RECORD lines it prints (so encoding and writing the output are included);
 * **protocol 2x**: the same at twice the records, to show peak memory is flat;
+* **protocol (CHECKOUT)** (``--against``): the same command with another
+  checkout of the framework first on ``PYTHONPATH`` (an older commit, say:
+  ``git worktree add /tmp/before HEAD~3``), byte-compiled first like this one;
+  run in the same rounds, so both see the same load;
 * **airbyte-cdk** (``--peers``): ``source-declarative-manifest read`` with the
   manifest injected into the config as ``__injected_declarative_manifest``,
   from the peers venv (``bash bench/peers.sh``) or ``--peers-python``.
 
 For each: records, wall seconds (process start to exit), start seconds (to the
 stream's first status line), read seconds (the rest), records/s over the read
-and over the wall time, and the process's peak RSS (from ``os.wait4``'s
-rusage, so only that process). Modes run in rounds, ``--runs`` of them; the
+and over the wall time, CPU seconds (user + system) and the process's peak RSS
+(both from ``os.wait4``'s rusage, so only that process: CPU time moves much
+less than the wall time on a busy machine). Modes run in rounds, ``--runs`` of them; the
 best run is kept for times, the highest peak RSS for memory. See bench/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import contextlib
 import json
 import os
@@ -85,6 +92,7 @@ class Run:
     rss_mib: float  # peak resident memory of the process
     exit_code: int
     error: str | None  # a failure: an ERROR trace's message or the end of stderr
+    cpu: float = 0.0  # user + system seconds of the process
 
     @property
     def per_second_read(self) -> float:
@@ -121,12 +129,12 @@ def _error_of(line: bytes) -> str | None:
     return None
 
 
-def measure(command: Sequence[str], cwd: str) -> Run:
-    """Run ``command``, reading its stdout as it comes; its own wall time, phases and peak RSS."""
+def measure(command: Sequence[str], cwd: str, env: dict[str, str] | None = None) -> Run:
+    """Run ``command``, reading its stdout as it comes; its own wall time, phases, CPU time and peak RSS."""
     with tempfile.TemporaryFile() as stderr:
         started = time.perf_counter()
         process = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=stderr, cwd=cwd,
-                                   bufsize=1 << 20)
+                                   bufsize=1 << 20, env=env)
         first: float | None = None
         records = 0
         error = None
@@ -147,7 +155,7 @@ def measure(command: Sequence[str], cwd: str) -> Run:
             error = " | ".join(tail)[:300] or f"exit code {process.returncode}"
     first = first if first is not None else started
     return Run(records, ended - started, first - started, ended - first, usage.ru_maxrss / 1024,
-               process.returncode, error)
+               process.returncode, error, usage.ru_utime + usage.ru_stime)
 
 
 def best_of(runs: Sequence[Run]) -> Run:
@@ -156,7 +164,7 @@ def best_of(runs: Sequence[Run]) -> Run:
     if failed:
         return failed[0]
     return Run(runs[0].records, min(r.wall for r in runs), min(r.start for r in runs), min(r.read for r in runs),
-               max(r.rss_mib for r in runs), 0, None)
+               max(r.rss_mib for r in runs), 0, None, min(r.cpu for r in runs))
 
 
 # -- the API server -----------------------------------------------------------------------------------------
@@ -208,6 +216,17 @@ class Mode:
     label: str
     command: list[str]
     expected: int  # records the API holds
+    env: dict[str, str] | None = None  # the process's environment (None: this one's)
+
+
+def against(checkout: str, command: list[str]) -> tuple[str, dict[str, str]]:
+    """The label and environment that run ``command`` (run-manifest) on another checkout's framework,
+    byte-compiled first as this one's is (:func:`harness.compile_framework`)."""
+    folder = os.path.abspath(checkout)
+    if not os.path.isfile(os.path.join(folder, "framework", "__init__.py")):
+        raise SystemExit(f"--against {checkout}: no framework/ package there")
+    compileall.compile_dir(os.path.join(folder, "framework"), quiet=1)
+    return f"{PROTOCOL} ({checkout})", dict(os.environ, PYTHONPATH=folder)
 
 
 def measure_rounds(modes: Sequence[Mode], cwd: str, runs: int,
@@ -220,10 +239,10 @@ def measure_rounds(modes: Sequence[Mode], cwd: str, runs: int,
             done = results[mode.label]
             if done and (done[-1].error or done[-1].exit_code):
                 continue
-            run = measure(mode.command, cwd)
+            run = measure(mode.command, cwd, mode.env)
             if run.records != mode.expected and not run.error:
                 run = Run(run.records, run.wall, run.start, run.read, run.rss_mib, run.exit_code,
-                          f"read {run.records:,} records, expected {mode.expected:,}")
+                          f"read {run.records:,} records, expected {mode.expected:,}", run.cpu)
             progress(f"  round {round_number}/{runs}, {mode.label}: {run.records:,} records in {run.wall:.2f} s"
                      + (f"  FAILED: {run.error}" if run.error or run.exit_code else ""))
             done.append(run)
@@ -234,14 +253,16 @@ def measure_rounds(modes: Sequence[Mode], cwd: str, runs: int,
 
 
 def table(rows: Sequence[tuple[str, Run]]) -> str:
-    head = (f"{'mode':<42} {'records':>9} {'wall s':>7} {'start s':>7} {'read s':>7} "
-            f"{'rec/s read':>11} {'rec/s wall':>11} {'peak RSS MiB':>12}")
+    width = max([42, *(len(label) for label, _ in rows)])
+    head = (f"{'mode':<{width}} {'records':>9} {'wall s':>7} {'start s':>7} {'read s':>7} "
+            f"{'rec/s read':>11} {'rec/s wall':>11} {'CPU s':>6} {'peak RSS MiB':>12}")
     lines = [head, "-" * len(head)]
     for label, run in rows:
-        lines.append(f"{label:<42} {run.records:>9,} {run.wall:>7.2f} {run.start:>7.2f} {run.read:>7.2f} "
-                     f"{run.per_second_read:>11,.0f} {run.per_second_wall:>11,.0f} {run.rss_mib:>12.1f}")
+        lines.append(f"{label:<{width}} {run.records:>9,} {run.wall:>7.2f} {run.start:>7.2f} {run.read:>7.2f} "
+                     f"{run.per_second_read:>11,.0f} {run.per_second_wall:>11,.0f} {run.cpu:>6.2f} "
+                     f"{run.rss_mib:>12.1f}")
         if run.error or run.exit_code:
-            lines.append(f"{'':<42} FAILED (exit {run.exit_code}): {run.error}")
+            lines.append(f"{'':<{width}} FAILED (exit {run.exit_code}): {run.error}")
     return "\n".join(lines)
 
 
@@ -258,6 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--peers-python", metavar="PATH",
                         help="python with airbyte-cdk (default: $AIRBYTE_CDK_PYTHON, then .venv-peers/bin/python)")
     parser.add_argument("--no-double", action="store_true", help="skip the 2x-records memory run")
+    parser.add_argument("--against", metavar="CHECKOUT",
+                        help="also run protocol mode on another checkout of the framework, in the same rounds")
     parser.add_argument("--bare-loop", metavar="URL", help=argparse.SUPPRESS)  # the bare loop's own process
     args = parser.parse_args(argv)
     if args.bare_loop:
@@ -282,6 +305,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         server = servers.enter_context(ApiServer(args.records))
         paths = _write_inputs(Path(tmp, "1x"), server.url)
         modes = [Mode(label, command, args.records) for label, command in _modes(paths, server.url, peers).items()]
+        if args.against:
+            label, env = against(args.against, modes[1].command)
+            modes.insert(2, Mode(label, modes[1].command, args.records, env))
         if not args.no_double:
             double = servers.enter_context(ApiServer(args.records * 2))
             double_paths = _write_inputs(Path(tmp, "2x"), double.url)
@@ -300,6 +326,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     protocol = by_label[PROTOCOL]
     print(f"protocol / bare: {_ratio(protocol, bare, 'per_second_read'):.2f} of the bare loop's records/s over "
           f"the read, {_ratio(protocol, bare, 'per_second_wall'):.2f} over the wall time (target >= 0.50)")
+    if args.against:
+        other = by_label[f"{PROTOCOL} ({args.against})"]
+        print(f"this / {args.against}: wall {_ratio(protocol, other, 'wall'):.2f}, start "
+              f"{_ratio(protocol, other, 'start'):.2f}, read {_ratio(protocol, other, 'read'):.2f}, CPU "
+              f"{_ratio(protocol, other, 'cpu'):.2f}; {args.against} / bare over the wall time "
+              f"{_ratio(other, bare, 'per_second_wall'):.2f}")
     cdk = by_label.get(CDK)
     if cdk is not None:
         print(f"cdk / bare:      {_ratio(cdk, bare, 'per_second_read'):.2f} over the read, "

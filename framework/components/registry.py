@@ -64,6 +64,28 @@ _MODULES = (
 )
 _loaded = False
 
+# Builders whose modules load only when a manifest uses one of their types: a plain HTTP stream needs none of
+# them, and each costs start-up time (auth's ten frozen dataclasses and budget's eight are made on import).
+# A module of ``_MODULES`` not named here loads with the others on the first build.
+# tests/components/test_registry.py checks this against what the modules register.
+_ON_DEMAND: dict[str, str] = {
+    **dict.fromkeys(("ApiKeyAuthenticator", "BasicHttpAuthenticator", "BearerAuthenticator", "JwtAuthenticator",
+                     "LegacySessionTokenAuthenticator", "NoAuth", "OAuthAuthenticator", "SelectiveAuthenticator",
+                     "SessionTokenAuthenticator"), "framework.components.http.auth"),
+    "HTTPAPIBudget": "framework.components.http.budget",
+    "DynamicSchemaLoader": "framework.components.records.dynamic_schema",
+    "ResponseToFileExtractor": "framework.components.records.file_extraction",
+    "FileUploader": "framework.components.records.file_upload",
+    **dict.fromkeys(("ConfigAddFields", "ConfigMigration", "ConfigRemapField", "ConfigRemoveFields",
+                     "CustomConfigTransformation", "CustomValidationStrategy", "DpathValidator",
+                     "PredicateValidator", "ValidateAdheresToSchema"), "framework.components.config_rules"),
+    **dict.fromkeys(("CustomAuthenticator", "CustomBackoffStrategy", "CustomDecoder", "CustomErrorHandler",
+                     "CustomIncrementalSync", "CustomPaginationStrategy", "CustomPartitionRouter",
+                     "CustomRecordExtractor", "CustomRecordFilter", "CustomRequester", "CustomRetriever",
+                     "CustomSchemaLoader", "CustomSchemaNormalization", "CustomStateMigration",
+                     "CustomTransformation"), "framework.components.custom.builders"),
+}
+
 
 def builds(*type_names: str) -> Callable[[Builder], Builder]:
     """Register the decorated function as the builder of components of these types."""
@@ -81,9 +103,23 @@ def builds(*type_names: str) -> Callable[[Builder], Builder]:
 def _load() -> None:
     global _loaded
     if not _loaded:
+        on_demand = set(_ON_DEMAND.values())
         for module in _MODULES:
-            importlib.import_module(module)
+            if module not in on_demand:
+                importlib.import_module(module)
         _loaded = True
+
+
+def builder_of(kind: str) -> Builder | None:
+    """The builder registered for the component type ``kind``, its module imported first if need be."""
+    builder = _BUILDERS.get(kind)
+    if builder is None:
+        _load()
+        module = _ON_DEMAND.get(kind)
+        if module is not None:
+            importlib.import_module(module)
+        builder = _BUILDERS.get(kind)
+    return builder
 
 
 def _identity(text: str) -> str:
@@ -169,9 +205,8 @@ class BuildContext:
 
     def build(self, model: Component, path: tuple) -> Any:
         """The runtime component of ``model`` (found by its ``type``)."""
-        _load()
         kind = getattr(model, "type", None)
-        builder = _BUILDERS.get(kind)  # type: ignore[arg-type]
+        builder = builder_of(kind) if isinstance(kind, str) else None
         if builder is None:
             raise NotImplementedError(f"no builder for component type {kind!r} at {'.'.join(map(str, path))}")
         return builder(model, self, path)

@@ -21,7 +21,6 @@ from framework.components.http.request import RequestParts
 from framework.components.incremental import DatetimeCursor
 from framework.components.partitions import Router, build_router
 from framework.components.records import load_schema
-from framework.components.records.file_upload import file_schema, uploading
 from framework.components.registry import BuildContext, builds
 from framework.components.retriever import Retriever
 from framework.components.slices import StreamSlice
@@ -136,7 +135,9 @@ def build_stream(model: DeclarativeStream, ctx: BuildContext, path: tuple) -> St
         selector = selector.with_transformations(transformations)
     if hasattr(selector, "with_schema"):
         selector = selector.with_schema(schema)
-    if model.file_uploader is not None:  # a file per record (records/file_upload.py)
+    if model.file_uploader is not None:  # a file per record (imported here: it brings the storage layer)
+        from framework.components.records.file_upload import file_schema, uploading
+
         schema = file_schema(schema)
         selector = uploading(selector, ctx.build(model.file_uploader, path + ("file_uploader",)), model.name)
     if selector is not retriever.selector:

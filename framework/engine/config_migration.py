@@ -31,7 +31,6 @@ from typing import Any
 
 import orjson
 
-from framework.components.config_rules import ValidationFailed
 from framework.components.registry import BuildContext
 from framework.errors import ConfigError
 from framework.models import DeclarativeSource
@@ -84,7 +83,12 @@ def validate_config(source: DeclarativeSource, config: Mapping[str, Any], ctx: B
     """Run the source's validations over ``config`` (transformed); the first that fails raises a ConfigError."""
     rules = source.spec_.config_normalization_rules if source.spec_ is not None else None
     mask = mask or ctx.mask
-    for index, model in enumerate(rules.validations if rules is not None else ()):
+    validations = rules.validations if rules is not None else ()
+    if not validations:
+        return
+    from framework.components.config_rules import ValidationFailed  # here: only a spec with validations needs it
+
+    for index, model in enumerate(validations):
         path = _RULES_PATH + ("validations", index)
         try:
             ctx.build(model, path).validate(config)

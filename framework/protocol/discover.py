@@ -32,7 +32,6 @@ from framework.components.custom.loader import CodeLoader, custom_code_allowed
 from framework.components.custom.names import resolve_class_name
 from framework.components.delegating import listed_streams
 from framework.components.records import load_schema
-from framework.components.records.file_upload import file_schema
 from framework.components.registry import BuildContext
 from framework.components.stream import catalog_entry, key_paths
 from framework.engine.config_migration import NormalizedConfig
@@ -81,7 +80,9 @@ def discover(manifest_path: str, config: Mapping[str, Any], *, config_path: str 
             if isinstance(listed, StateDelegatingStream) else (listed, listed)
         where = path + ("full_refresh_stream",) if stream is not other else path
         schema = load_schema(stream.schema_loader, ctx, stream.name, where + ("schema_loader",))
-        if stream.file_uploader is not None:  # its records get `file_reference` (records/file_upload.py)
+        if stream.file_uploader is not None:  # its records get `file_reference` (imported here: see stream.py)
+            from framework.components.records.file_upload import file_schema
+
             schema = file_schema(schema)
         cursor_model = stream.incremental_sync or other.incremental_sync
         entries.append(catalog_entry(stream.name, schema, key_paths(stream.primary_key),

@@ -9,6 +9,7 @@ end. Every failure must be one message that names the stream, the request
 from __future__ import annotations
 
 import base64
+import gc
 import io
 import json
 import os
@@ -418,7 +419,8 @@ def test_the_command_exits_2_on_a_bad_config_and_0_on_spec(tmp_path):
 
 # What a protocol read of a manifest that needs none of them must not import: Spark mode's (pyspark, py4j,
 # pyarrow, pandas), the JwtAuthenticator's (jwt, cryptography) and the full config check's (jsonschema, asked
-# only when framework.engine.config_fit cannot vouch for the config). Each costs start-up time.
+# only when framework.engine.config_fit cannot vouch for the config); nor the builders of component types it does
+# not use (framework.components.registry._ON_DEMAND). Each costs start-up time.
 NOT_IN_PROTOCOL_MODE = ("pyspark", "py4j", "pyarrow", "pandas", "jsonschema", "jwt", "cryptography")
 
 
@@ -433,11 +435,55 @@ def test_protocol_mode_does_not_import_pyspark(tmp_path, api):
         "from framework.cli.run import main\n"
         f"code = main([{str(manifest)!r}, '--config', {str(config)!r}, '--protocol'], out=io.BytesIO())\n"
         f"spark = sorted(m for m in sys.modules if m.split('.')[0] in {NOT_IN_PROTOCOL_MODE!r})\n"
+        "from framework.components.registry import _ON_DEMAND\n"  # builders the manifest does not use
+        "spark += sorted(set(_ON_DEMAND.values()) & set(sys.modules))\n"
         "print(code, spark)\n"
     )
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False,
                           cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.stdout.strip() == "0 []", done.stderr
+
+
+def test_importing_the_command_leaves_the_framework_for_main(tmp_path):
+    """The script's ``from framework.cli.run import main`` loads no models or components: main imports them
+    once the collector is off (made with it on, they cost about 120 collections, some 30 ms of a start)."""
+    program = ("import gc, sys\n"
+               "import framework.cli.run\n"
+               "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic' or m.startswith(("
+               "'framework.models', 'framework.components', 'framework.manifest', 'framework.engine'))))\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False,
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+class _Thresholds(io.BytesIO):
+    """An output that notes the collector's thresholds and frozen count at every write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[int, bool]] = []
+
+    def write(self, data) -> int:  # type: ignore[override]
+        self.seen.append((gc.get_threshold()[0], gc.get_freeze_count() > 0))
+        return super().write(data)
+
+
+def test_a_protocol_read_leaves_a_page_to_the_collector_young_and_puts_it_back(tmp_path, api):
+    from framework.protocol.read import YOUNG_OBJECTS
+
+    manifest = tmp_path / "manifest.yaml"
+    manifest.write_text(MANIFEST)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"base_url": api.url, "api_key": SECRET}))
+    api.route("GET", "/broken", {"data": []})
+    before = gc.get_threshold()
+    out = _Thresholds()
+    assert main([str(manifest), "--config", str(config), "--protocol"], out=out) == 0
+    assert b'"RECORD"' in out.getvalue()
+    # while reading: room for a page of records, the start-up's objects frozen; after it: as it was (a caller
+    # that goes on, as this test, gets no frozen heap either)
+    assert out.seen and all(seen == (max(before[0], YOUNG_OBJECTS), True) for seen in out.seen)
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
 
 
 # -- the shipped manifests ----------------------------------------------------------

@@ -1,0 +1,63 @@
+"""framework.components.registry: builders found by type, the optional ones' modules imported on demand."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from framework.components import registry
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_every_on_demand_type_is_built_by_the_module_named_for_it():
+    for module in registry._MODULES:
+        importlib.import_module(module)
+    on_demand_modules = set(registry._ON_DEMAND.values())
+    assert on_demand_modules <= set(registry._MODULES)
+    for kind, module in registry._ON_DEMAND.items():
+        assert registry._BUILDERS[kind].__module__ == module, kind
+    # and no type of those modules is missing from the table (it would not be found before its module loads)
+    missed = sorted(kind for kind, builder in registry._BUILDERS.items()
+                    if builder.__module__ in on_demand_modules and kind not in registry._ON_DEMAND)
+    assert missed == []
+
+
+_PLAIN = """\
+version: 6.7.0
+type: DeclarativeSource
+streams:
+  - type: DeclarativeStream
+    name: items
+    schema_loader: {type: InlineSchemaLoader, schema: {type: object}}
+    retriever:
+      type: SimpleRetriever
+      requester: {type: HttpRequester, url_base: "https://api.example.com", path: /items%s}
+      record_selector: {type: RecordSelector, extractor: {type: DpathExtractor, field_path: [data]}}
+check: {type: CheckStream, stream_names: [items]}
+"""
+_BEARER = ", authenticator: {type: BearerAuthenticator, api_token: \"{{ config.token }}\"}"
+
+
+def _modules_after_building(tmp_path: Path, manifest: str) -> list[str]:
+    path = tmp_path / "manifest.yaml"
+    path.write_text(manifest)
+    program = ("import json, sys\n"
+               "from framework.engine.connector import open_connector\n"
+               f"connector = open_connector({str(path)!r}, {{'token': 't'}})\n"
+               "assert list(connector.streams) == ['items']\n"
+               "print(json.dumps(sorted(set(sys.modules) & set(sys.argv[1:]))))\n")
+    done = subprocess.run([sys.executable, "-c", program, *sorted(set(registry._ON_DEMAND.values()))],
+                          capture_output=True, text=True, timeout=60, check=False, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_plain_stream_loads_none_of_them_and_an_authenticator_loads_its_own(tmp_path):
+    assert _modules_after_building(tmp_path, _PLAIN % "") == []
+    assert _modules_after_building(tmp_path, _PLAIN % _BEARER) == ["framework.components.http.auth"]
