@@ -12,9 +12,10 @@ start and the first job took 2.2 s less (7.2 s to 5.0 s, bench/README.md).
   ``$FRAMEWORK_SPARK_CLASS_ARCHIVE`` when that names a folder, else
   ``$XDG_CACHE_HOME/manifest-framework`` or ``~/.cache/manifest-framework``.
   The key is a digest of the ``java`` that Spark's launcher runs (its path and
-  the JDK's ``release`` file), Spark's jars folder (its path and file names)
-  and its configuration folder: a new Java or Spark gets an archive of its own.
-  ``FRAMEWORK_SPARK_CLASS_ARCHIVE=off`` turns all of it off.
+  the JDK's ``release`` file), Spark's jars folder (its path, file names and
+  time of change) and its configuration folder: a new Java or Spark gets an archive of its own.
+  ``FRAMEWORK_SPARK_CLASS_ARCHIVE=off`` turns all of it off. Making one
+  removes the folder's other archives made over a week ago.
 * **Made in the background.** A sync that finds no archive runs without one
   and, once it is over, starts ``python -m framework.spark.class_archive`` on
   its own (a new session, at the lowest CPU priority, output discarded): that
@@ -53,6 +54,7 @@ _OFF = ("off", "0", "false", "no")
 _QUIET = "-Xlog:cds*=off"  # the JVM's notes on classes it cannot archive, or on an archive it cannot use
 _STALE_LOCK_S = 15 * 60
 _BUILD_TIMEOUT_S = 10 * 60
+_OLD_DAYS = 7.0
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,7 @@ def class_archive(environ: Mapping[str, str] | None = None) -> ClassArchive | No
     jars = os.path.join(home, "jars")
     try:
         names = sorted(os.listdir(jars))
+        changed = os.stat(jars).st_mtime_ns  # a jar added, removed or replaced (pip removes, then writes)
     except OSError:
         return None
     java_home = os.path.dirname(os.path.dirname(java))
@@ -122,7 +125,7 @@ def class_archive(environ: Mapping[str, str] | None = None) -> ClassArchive | No
     except OSError:
         release = b""
     conf_dir = environ.get("SPARK_CONF_DIR") or os.path.join(home, "conf")
-    key = hashlib.sha256(json.dumps([java, release.decode(errors="replace"), os.path.realpath(jars), names,
+    key = hashlib.sha256(json.dumps([java, release.decode(errors="replace"), os.path.realpath(jars), names, changed,
                                      os.path.realpath(conf_dir)]).encode()).hexdigest()[:20]
     folder = given or os.path.join(environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
                                    "manifest-framework")
@@ -214,6 +217,7 @@ def build(archive: ClassArchive, timeout: float = _BUILD_TIMEOUT_S) -> bool:
                 json.dump({"size": size}, handle)
             os.replace(record, archive.record)
             os.replace(temp, archive.path)
+            _drop_old(archive)
             return True
         except (OSError, subprocess.TimeoutExpired):
             return False
@@ -223,6 +227,23 @@ def build(archive: ClassArchive, timeout: float = _BUILD_TIMEOUT_S) -> bool:
 
 
 __all__ = ["ENVIRONMENT", "ClassArchive", "build", "build_in_background", "class_archive"]
+
+
+def _drop_old(kept: ClassArchive, days: float = _OLD_DAYS) -> None:
+    """Remove the other archives of the folder made over ``days`` ago (an older Java or Spark's, most likely;
+    one still in use is made again by its next sync)."""
+    folder = os.path.dirname(kept.path)
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if not (name.startswith("spark-") and name.endswith(".jsa")) or path == kept.path:
+            continue
+        other = ClassArchive(path)
+        try:
+            made = os.stat(other.record).st_mtime
+        except OSError:
+            made = 0.0
+        if time.time() - made > days * 86400:
+            other.remove()
 
 
 if __name__ == "__main__":

@@ -148,6 +148,19 @@ def test_a_builder_holds_a_lock_and_a_dead_ones_lock_is_taken_over(tmp_path):
         assert mine
 
 
+def test_making_one_drops_the_others_made_over_a_week_ago(tmp_path):
+    kept, recent, old, unrecorded = (ClassArchive(str(tmp_path / f"spark-{k}.jsa")) for k in ("a", "b", "c", "d"))
+    for archive in (kept, recent, old, unrecorded):
+        _made(archive)
+    os.utime(old.record, (0, 0))
+    os.remove(unrecorded.record)  # a half-made one's leftover
+    (tmp_path / "notes.txt").write_text("not ours")
+    archives._drop_old(kept)
+    assert kept.usable() and recent.usable()
+    assert not os.path.exists(old.path) and not os.path.exists(old.record) and not os.path.exists(unrecorded.path)
+    assert (tmp_path / "notes.txt").exists()
+
+
 _USE = """
 import sys
 from framework.spark.session import session_plan, spark_session
