@@ -23,7 +23,8 @@ start and the first job took 2.2 s less (7.2 s to 5.0 s, bench/README.md).
   ``mapInArrow`` job like a sync's, stops, and moves the finished archive into
   place (written to a temporary name first, then its size record, then
   renamed). A lock file keeps it to one at a time; one older than 15 minutes
-  is taken as left by a process that died.
+  is taken as left by a process that died. None is started where the folder
+  cannot take files, nor for a day after one failed (a ``.failed`` marker).
 * **Never fails a sync.** An archive is used only when its size is the one
   recorded; the JVM checks the rest (its own version, the jars' sizes and
   times, the class path) and quietly runs without it when they differ
@@ -55,6 +56,7 @@ _QUIET = "-Xlog:cds*=off"  # the JVM's notes on classes it cannot archive, or on
 _STALE_LOCK_S = 15 * 60
 _BUILD_TIMEOUT_S = 10 * 60
 _OLD_DAYS = 7.0
+_RETRY_AFTER_S = 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,11 @@ class ClassArchive:
     @property
     def lock(self) -> str:
         return self.path + ".lock"
+
+    @property
+    def failed(self) -> str:
+        """A marker: the last try to make this archive failed (none is tried again for a day)."""
+        return self.path + ".failed"
 
     def usable(self) -> bool:
         """The archive is there, whole (its size is the recorded one)."""
@@ -142,7 +149,7 @@ def _java(environ: Mapping[str, str]) -> str | None:
 def build_in_background(archive: ClassArchive) -> subprocess.Popen[bytes] | None:
     """Start a process, on its own and at the lowest CPU priority, that makes ``archive`` (None when one is
     at it already or it cannot be started)."""
-    if archive.building() or archive.usable():
+    if archive.building() or archive.usable() or _failed_lately(archive) or not _writable(archive.path):
         return None
     import framework
 
@@ -156,6 +163,24 @@ def build_in_background(archive: ClassArchive) -> subprocess.Popen[bytes] | None
                                 start_new_session=True, env=env)
     except OSError:
         return None
+
+
+def _failed_lately(archive: ClassArchive) -> bool:
+    try:
+        return time.time() - os.stat(archive.failed).st_mtime < _RETRY_AFTER_S
+    except OSError:
+        return False
+
+
+def _writable(path: str) -> bool:
+    """Whether the nearest existing folder above ``path`` takes new files."""
+    folder = os.path.dirname(path)
+    while folder and not os.path.isdir(folder):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return bool(folder) and os.access(folder, os.W_OK | os.X_OK)
 
 
 @contextlib.contextmanager
@@ -196,8 +221,8 @@ def build(archive: ClassArchive, timeout: float = _BUILD_TIMEOUT_S) -> bool:
         plan = session_plan("local[2]", environ={**os.environ, ENVIRONMENT: "off"})
         settings = dict(plan.settings)
         settings["spark.driver.defaultJavaOptions"] = f"-XX:ArchiveClassesAtExit={temp} {_QUIET}"
-        session = _classic_session(dataclasses.replace(plan, settings=settings), "class-archive")
         try:
+            session = _classic_session(dataclasses.replace(plan, settings=settings), "class-archive")
             import pyarrow as pa
             from pyspark import SparkContext
 
@@ -209,8 +234,9 @@ def build(archive: ClassArchive, timeout: float = _BUILD_TIMEOUT_S) -> bool:
                 return False
             process.stdin.close()  # the gateway's JVM exits when its input ends, writing the archive first
             process.wait(timeout)
-            size = os.stat(temp).st_size
+            size = os.stat(temp).st_size if os.path.exists(temp) else 0
             if process.returncode != 0 or size == 0:
+                _mark_failed(archive)
                 return False
             record = f"{archive.record}.{os.getpid()}.tmp"
             with open(record, "w", encoding="utf-8") as handle:
@@ -218,8 +244,11 @@ def build(archive: ClassArchive, timeout: float = _BUILD_TIMEOUT_S) -> bool:
             os.replace(record, archive.record)
             os.replace(temp, archive.path)
             _drop_old(archive)
+            with contextlib.suppress(OSError):
+                os.unlink(archive.failed)
             return True
-        except (OSError, subprocess.TimeoutExpired):
+        except Exception:  # noqa: BLE001 - no Java, a folder that takes no files...: not tried again for a day
+            _mark_failed(archive)
             return False
         finally:
             with contextlib.suppress(OSError):
@@ -227,6 +256,11 @@ def build(archive: ClassArchive, timeout: float = _BUILD_TIMEOUT_S) -> bool:
 
 
 __all__ = ["ENVIRONMENT", "ClassArchive", "build", "build_in_background", "class_archive"]
+
+
+def _mark_failed(archive: ClassArchive) -> None:
+    with contextlib.suppress(OSError), open(archive.failed, "w", encoding="utf-8") as handle:
+        handle.write(str(os.getpid()))
 
 
 def _drop_old(kept: ClassArchive, days: float = _OLD_DAYS) -> None:

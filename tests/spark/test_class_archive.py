@@ -148,6 +148,23 @@ def test_a_builder_holds_a_lock_and_a_dead_ones_lock_is_taken_over(tmp_path):
         assert mine
 
 
+def test_a_failed_making_is_not_tried_again_for_a_day(tmp_path):
+    java = tmp_path / "broken-jdk" / "bin"
+    java.mkdir(parents=True)
+    (java / "java").write_text("#!/bin/sh\necho 'no Java here' >&2\nexit 1\n")
+    (java / "java").chmod(0o755)
+    archive = ClassArchive(str(tmp_path / "cache" / "spark-k.jsa"))
+    env = {**os.environ, "JAVA_HOME": str(tmp_path / "broken-jdk"), "PYTHONPATH": str(REPO),
+           "PYSPARK_PYTHON": sys.executable}
+    made = subprocess.run([sys.executable, "-m", "framework.spark.class_archive", archive.path], env=env,
+                          capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path)
+    assert made.returncode == 1 and not archive.usable()
+    assert os.path.exists(archive.failed) and not os.path.exists(archive.lock)
+    assert archives.build_in_background(archive) is None  # not again today
+    os.utime(archive.failed, (0, 0))
+    assert not archives._failed_lately(archive)
+
+
 def test_making_one_drops_the_others_made_over_a_week_ago(tmp_path):
     kept, recent, old, unrecorded = (ClassArchive(str(tmp_path / f"spark-{k}.jsa")) for k in ("a", "b", "c", "d"))
     for archive in (kept, recent, old, unrecorded):
