@@ -141,7 +141,7 @@ class PipelineOptions:
 #: Spark's warm-up (its first job: the worker daemon, a worker per core, their imports, the JVM's own first-job
 #: costs) takes 2 to 3 s and both cores on a 2-core machine, while the driver goes on reading. It is started only
 #: when the driver has more than this many seconds of reading left by its pace so far: below that the driver is
-#: done sooner alone, and the warm-up would only take its CPU (bench/README.md, "Spark's warm-up, when worth it").
+#: done sooner alone, and the warm-up would only take its CPU (bench/README.md, "the warm-up only when worth it").
 WARM_UP_WORTH_S = 4.0
 
 
