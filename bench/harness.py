@@ -117,6 +117,22 @@ def compile_framework() -> str:
     return folder
 
 
+def prepare_class_archive() -> str:
+    """Make the class-data archive of Spark's classes that a local sync's driver JVM maps
+    (framework/spark/class_archive.py), unless it is there; what was done, in words.
+
+    The first ``run-manifest`` sync of a machine makes it in the background after it ends; a benchmark
+    makes it first, in the foreground, so that no measured run overlaps its making.
+    """
+    probe = ("from framework.spark.class_archive import class_archive, build\n"
+             "a = class_archive()\n"
+             "print('off' if a is None else ('there ' + a.path) if a.usable() else "
+             "('made ' + a.path) if build(a) else 'not made')")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False, env=env)
+    return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else f"failed ({done.stderr.strip()[-200:]})"
+
+
 def peers_python(option: str | None, env_var: str) -> str | None:
     """The peers venv's python: the option, the environment variable, or `.venv-peers`."""
     for candidate in (option, os.environ.get(env_var), str(REPO / ".venv-peers" / "bin" / "python")):

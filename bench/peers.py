@@ -75,16 +75,18 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
-from harness import PAGE_SIZE, ApiServer, compile_framework, peers_python, run_manifest_command
+from harness import PAGE_SIZE, ApiServer, compile_framework, peers_python, prepare_class_archive, run_manifest_command
 from pipeline import DLT_SCRIPT, STREAM, parquet_rows, write_inputs
 
 BARE, PROTOCOL, SPARK, CONNECT, CDK, DLT = "bare", "protocol", "spark", "connect", "cdk", "dlt"
 SPARK_MINIMUM = "sparkmin"
+SPARK_NO_ARCHIVE = "sparknoarchive"  # the Spark mode, its driver JVM without the class-data archive
 LABELS = {
     BARE: "bare loop (requests + orjson)",
     SPARK_MINIMUM: "bare SparkSession + one mapInArrow job (no records)",
     PROTOCOL: "run-manifest --protocol",
     SPARK: "run-manifest (Spark local[*] -> Parquet)",
+    SPARK_NO_ARCHIVE: "run-manifest (Spark, no class archive)",
     CONNECT: "run-manifest --remote (warm Spark Connect)",
     CDK: "airbyte-cdk source-declarative-manifest",
     DLT: "dlt rest_api -> Parquet",
@@ -438,6 +440,11 @@ def run_spark(setup: Setup, folder: Path) -> Result:
     return _run_sync(SPARK, setup, folder)
 
 
+def run_spark_no_archive(setup: Setup, folder: Path) -> Result:
+    """The Spark mode with the class-data archive of Spark's classes off (framework/spark/class_archive.py)."""
+    return _run_sync(SPARK_NO_ARCHIVE, setup, folder, env={"FRAMEWORK_SPARK_CLASS_ARCHIVE": "off"})
+
+
 def run_connect(setup: Setup, folder: Path) -> Result:
     """The Spark mode against a running Spark Connect server, warmed by one unmeasured sync first: the
     client's start-up is measured, the server's is not (a shared server is up already). Peak memory is the
@@ -464,13 +471,15 @@ def warm_connect_server(root: Path):  # -> tests/connect/server.py's ConnectServ
     return ConnectServer(root, cores=os.cpu_count() or 2, conf=dict(SERVER_CONF))
 
 
-def _run_sync(mode: str, setup: Setup, folder: Path, more: Sequence[str] = ()) -> Result:
+def _run_sync(mode: str, setup: Setup, folder: Path, more: Sequence[str] = (),
+              env: dict[str, str] | None = None) -> Result:
     output = folder / "output"
     command = run_manifest_command() + [setup.manifest, "--config", setup.config, "--output", str(output),
                                         "--log-format", "json", *more]
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    environment = dict(os.environ, PYSPARK_PYTHON=sys.executable, **(env or {}))
     watcher = JsonLog()
-    result = measure(mode, command, watcher, setup.records, str(folder), setup.timeout, env, watch_stderr=True)
+    result = measure(mode, command, watcher, setup.records, str(folder), setup.timeout, environment,
+                     watch_stderr=True)
     rows = parquet_rows(output / STREAM)
     if result.ok and watcher.result is None:
         result = replace(result, error="no summary line on stderr")
@@ -522,7 +531,7 @@ def run_dlt(setup: Setup, folder: Path) -> Result:
 
 RUNNERS: dict[str, Callable[[Setup, Path], Result]] = {
     BARE: run_bare, PROTOCOL: run_protocol, SPARK: run_spark, SPARK_MINIMUM: run_spark_minimum, CONNECT: run_connect,
-    CDK: run_cdk, DLT: run_dlt}
+    CDK: run_cdk, DLT: run_dlt, SPARK_NO_ARCHIVE: run_spark_no_archive}
 
 
 def best(results: Sequence[Result]) -> Result:
@@ -581,6 +590,7 @@ def markdown_table(results: Sequence[Result]) -> str:
 RATIOS = (  # (name, numerator, denominator, target)
     ("protocol / bare loop", PROTOCOL, BARE, 0.5),
     ("Spark / dlt", SPARK, DLT, 5.0),
+    ("Spark, no class archive / dlt", SPARK_NO_ARCHIVE, DLT, None),
     ("Spark Connect (warm) / dlt", CONNECT, DLT, 5.0),
     ("protocol / airbyte-cdk", PROTOCOL, CDK, None),
     ("Spark / airbyte-cdk", SPARK, CDK, None),
@@ -606,15 +616,17 @@ def ratio_lines(by_mode: dict[str, Result]) -> list[str]:
         verdict = "" if target is None else f"  target >= {target:g}: {'met' if run >= target else 'NOT met'}"
         lines.append(f"{name}: {run:.2f}x records/s (start-up left out), {wall:.2f}x over the wall time{verdict}")
     bare = by_mode.get(BARE)  # Spark once up (see the module docs), after the ratios
-    if spark is not None and spark.ok and spark.rate_once_up:
-        line = (f"Spark once up (spark_ready at {spark.up:.2f} s, {spark.up_records:,} records landed by then): "
-                f"{spark.rate_once_up:,.0f} records/s")
-        if bare is not None and bare.ok and bare.rate:
-            ratio = spark.rate_once_up / bare.rate
-            line += f", {ratio:.2f}x the bare loop's  target >= 0.7: {'met' if ratio >= 0.7 else 'NOT met'}"
-        lines.append(line)
-    elif spark is not None and spark.ok and spark.up is None:
-        lines.append("Spark once up: n/a (no spark_ready event: the driver read every group before Spark was ready)")
+    for name, spark in (("Spark", by_mode.get(SPARK)), ("Spark, no class archive,", by_mode.get(SPARK_NO_ARCHIVE))):
+        if spark is not None and spark.ok and spark.rate_once_up:
+            line = (f"{name} once up (spark_ready at {spark.up:.2f} s, {spark.up_records:,} records landed by "
+                    f"then): {spark.rate_once_up:,.0f} records/s")
+            if bare is not None and bare.ok and bare.rate:
+                ratio = spark.rate_once_up / bare.rate
+                line += f", {ratio:.2f}x the bare loop's  target >= 0.7: {'met' if ratio >= 0.7 else 'NOT met'}"
+            lines.append(line)
+        elif spark is not None and spark.ok and spark.up is None:
+            lines.append(f"{name} once up: n/a (no spark_ready event: the driver read every group before Spark "
+                         "was ready)")
     return lines
 
 
@@ -623,9 +635,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--records", default="200000,2000000",
                         help="record counts, comma-separated (default 200000,2000000)")
     parser.add_argument("--shards", type=int, default=16, help="shards = partitions of the stream (default 16)")
-    parser.add_argument("--modes", default=",".join(m for m in RUNNERS if m != SPARK_MINIMUM),
+    parser.add_argument("--modes", default=",".join(m for m in RUNNERS if m not in (SPARK_MINIMUM, SPARK_NO_ARCHIVE)),
                         help=f"which modes, comma-separated, of {','.join(RUNNERS)} (default: all but "
-                             f"{SPARK_MINIMUM})")
+                             f"{SPARK_MINIMUM} and {SPARK_NO_ARCHIVE})")
     parser.add_argument("--runs", type=int, default=1, help="runs of each mode; the fastest is kept (default 1)")
     parser.add_argument("--peers-python", metavar="PATH",
                         help="python with airbyte-cdk and dlt (default: $AIRBYTE_CDK_PYTHON / $DLT_PYTHON, "
@@ -659,6 +671,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(text, file=sys.stderr, flush=True)
 
     say(f"compiled the framework at {compile_framework()} (as pip does at install)")
+    if {SPARK, SPARK_MINIMUM, SPARK_NO_ARCHIVE} & set(modes):
+        say(f"Spark's class-data archive: {prepare_class_archive()} (a first sync makes it in the background)")
     cdk_python = peers_python(args.peers_python, "AIRBYTE_CDK_PYTHON")
     dlt_python = peers_python(args.peers_python, "DLT_PYTHON")
     began, load_before = time.perf_counter(), os.getloadavg()[0]

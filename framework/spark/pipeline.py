@@ -138,6 +138,32 @@ class PipelineOptions:
             raise ConfigError(f"tasks_per_core is {self.tasks_per_core}; give 1 or more")
 
 
+#: Spark's warm-up (its first job: the worker daemon, a worker per core, their imports, the JVM's own first-job
+#: costs) takes 2 to 3 s and both cores on a 2-core machine, while the driver goes on reading. It is started only
+#: when the driver has more than this many seconds of reading left by its pace so far: below that the driver is
+#: done sooner alone, and the warm-up would only take its CPU (bench/README.md, "the warm-up only when worth it").
+WARM_UP_WORTH_S = 4.0
+
+
+@dataclass
+class _Reading:
+    """The stream the driver reads: when it began, its units planned and done, and whether its plan is whole."""
+
+    result: StreamResult
+    began: float  # time.monotonic()
+    more_streams: bool  # streams after this one: more work than this estimate sees
+    planned_all: bool = False
+
+    def worth_warming(self) -> bool:
+        """Whether the driver's reading left (estimated by its pace so far) is long enough for Spark's warm-up
+        to pay; True whenever it cannot be told (no unit done yet, a plan still streaming, more streams)."""
+        done, planned = self.result.units_done, self.result.units
+        if self.more_streams or not self.planned_all or done <= 0:
+            return True
+        left = (planned - done) * (time.monotonic() - self.began) / done
+        return left > WARM_UP_WORTH_S
+
+
 @dataclass
 class _Run:
     """What every stream of one pipeline run shares."""
@@ -159,6 +185,8 @@ class _Run:
     ready_told: bool = False  # the "spark_ready" progress event went out
     # driver_reads: done once the session is up and its Python workers are warm (warmed); else the session
     ready: Future[SparkSession] = field(default_factory=Future)
+    reading: _Reading | None = None  # driver_reads: how far the stream being synced is (_Reading.worth_warming)
+    warm_up: _WarmUp | None = None  # driver_reads: Spark's warm-up, considered again after each group
 
     @property
     def spark(self) -> SparkSession:
@@ -230,8 +258,12 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     warm_tag = f"run-manifest-warm-up-{uuid.uuid4().hex[:12]}"
     results: list[StreamResult] = []
     over = threading.Event()  # the run has ended: a session up from now on is not warmed up
+    warm_up: _WarmUp | None = None
     if early:  # the driver reads until Spark's workers are ready too, not only its JVM
-        run.ready = warmed(session, run.source, run.cores, warm_tag, over)
+        warm_up = _WarmUp(session, run.source, run.cores, warm_tag, over, worth=lambda: run.reading is None
+                          or run.reading.worth_warming())
+        run.ready = warm_up.ready
+        run.warm_up = warm_up
 
         def ready(_: Future[SparkSession]) -> None:
             run.records_at_ready = sum(r.records for r in results)
@@ -256,6 +288,8 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
             _sync_streams(run, selections, saved, given_states, progress, results)
         finally:
             over.set()
+            if warm_up is not None:
+                warm_up.consider()  # a warm-up never started: the session is ready as it is
             if session.done() and not run.ready.done():  # all read on the driver: the warm-up is not needed
                 with contextlib.suppress(Exception):
                     connect.cancel_jobs(session.result(), warm_tag)
@@ -268,41 +302,73 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
 
 def warmed(session: Future[SparkSession], source: ConnectorSource, cores: int, tag: str,
            over: threading.Event | None = None) -> Future[SparkSession]:
-    """The session once it is up *and* its Python workers are ready: one job of ``cores`` one-row tasks
+    """The session once it is up *and* its Python workers are ready (:class:`_WarmUp`, always worth it)."""
+    return _WarmUp(session, source, cores, tag, over).ready
+
+
+class _WarmUp:
+    """Spark's warm-up: once the session is up, one job of ``cores`` one-row tasks
     (:func:`framework.spark.tasks.warm_function`) starts the worker daemon, forks a worker per core, builds
     the connector in each and pays Spark's own first-job costs (about 3 s on 2 cores), while the driver
-    reads. The pipeline hands groups to Spark only then, so no group waits for a worker that is still
-    starting while the driver sits idle. A warm-up that fails (or is cancelled, tagged ``tag``) still
-    answers the session: the groups' own jobs then show what is wrong; none starts once ``over`` is set
-    (the run ended first). A session that failed to start answers its error."""
-    ready: Future[SparkSession] = Future()
-    ready.set_running_or_notify_cancel()
+    reads. ``ready`` is the session once that is done: the pipeline hands groups to Spark only then, so no
+    group waits for a worker that is still starting while the driver sits idle.
 
-    def warm(spark: SparkSession) -> None:
+    The warm-up starts when the session is up and ``worth()`` says so, else at a later :meth:`consider`
+    (the pipeline asks after each group the driver reads) that finds it worth it: a driver about to finish
+    alone is not slowed by it (:data:`WARM_UP_WORTH_S`). A warm-up that fails (or is cancelled, tagged
+    ``tag``) still answers the session: the groups' own jobs then show what is wrong. Once ``over`` is set
+    (the run ended) none starts, and ``ready`` answers the session as it is at the next :meth:`consider`
+    (or when it comes up). A session that failed to start answers its error."""
+
+    def __init__(self, session: Future[SparkSession], source: ConnectorSource, cores: int, tag: str,
+                 over: threading.Event | None = None, worth: Callable[[], bool] | None = None):
+        self.ready: Future[SparkSession] = Future()
+        self.ready.set_running_or_notify_cancel()
+        self._source, self._cores, self._tag, self._over, self._worth = source, cores, tag, over, worth
+        self._lock = threading.Lock()
+        self._session: SparkSession | None = None
+        self._decided = False  # the warm-up started, or ready was answered without one
+        session.add_done_callback(self._up)
+
+    def _up(self, future: Future[SparkSession]) -> None:
+        error = future.exception()
+        if error is not None:
+            with self._lock:
+                self._decided = True
+            self.ready.set_exception(error)
+            return
+        with self._lock:
+            self._session = future.result()
+        self.consider()
+
+    def consider(self) -> None:
+        """Start the warm-up if the session is up and it is worth it now (answer ``ready`` if the run is over)."""
+        with self._lock:
+            if self._decided or self._session is None:
+                return
+            if self._over is not None and self._over.is_set():
+                self._decided = True
+                self.ready.set_result(self._session)
+                return
+            if self._worth is not None and not self._worth():
+                return
+            self._decided = True
+            spark = self._session
+        threading.Thread(target=self._warm, args=(spark,), name="spark-warm-up", daemon=True).start()
+
+    def _warm(self, spark: SparkSession) -> None:
         try:
-            if over is not None and over.is_set():
+            if self._over is not None and self._over.is_set():
                 return
             import pyarrow as pa
 
-            connect.tag_jobs(spark, tag, "warm-up of the sync's Python workers")
-            frame = spark.createDataFrame(pa.table({"core": list(range(cores))}))
-            frame.mapInArrow(warm_function(source), "warmed bigint").toArrow()
-        except Exception:  # noqa: BLE001 - see the docstring: the groups' jobs say it
+            connect.tag_jobs(spark, self._tag, "warm-up of the sync's Python workers")
+            frame = spark.createDataFrame(pa.table({"core": list(range(self._cores))}))
+            frame.mapInArrow(warm_function(self._source), "warmed bigint").toArrow()
+        except Exception:  # noqa: BLE001 - see the class docs: the groups' jobs say it
             pass
         finally:
-            ready.set_result(spark)
-
-    def started(future: Future[SparkSession]) -> None:
-        error = future.exception()
-        if error is not None:
-            ready.set_exception(error)
-        elif over is not None and over.is_set():
-            ready.set_result(future.result())
-        else:
-            threading.Thread(target=warm, args=(future.result(),), name="spark-warm-up", daemon=True).start()
-
-    session.add_done_callback(started)
-    return ready
+            self.ready.set_result(spark)
 
 
 class ServicesNotShared(UserWarning):
@@ -313,9 +379,11 @@ def _sync_streams(run: _Run, selections: Sequence[Selection], saved: ConnectionS
                   given_states: Mapping[str, Any] | None, progress: Callable[[str, StreamResult], None] | None,
                   results: list[StreamResult]) -> None:
     connector = run.connector
-    for selection in selections:
+    for number, selection in enumerate(selections, 1):
         result = StreamResult(selection.name)
         results.append(result)
+        if run.driver_reads:
+            run.reading = _Reading(result, time.monotonic(), more_streams=number < len(selections))
         started = time.perf_counter()
         try:
             # its stream groups: every Spark job of this stream has ended (see _run_groups) before the gate opens
@@ -343,8 +411,8 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     # Groups made as the plan streams from parent pages (bounded driver memory), finer while the driver reads
     # (_group_count); realtime change data stages by task number, so its plan is split whole into one group
     # per task.
-    groups: Iterable[list[Any]] = lazy_groups(_counted(sync.units(), result), _group_count(run)) \
-        if change is None else contiguous_groups(list(_counted(sync.units(), result)), lanes)
+    groups: Iterable[list[Any]] = lazy_groups(_counted(sync.units(), result, run.reading), _group_count(run)) \
+        if change is None else contiguous_groups(list(_counted(sync.units(), result, run.reading)), lanes)
     iter_groups = iter(groups)
     # a plan of at most `lanes` groups runs them all at once, one lane each (its files numbered 0, 1, 2, ...)
     head = [group for group in itertools.islice(iter_groups, lanes + 1) if group]
@@ -378,6 +446,8 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
             if count <= lanes or time.monotonic() - saved_at >= STATE_SAVE_SECONDS:
                 _commit(run, stream.name, sync, files, generation, overwrite, result)
                 files, saved_at = None, time.monotonic()
+            if run.warm_up is not None:
+                run.warm_up.consider()  # the driver's pace and what is left are known better now
             if progress:
                 progress("group", result)
                 _tell_ready(run, result, progress)
@@ -431,11 +501,13 @@ def _commit(run: _Run, name: str, sync: Sync, files: Sequence[dict[str, Any]] | 
     run.connection.publishing = []
 
 
-def _counted(units: Iterable[Any], result: StreamResult) -> Iterator[Any]:
-    """``units``, counted into ``result.units`` as they are planned."""
+def _counted(units: Iterable[Any], result: StreamResult, reading: _Reading | None = None) -> Iterator[Any]:
+    """``units``, counted into ``result.units`` as they are planned (``reading`` is told when all are)."""
     for unit in units:
         result.units += 1
         yield unit
+    if reading is not None and reading.result is result:
+        reading.planned_all = True
 
 
 def _apply_changes(run: _Run, change: ChangeStream, completed: bool, result: StreamResult) -> None:

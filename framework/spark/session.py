@@ -308,6 +308,7 @@ class SessionPlan:
     local: bool
     settings: Mapping[str, str]
     quiet: bool
+    archive: str | None = None  # the class-data archive the driver JVM maps (framework.spark.class_archive)
 
 
 def session_plan(master: str | None = None, conf: Mapping[str, str] | None = None, *, full_jit: bool = False,
@@ -345,13 +346,21 @@ def session_plan(master: str | None = None, conf: Mapping[str, str] | None = Non
         if java_options:
             settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
     settings = {key: value for key, value in settings.items() if key not in given and key not in conf}
+    archive = None
+    if local and "spark.driver.defaultJavaOptions" not in given and "spark.driver.defaultJavaOptions" not in conf:
+        from framework.spark.class_archive import class_archive
+
+        found = class_archive(environ)
+        if found is not None and found.usable():
+            settings["spark.driver.defaultJavaOptions"] = found.java_options()
+            archive = found.path
     jars = _jdbc_jars(environ) if jdbc else None
     if jars:
         present = conf.get("spark.jars") or given.get("spark.jars")
         conf["spark.jars"] = f"{present},{jars}" if present else jars
     settings.update(conf)
     quiet = local and "spark.log.level" not in given and "spark.log.level" not in conf
-    return SessionPlan(to_set, local, settings, quiet)
+    return SessionPlan(to_set, local, settings, quiet, archive)
 
 
 def spark_defaults(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -506,7 +515,17 @@ def _launch_jvm(plan: SessionPlan, app_name: str) -> subprocess.Popen | None:
                                  name="jvm-stderr", daemon=True)
     forwarder.start()
     try:
-        gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})
+        try:
+            gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})
+        except Exception:
+            if not plan.archive:
+                raise
+            # a class-data archive the JVM did not start with: dropped (made again later), started without it
+            from framework.spark.class_archive import ClassArchive
+
+            ClassArchive(plan.archive).remove()
+            conf.set("spark.driver.defaultJavaOptions", "")
+            gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})
     except BaseException as exc:
         os.close(write_end)
         forwarder.join(timeout=5)  # the JVM's last words (why it did not start) reach stderr first

@@ -1,0 +1,97 @@
+"""Spark's warm-up while the driver reads (framework/spark/pipeline.py, ``_WarmUp`` and ``_Reading``): started
+only when the driver has enough reading left for it to pay; no Spark here (the session is a stand-in)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any
+
+from framework.spark.pipeline import WARM_UP_WORTH_S, StreamResult, _Reading, _WarmUp
+
+
+class _Context:
+    def setJobGroup(self, *args, **kwargs):  # noqa: N802 - PySpark's name
+        pass
+
+
+class _Session:
+    """Stands in for a SparkSession: the warm-up job's frame is asked for, and fails (as a broken one would)."""
+
+    def __init__(self):
+        self.sparkContext = _Context()
+        self.jobs = 0
+        self.asked = threading.Event()
+
+    def createDataFrame(self, table):  # noqa: N802 - PySpark's name
+        self.jobs += 1
+        self.asked.set()
+        raise RuntimeError("no Spark here")
+
+
+def _warm_up(worth: list[bool], over: threading.Event | None = None) -> tuple[_WarmUp, Future, _Session]:
+    session: Future = Future()
+    source: Any = None  # the failing frame comes first: the connector is never built
+    warm = _WarmUp(session, source, 2, "tag", over or threading.Event(), worth=lambda: worth[0])
+    return warm, session, _Session()
+
+
+def test_not_started_while_not_worth_it_then_started_when_it_is():
+    worth = [False]
+    warm, session, spark = _warm_up(worth)
+    session.set_result(spark)  # up: not worth it yet
+    assert not spark.asked.wait(0.2) and not warm.ready.done()
+    warm.consider()  # after a group: still not
+    assert not spark.asked.wait(0.2)
+    worth[0] = True
+    warm.consider()
+    assert warm.ready.result(timeout=10) is spark  # a failed warm-up still answers the session
+    assert spark.jobs == 1
+    warm.consider()  # once only
+    assert spark.jobs == 1
+
+
+def test_worth_it_when_up_starts_at_once():
+    warm, session, spark = _warm_up([True])
+    session.set_result(spark)
+    assert warm.ready.result(timeout=10) is spark and spark.jobs == 1
+
+
+def test_a_run_over_answers_the_session_without_a_warm_up():
+    over = threading.Event()
+    warm, session, spark = _warm_up([False], over)
+    session.set_result(spark)
+    over.set()
+    warm.consider()  # the pipeline's end
+    assert warm.ready.result(timeout=1) is spark and spark.jobs == 0
+    # the session coming up only after the run ended: answered at once, no job
+    later, late_session, late_spark = _warm_up([True], over)
+    late_session.set_result(late_spark)
+    assert later.ready.result(timeout=1) is late_spark and late_spark.jobs == 0
+
+
+def test_a_session_that_failed_answers_its_error():
+    warm, session, _ = _warm_up([True])
+    session.set_exception(RuntimeError("no java"))
+    assert isinstance(warm.ready.exception(timeout=1), RuntimeError)
+    warm.consider()  # nothing more to do
+
+
+def test_the_driver_pace_decides():
+    result = StreamResult("items")
+    reading = _Reading(result, time.monotonic() - 1.0, more_streams=False)
+    result.units = 16
+    assert reading.worth_warming()  # the plan may still be streaming
+    reading.planned_all = True
+    assert reading.worth_warming()  # no unit done: the pace is not known
+    result.units_done = 8  # 8 units a second: 1 s left
+    assert not reading.worth_warming()
+    result.units_done = 2  # 2 units a second: 7 s left
+    assert reading.worth_warming()
+    result.units_done = 16
+    assert not reading.worth_warming()
+    slow = _Reading(result, time.monotonic() - 2 * WARM_UP_WORTH_S, more_streams=False, planned_all=True)
+    result.units_done = 8  # half done in twice the threshold: as long again left
+    assert slow.worth_warming()
+    assert _Reading(result, time.monotonic(), more_streams=True, planned_all=True).worth_warming()
