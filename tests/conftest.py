@@ -11,6 +11,12 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "shop" / "manifest.yaml"
 
+# The tests neither make nor map the per-user class-data archive of Spark's classes
+# (framework.spark.class_archive): every Spark test starts its JVM the same way, whatever ran before it, and
+# no sync leaves an archive builder running behind the suite. tests/spark/test_class_archive.py names its own
+# folder for it.
+os.environ.setdefault("FRAMEWORK_SPARK_CLASS_ARCHIVE", "off")
+
 
 @pytest.fixture
 def write_manifest(tmp_path):
