@@ -11,6 +11,10 @@ catalog says append, so the run is a full normalization of every record.
 Rows/s counts the stream's records (input rows); the child table rows are
 printed too. Peak memory is the largest resident size of the Python driver
 process and of Spark's JVM (its ``VmHWM``), as the operating system reports it.
+*CPU by kind* splits the CPU seconds of the run: the JVM's task threads, its
+JIT compilers, GC, the rest of the JVM (planning, code generation), and the
+Python workers (with their daemon). The framework is byte-compiled first, as
+an install does, so that workers do not compile it inside the measured time.
 
 The session is the one ``normalize-output`` and ``run-manifest --normalize``
 use (:func:`framework.spark.session.spark_session` with ``full_jit=True``);
@@ -121,15 +125,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"landed {args.records:,} records ({max(2, args.children)} child tables) in {args.files} "
               f"Parquet file(s) in "
               f"{time.perf_counter() - began:.1f} s", file=sys.stderr)
+        _compile_framework()
         conf = dict(item.split("=", 1) for item in args.conf)
         spark = spark_session(args.master, app_name="bench-normalization", full_jit=not args.quick_jit, **conf)
         settings = DestinationSettings.model_validate({"output": output, "format": {"format_type": "Parquet"}})
         jvm = _jvm_pid(spark)
-        cpu_before = _tree_cpu_seconds(jvm)
+        cpu_before, threads_before = _tree_cpu_seconds(jvm), _thread_cpu_seconds(jvm)
         began = time.perf_counter()
         result = normalize(spark, settings, full_refresh=True)
         seconds = time.perf_counter() - began
         cpu = _tree_cpu_seconds(jvm) - cpu_before
+        threads = {kind: spent - threads_before.get(kind, 0.0) for kind, spent in _thread_cpu_seconds(jvm).items()}
         if result.failed:
             print(f"normalization failed: {result.streams[0].error}", file=sys.stderr)
             return 1
@@ -145,11 +151,56 @@ def main(argv: list[str] | None = None) -> int:
         if cpu > 0:  # CPU seconds do not depend on what else the machine runs, as wall seconds do
             print(f"CPU: {cpu:.1f} s in Spark's JVM and its Python workers "
                   f"({args.records / cpu:,.0f} rows per CPU second)")
+            print("CPU by kind: " + ", ".join(f"{kind} {spent:.1f} s" for kind, spent in threads.items())
+                  + f", Python workers {cpu - sum(threads.values()):.1f} s")
         print(f"peak memory: Python driver {peak_self:,.0f} MB, Spark JVM {_jvm_peak_mb(jvm)}")
         return 0
     finally:
         if not args.keep:
             shutil.rmtree(output, ignore_errors=True)
+
+
+def _compile_framework() -> None:
+    """Byte-compile the framework the executors' Python workers import, as an install does (under
+    ``PYTHONDONTWRITEBYTECODE=1`` every worker would compile it again, inside the measured time)."""
+    import compileall
+
+    import framework
+
+    compileall.compile_dir(os.path.dirname(framework.__file__), quiet=1)
+
+
+#: The JVM's threads by kind, from the start of their names (``/proc/<pid>/task/<tid>/comm``).
+_THREAD_KINDS = (("Executor task", "JVM tasks"), ("C2 Compiler", "JIT C2"), ("C1 Compiler", "JIT C1"),
+                 ("GC Thread", "GC"), ("G1 ", "GC"))
+
+
+def _thread_cpu_seconds(pid: int | None) -> dict[str, float]:
+    """User and system CPU seconds of process ``pid`` (the JVM) by kind of thread, from /proc (empty without
+    it): task threads, JIT compilers and GC by their names, the rest ("JVM other": the driver's planning,
+    code generation and scheduling, and threads that ended) as the process's total minus those."""
+    spent = {kind: 0.0 for _, kind in _THREAD_KINDS}
+    if pid is None or not os.path.isdir(f"/proc/{pid}/task"):
+        return {}
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return {}
+    total = (int(fields[11]) + int(fields[12])) / tick
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii", errors="replace") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        fields = text.rsplit(")", 1)[1].split()
+        kind = next((kind for start, kind in _THREAD_KINDS if name.startswith(start)), None)
+        if kind is not None:
+            spent[kind] += (int(fields[11]) + int(fields[12])) / tick
+    return spent | {"JVM other": total - sum(spent.values())}
 
 
 def _jvm_pid(spark: object) -> int | None:

@@ -29,6 +29,7 @@ import csv
 import gzip
 import io
 import os
+import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
@@ -58,6 +59,7 @@ EXTENSIONS = {".parquet": "parquet", ".avro": "avro", ".csv": "text", ".csv.gz":
               ".jsonl.gz": "text"}
 _BATCH_ROWS = 65536
 _GROUP_ROWS = 65536  # rows of a Parquet row group written by write_tables (a task holds one per table)
+_NO_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
 
 
 def landed_files(storage: Storage, destination: DestinationSettings, stream: str,
@@ -76,7 +78,17 @@ def landed_files(storage: Storage, destination: DestinationSettings, stream: str
 
 
 def _storage(destination_json: Mapping[str, Any]) -> Storage:
-    return storage_for(DestinationSettings.model_validate(destination_json))
+    """The sink's storage in a task. The settings' validator is built on first use in each Python worker;
+    pydantic's scan for plugins (every installed distribution's entry points, 0.4 to 0.9 s of CPU) is off
+    for it unless the user set ``PYDANTIC_DISABLE_PLUGINS`` (plugins only observe validation)."""
+    chosen = os.environ.get(_NO_PLUGINS)
+    if chosen is None:
+        os.environ[_NO_PLUGINS] = "__all__"
+    try:
+        return storage_for(DestinationSettings.model_validate(destination_json))
+    finally:
+        if chosen is None:
+            os.environ.pop(_NO_PLUGINS, None)
 
 
 def _source(storage: Storage, key: str) -> str | BinaryIO:
@@ -372,6 +384,37 @@ def write_tables(tables: StreamTables, destination_json: Mapping[str, Any], pref
     return found
 
 
+def warm_workers(spark: SparkSession, destination_json: Mapping[str, Any]) -> threading.Thread | None:
+    """Start the executors' Python workers in the background: one job of a one-row task per core that imports
+    what :func:`write_tables`' tasks need and builds the sink's storage (its settings' validator), so the
+    worker daemon starts and forks while the driver plans the stream (a cold JVM takes seconds to analyse and
+    compile a record frame) rather than after it. Returns the thread (to join before the session may stop),
+    or None on Spark Connect (the server's workers are its own). A warm-up that fails is left to the real job
+    to report."""
+    if is_connect(spark):
+        return None
+
+    def warm(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import framework.normalization.tables  # noqa: F401 - the splitting code and pyarrow.compute
+
+        _storage(destination_json)
+
+        for batch in batches:
+            yield pa.record_batch([pa.array([0] * batch.num_rows, pa.int64())], names=["warmed"])
+
+    def run() -> None:
+        try:
+            # a local table of one row per core: one task per core (an RDD of rows would start a second daemon)
+            rows = spark.createDataFrame(pa.table({"core": list(range(default_parallelism(spark)))}))
+            rows.mapInArrow(warm, "warmed bigint").collect()
+        except Exception:  # noqa: BLE001 - see the docstring
+            pass
+
+    thread = threading.Thread(target=run, name="normalization-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
 class _TableFile:
     """One Parquet object a task writes a table's rows into; rows are gathered into row groups of
     :data:`_GROUP_ROWS`."""
@@ -487,4 +530,5 @@ _WRITTEN_ARROW = pa.schema([("key", pa.string()), ("rows", pa.int64()),
                             ("max_emitted_at", pa.timestamp("us", tz="UTC"))])
 
 
-__all__ = ["EXTENSIONS", "TEXT_SCHEMA", "conform", "landed_files", "read_files", "write_parquet", "write_tables"]
+__all__ = ["EXTENSIONS", "TEXT_SCHEMA", "conform", "landed_files", "read_files", "warm_workers", "write_parquet",
+           "write_tables"]

@@ -38,6 +38,7 @@ from framework.errors import ConfigError, FrameworkError
 from framework.models.normalization import NormalizationSettings
 from framework.normalization import history as h
 from framework.normalization import transform as tf
+from framework.normalization.files import warm_workers
 from framework.normalization.plan import (
     AB_ID,
     DATA,
@@ -49,6 +50,7 @@ from framework.normalization.plan import (
 from framework.normalization.raw import raw_frame
 from framework.normalization.tables import StreamTables
 from framework.normalization.targets import Target, open_target
+from framework.normalization.targets.parquet import ParquetTarget
 from framework.storage import CatalogStore, Storage, storage_for
 
 if TYPE_CHECKING:
@@ -105,6 +107,21 @@ def normalize(spark: SparkSession, destination: DestinationSettings, settings: N
                               f"{', '.join(sorted(known))}")
         plans = [p for p in plans if p.stream in set(streams)]
     when = now or datetime.now(timezone.utc)
+    # The Parquet target sends one-pass streams through the executors' Python: start those workers while the
+    # driver plans the first stream (the other paths are Spark's own code and need none).
+    warm = (warm_workers(spark, target.destination_json)
+            if isinstance(target, ParquetTarget) and any(not p.dedup for p in plans) else None)
+    try:
+        return NormalizationResult(tuple(_each_stream(spark, destination, storage, target, plans, when,
+                                                      full_refresh, progress)))
+    finally:
+        if warm is not None:
+            warm.join()  # its py4j call ends before the session may stop
+
+
+def _each_stream(spark: SparkSession, destination: DestinationSettings, storage: Storage, target: Target,
+                 plans: Sequence[StreamPlan], when: datetime, full_refresh: bool,
+                 progress: Callable[[StreamOutcome], None] | None) -> list[StreamOutcome]:
     outcomes = []
     for plan in plans:
         started = time.perf_counter()
@@ -122,7 +139,7 @@ def normalize(spark: SparkSession, destination: DestinationSettings, settings: N
         outcomes.append(outcome)
         if progress:
             progress(outcome)
-    return NormalizationResult(tuple(outcomes))
+    return outcomes
 
 
 def _normalize_stream(spark: SparkSession, destination: DestinationSettings, storage: Storage, target: Target,
