@@ -20,6 +20,11 @@ def _preload() -> None:
     import pyspark.worker  # noqa: F401 - the worker's own imports (the daemon imports it per task otherwise)
 
     import framework.spark.tasks  # noqa: F401 - what every task of a sync imports
+    from framework.models.destination import DestinationSettings
+
+    # Its validator waits for the models its fields name: built here once (with pydantic's plugin scan), not
+    # by every forked worker's first task.
+    DestinationSettings.model_rebuild()
 
     gc.collect()
     gc.freeze()  # what is loaded now stays out of the workers' garbage collections
