@@ -388,12 +388,18 @@ def run_command(*args: str, cwd: Path | None = None) -> subprocess.CompletedProc
                           cwd=cwd or REPO)
 
 
-def test_the_command_reads_every_stream_and_exits_1_for_the_failed_one(tmp_path, api):
-    api.route("GET", "/broken", Reply(404, {"error": "gone"}))
+def _files(tmp_path: Path, api) -> tuple[Path, Path]:
+    """The manifest (:data:`MANIFEST`) and a config for the fake API, written in ``tmp_path``."""
     manifest = tmp_path / "manifest.yaml"
     manifest.write_text(MANIFEST)
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"base_url": api.url, "api_key": SECRET}))
+    return manifest, config
+
+
+def test_the_command_reads_every_stream_and_exits_1_for_the_failed_one(tmp_path, api):
+    api.route("GET", "/broken", Reply(404, {"error": "gone"}))
+    manifest, config = _files(tmp_path, api)
     done = run_command(str(manifest), "--config", str(config), "--protocol")
     assert done.returncode == 1
     result = Result(done.returncode, done.stdout, done.stderr)
@@ -425,10 +431,7 @@ NOT_IN_PROTOCOL_MODE = ("pyspark", "py4j", "pyarrow", "pandas", "jsonschema", "j
 
 
 def test_protocol_mode_does_not_import_pyspark(tmp_path, api):
-    manifest = tmp_path / "manifest.yaml"
-    manifest.write_text(MANIFEST)
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps({"base_url": api.url, "api_key": SECRET}))
+    manifest, config = _files(tmp_path, api)
     api.route("GET", "/broken", {"data": []})
     program = (
         "import io, sys\n"
@@ -471,10 +474,7 @@ class _Thresholds(io.BytesIO):
 def test_a_protocol_read_leaves_a_page_to_the_collector_young_and_puts_it_back(tmp_path, api):
     from framework.protocol.read import YOUNG_OBJECTS
 
-    manifest = tmp_path / "manifest.yaml"
-    manifest.write_text(MANIFEST)
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps({"base_url": api.url, "api_key": SECRET}))
+    manifest, config = _files(tmp_path, api)
     api.route("GET", "/broken", {"data": []})
     before = gc.get_threshold()
     out = _Thresholds()
