@@ -87,10 +87,10 @@ def test_ratios_name_a_missing_peer_instead_of_a_number():
     missing = Result(peers.LABELS[DLT], 0, 1000, 0.0, 0.0, 0.0, 0.0, missing="dlt not installed")
     lines = peers.ratio_lines({PROTOCOL: result(PROTOCOL, run=0.5), peers.BARE: result(peers.BARE, run=0.25),
                                SPARK: result(SPARK), DLT: missing, CDK: result(CDK, run=10.0, wall=20.0)})
-    assert lines[0].startswith("protocol / bare loop: 0.50x records/s") and lines[0].endswith("target >= 0.5: met")
+    assert lines[0].startswith("protocol / bare loop: 0.50x records/s") and lines[0].endswith("target >= 0.7 over the wall time: met")
     assert lines[1] == "Spark / dlt: n/a (dlt rest_api -> Parquet: not run)"
     assert lines[2].startswith("protocol / airbyte-cdk: 20.00x records/s (start-up left out), 10.00x over the wall")
-    assert lines[3].startswith("Spark / airbyte-cdk: 10.00x")
+    assert lines[3].startswith("Spark / airbyte-cdk: 10.00x") and lines[3].endswith("target >= 3 over the wall time: met")
     assert lines[4] == "Spark once up: n/a (no spark_ready event: the driver read every group before Spark was ready)"
     table = peers.markdown_table([result(PROTOCOL), missing])
     assert "| dlt rest_api -> Parquet | 1,000 | not run: dlt not installed |" in table
@@ -130,3 +130,15 @@ def test_record_lines_count_blocks_as_lines_would():
         watcher.feed_lines(head[end:] + tail, 2.0)
         assert watcher.records == 8
         assert watcher.first == (1.0 if end else 2.0)
+
+
+def test_spark_against_dlt_is_judged_by_the_target_of_its_size_over_the_wall_time():
+    """Issue 21's targets: 3x dlt at 200,000 records, 10x at 2,000,000, both over the wall time."""
+    def verdict(records: int, spark_wall: float) -> str:
+        lines = peers.ratio_lines({SPARK: Result(peers.LABELS[SPARK], records, records, 0.5, 1.0, spark_wall, 50.0),
+                                   DLT: Result(peers.LABELS[DLT], records, records, 0.5, 1.0, 100.0, 50.0)})
+        return next(line for line in lines if line.startswith("Spark / dlt")).split("  ", 1)[1]
+
+    assert verdict(200_000, 20.0) == "target >= 3 over the wall time: met"  # 5x
+    assert verdict(2_000_000, 20.0) == "target >= 10 over the wall time: NOT met"  # 5x
+    assert verdict(2_000_000, 9.0) == "target >= 10 over the wall time: met"  # 11.1x
