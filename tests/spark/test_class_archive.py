@@ -121,6 +121,9 @@ def test_a_jvm_that_does_not_start_with_the_archive_starts_without_it(tmp_path, 
         raise RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited before sending its port number.")
 
     monkeypatch.setattr(pyspark.java_gateway, "launch_gateway", launch)
+    from pyspark.core.context import SparkContext
+
+    monkeypatch.setattr(SparkContext, "_gateway", None)  # an earlier test's JVM in this process: not this one's
     from framework.spark.session import _launch_jvm
 
     with pytest.raises(SparkStartFailed, match="Spark could not start"):
