@@ -16,11 +16,10 @@ the state that covers it is saved, so no finalizer is left with work to do.
 from __future__ import annotations
 
 import gc
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_NO_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
+from framework.plugin_scan import plugin_scan_off
 
 
 @contextmanager
@@ -30,14 +29,10 @@ def lean_start(program: bool) -> Iterator[bool]:
     ``program``: the process ends after the block (the command line's own ``argv``)."""
     collecting = gc.isenabled()
     gc.disable()
-    plugins = os.environ.get(_NO_PLUGINS)
-    if plugins is None:
-        os.environ[_NO_PLUGINS] = "__all__"
     try:
-        yield collecting
+        with plugin_scan_off():
+            yield collecting
     finally:
-        if plugins is None:
-            os.environ.pop(_NO_PLUGINS, None)
         if program:  # nothing of the run is left for a last collection to finalize: files are closed
             gc.disable()
             gc.freeze()

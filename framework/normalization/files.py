@@ -44,6 +44,7 @@ from framework.errors import ConfigError
 from framework.formats import CountingSink
 from framework.models.destination import DestinationSettings
 from framework.normalization.plan import AB_ID
+from framework.plugin_scan import plugin_scan_off
 from framework.spark.connect import default_parallelism, is_connect
 from framework.storage import LocalStorage, ObjectWriter, Storage, StreamLayout, storage_for
 from framework.typed.envelope import DATA, EXTRACTED_AT, RAW_ID, TEXT_ENVELOPE
@@ -59,7 +60,6 @@ EXTENSIONS = {".parquet": "parquet", ".avro": "avro", ".csv": "text", ".csv.gz":
               ".jsonl.gz": "text"}
 _BATCH_ROWS = 65536
 _GROUP_ROWS = 65536  # rows of a Parquet row group written by write_tables (a task holds one per table)
-_NO_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
 
 
 def landed_files(storage: Storage, destination: DestinationSettings, stream: str,
@@ -81,14 +81,8 @@ def _storage(destination_json: Mapping[str, Any]) -> Storage:
     """The sink's storage in a task. The settings' validator is built on first use in each Python worker;
     pydantic's scan for plugins (every installed distribution's entry points, 0.4 to 0.9 s of CPU) is off
     for it unless the user set ``PYDANTIC_DISABLE_PLUGINS`` (plugins only observe validation)."""
-    chosen = os.environ.get(_NO_PLUGINS)
-    if chosen is None:
-        os.environ[_NO_PLUGINS] = "__all__"
-    try:
+    with plugin_scan_off():
         return storage_for(DestinationSettings.model_validate(destination_json))
-    finally:
-        if chosen is None:
-            os.environ.pop(_NO_PLUGINS, None)
 
 
 def _source(storage: Storage, key: str) -> str | BinaryIO:
