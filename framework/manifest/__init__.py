@@ -18,6 +18,7 @@ from framework.manifest.build import build_source
 from framework.manifest.checks import run_checks
 from framework.manifest.components import Placement, Preparation
 from framework.manifest.references import Origin, resolve_references
+from framework.manifest.vouch import vouches
 from framework.manifest.yaml_source import SourceDocument, parse_text, read_document
 from framework.models import DeclarativeSource
 
@@ -48,13 +49,16 @@ class CheckedManifest:
         return not self.errors
 
 
-def check_manifest(path: str, strict: bool = False) -> CheckedManifest:
+def check_manifest(path: str, strict: bool = False, typed: bool = True) -> CheckedManifest:
     """Read, resolve, type and check the manifest at ``path``.
 
     Unknown keys that do not look like misspelt fields are warnings (they are
-    ignored, as Airbyte ignores them); ``strict`` makes them errors.
+    ignored, as Airbyte ignores them); ``strict`` makes them errors. With
+    ``typed=False`` (validate-manifest) the problems are the same but ``source``
+    may be None for a valid manifest: one that :func:`~framework.manifest.vouch.vouches`
+    for is not built into models, which saves building pydantic's validator cold.
     """
-    return _check(read_document(path), os.path.dirname(os.path.abspath(path)), strict)
+    return _check(read_document(path), os.path.dirname(os.path.abspath(path)), strict, typed)
 
 
 def check_manifest_text(text: str | bytes, file: str = "<manifest>", base_dir: str | None = None,
@@ -71,7 +75,7 @@ def load_manifest(path: str) -> DeclarativeSource:
     return checked.source
 
 
-def _check(doc: SourceDocument, base_dir: str | None, strict: bool = False) -> CheckedManifest:
+def _check(doc: SourceDocument, base_dir: str | None, strict: bool = False, typed: bool = True) -> CheckedManifest:
     if doc.problems and doc.data is None:
         return CheckedManifest(doc.file, None, tuple(doc.problems))
     data, origin, problems = resolve_references(doc)
@@ -80,8 +84,11 @@ def _check(doc: SourceDocument, base_dir: str | None, strict: bool = False) -> C
     preparation = Preparation(place, strict=strict)
     prepared = preparation.run(data)
     problems += preparation.problems
-    source, build_problems = build_source(prepared, place, preparation.claimed)
-    problems += build_problems
+    if typed or not vouches(prepared):
+        source, build_problems = build_source(prepared, place, preparation.claimed)
+        problems += build_problems
+    else:  # pydantic would accept it: its messages are not needed, nor its validator built
+        source = None
     if isinstance(prepared, dict):
         problems += run_checks(preparation.sites, prepared, place, base_dir)
     if problems and source is not None and any(p.severity == "error" for p in problems):
