@@ -68,7 +68,7 @@ def _main(argv: Sequence[str] | None) -> int:
     diagnostics: list[Diagnostic] = []
     for path in args.files:
         try:
-            checked = check_manifest(path, strict=args.strict, typed=False)
+            checked = check_manifest(path, strict=args.strict)
         except Exception as exc:  # one file's crash must not hide the others' results
             diagnostics.append(Diagnostic(path, 1, 1, "error", "internal-error",
                                           f"validate-manifest could not check this file ({type(exc).__name__}: "

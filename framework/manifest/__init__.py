@@ -18,7 +18,7 @@ from framework.manifest.build import build_source
 from framework.manifest.checks import run_checks
 from framework.manifest.components import Placement, Preparation
 from framework.manifest.references import Origin, resolve_references
-from framework.manifest.vouch import vouches
+from framework.manifest.vouch import quick_build
 from framework.manifest.yaml_source import SourceDocument, parse_text, read_document
 from framework.models import DeclarativeSource
 
@@ -49,16 +49,13 @@ class CheckedManifest:
         return not self.errors
 
 
-def check_manifest(path: str, strict: bool = False, typed: bool = True) -> CheckedManifest:
+def check_manifest(path: str, strict: bool = False) -> CheckedManifest:
     """Read, resolve, type and check the manifest at ``path``.
 
     Unknown keys that do not look like misspelt fields are warnings (they are
-    ignored, as Airbyte ignores them); ``strict`` makes them errors. With
-    ``typed=False`` (validate-manifest) the problems are the same but ``source``
-    may be None for a valid manifest: one that :func:`~framework.manifest.vouch.vouches`
-    for is not built into models, which saves building pydantic's validator cold.
+    ignored, as Airbyte ignores them); ``strict`` makes them errors.
     """
-    return _check(read_document(path), os.path.dirname(os.path.abspath(path)), strict, typed)
+    return _check(read_document(path), os.path.dirname(os.path.abspath(path)), strict)
 
 
 def check_manifest_text(text: str | bytes, file: str = "<manifest>", base_dir: str | None = None,
@@ -75,7 +72,7 @@ def load_manifest(path: str) -> DeclarativeSource:
     return checked.source
 
 
-def _check(doc: SourceDocument, base_dir: str | None, strict: bool = False, typed: bool = True) -> CheckedManifest:
+def _check(doc: SourceDocument, base_dir: str | None, strict: bool = False) -> CheckedManifest:
     if doc.problems and doc.data is None:
         return CheckedManifest(doc.file, None, tuple(doc.problems))
     data, origin, problems = resolve_references(doc)
@@ -84,11 +81,13 @@ def _check(doc: SourceDocument, base_dir: str | None, strict: bool = False, type
     preparation = Preparation(place, strict=strict)
     prepared = preparation.run(data)
     problems += preparation.problems
-    if typed or not vouches(prepared):
+    # The models, built by the quick walk where it can vouch for them (framework/manifest/vouch.py): the same
+    # instances pydantic would make, without building its validator (the largest cost of a cold start); pydantic
+    # validates the rest, and words what is wrong.
+    source = quick_build(prepared)
+    if source is None:
         source, build_problems = build_source(prepared, place, preparation.claimed)
         problems += build_problems
-    else:  # pydantic would accept it: its messages are not needed, nor its validator built
-        source = None
     if isinstance(prepared, dict):
         problems += run_checks(preparation.sites, prepared, place, base_dir)
     if problems and source is not None and any(p.severity == "error" for p in problems):

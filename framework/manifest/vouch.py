@@ -38,11 +38,16 @@ class _Unsure(Exception):
 
 def vouches(data: Any, model: type[BaseModel] = DeclarativeSource) -> bool:
     """Whether ``model.model_validate(data)`` certainly succeeds (False: it may or may not; ask pydantic)."""
+    return quick_build(data, model) is not None
+
+
+def quick_build(data: Any, model: type[BaseModel] = DeclarativeSource) -> Any:
+    """What ``model.model_validate(data)`` returns (an equal instance, built without pydantic's validator), or
+    None when the walk cannot vouch for ``data`` (ask pydantic)."""
     try:
-        _model(data, model)
+        return _model(data, model)
     except _Unsure:
-        return False
-    return True
+        return None
 
 
 @dataclass(frozen=True)
@@ -140,12 +145,14 @@ def _model(value: Any, cls: type[BaseModel]) -> BaseModel:
         values[field.name] = _value(item, field.annotation)
     if not plan.required <= value.keys():
         raise _Unsure
-    instance = cls.model_construct(_fields_set=set(values), **values, **extras)
+    instance = cls.model_construct(_fields_set={*values, *extras}, **values, **extras)
     for check in plan.after:
         try:
-            check(instance)
+            same = check(instance) is instance
         except Exception as exc:  # a problem, or a value it did not expect: pydantic says which
             raise _Unsure from exc
+        if not same:  # a validator that gives another object: pydantic's would be kept
+            raise _Unsure
     return instance
 
 

@@ -1,9 +1,10 @@
-"""The quick check validate-manifest runs instead of building pydantic's validator (framework/manifest/vouch.py).
+"""The quick build that stands in for pydantic's validator where it can (framework/manifest/vouch.py).
 
-It may say no to a valid manifest (then the full check runs); it must never say yes to one pydantic refuses.
-Held over every manifest file of the repository (examples, manifests, the tests' own), the corpora when
-MANIFEST_CORPUS / PYPI_MANIFEST_CORPUS are set, every manifest the other tests of this folder check (see
-conftest.py), and manifests mutated at random: wrong types, unknown keys, keys left out, other component types.
+It may say no to a valid manifest (then pydantic builds it); it must never say yes to one pydantic refuses, and
+what it builds must equal what pydantic builds (values, types, the fields given). Held over every manifest file
+of the repository (examples, manifests, the tests' own), the corpora when MANIFEST_CORPUS /
+PYPI_MANIFEST_CORPUS are set, every manifest the other tests of this folder check (see conftest.py), and
+manifests mutated at random: wrong types, unknown keys, keys left out, other component types.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
+from quick_build_twin import assert_same_as_pydantic, full_build
 
 from framework.manifest.components import Placement, Preparation
 from framework.manifest.references import Origin, resolve_references
 from framework.manifest.vouch import vouches
 from framework.manifest.yaml_source import read_document
-from framework.models import REGISTRY, DeclarativeSource, DeclarativeStream, DynamicDeclarativeStream, RequestOption
+from framework.models import REGISTRY, DeclarativeStream, DynamicDeclarativeStream, RequestOption
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,11 +48,9 @@ def _prepared(path: str) -> Any:
 
 
 def _accepted(data: Any) -> bool:
-    try:
-        DeclarativeSource.model_validate(data)
-    except ValidationError:
-        return False
-    return True
+    return full_build(data) is not None
+
+
 
 
 FILES = _files()
@@ -58,10 +58,10 @@ FILES = _files()
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: os.path.relpath(p, REPO) if p.startswith(str(REPO)) else
                          os.path.basename(os.path.dirname(p)) + "/" + os.path.basename(p))
-def test_never_vouches_for_a_file_pydantic_refuses(path):
+def test_builds_what_pydantic_builds_from_every_file(path):
     data = _prepared(path)
-    if data is not None and vouches(data):
-        assert _accepted(data)
+    if data is not None:
+        assert_same_as_pydantic(data)
 
 
 def test_vouches_for_nearly_every_valid_file():
@@ -127,9 +127,8 @@ def mutated(draw: Any) -> Any:
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(mutated())
-def test_never_vouches_for_a_mutated_manifest_pydantic_refuses(data):
-    if vouches(data):
-        assert _accepted(data)
+def test_builds_what_pydantic_builds_from_a_mutated_manifest(data):
+    assert_same_as_pydantic(data)
 
 
 def test_says_no_where_it_cannot_be_sure():
@@ -160,7 +159,7 @@ def _accepted_as(data: Any, model: Any) -> bool:
 
 
 def test_a_cold_check_builds_no_validator_for_a_valid_manifest():
-    """What validate-manifest saves (issue 21): the core schema of every model, and pydantic's plugin loader."""
+    """What a cold start saves (issue 21): the core schema of every model, and pydantic's plugin loader."""
     import subprocess
     import sys
 
