@@ -45,7 +45,7 @@ def quick_build(data: Any, model: type[BaseModel] = DeclarativeSource) -> Any:
     None when the walk cannot vouch for ``data`` (ask pydantic)."""
     try:
         return _model(data, model)
-    except _Unsure:
+    except (_Unsure, RecursionError):  # components nested past Python's limit: pydantic says what becomes of it
         return None
 
 

@@ -23,7 +23,7 @@ from quick_build_twin import assert_same_as_pydantic, full_build
 
 from framework.manifest.components import Placement, Preparation
 from framework.manifest.references import Origin, resolve_references
-from framework.manifest.vouch import vouches
+from framework.manifest.vouch import quick_build, vouches
 from framework.manifest.yaml_source import read_document
 from framework.models import REGISTRY, DeclarativeStream, DynamicDeclarativeStream, RequestOption
 
@@ -169,3 +169,15 @@ def test_a_cold_check_builds_no_validator_for_a_valid_manifest():
             "print(rc, DeclarativeSource.__pydantic_complete__, 'pydantic.plugin._loader' in sys.modules)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False)
     assert result.stdout.strip() == "0 False False", result.stdout + result.stderr
+
+
+def test_components_nested_past_python_s_limit_are_left_to_pydantic():
+    """pydantic reports a recursion limit as a validation error; the walk must not crash before it can."""
+    from framework.models import CompositeErrorHandler
+
+    handler: dict = {"type": "DefaultErrorHandler"}
+    for _ in range(3000):
+        handler = {"type": "CompositeErrorHandler", "error_handlers": [handler]}
+    assert quick_build(handler, CompositeErrorHandler) is None
+    with pytest.raises(ValidationError):
+        CompositeErrorHandler.model_validate(handler)
