@@ -1,25 +1,28 @@
 """A quick yes for a prepared manifest that pydantic's validator would accept, without building that validator.
 
-``validate-manifest`` needs the models only to say what is wrong; for a valid manifest, building the
-validator of :class:`~framework.models.DeclarativeSource` (its core schema: every component model, once,
-cold) was the largest single cost of a cold check. :func:`vouches` walks the prepared mapping by the
-models' own field annotations instead (read from the classes, so it cannot drift from them) and runs their
-model validators on values built as pydantic would build them (``model_construct``).
+Building the validator of :class:`~framework.models.DeclarativeSource` (its core schema: every component
+model, once, cold) was the largest single cost of a cold start. :func:`quick_build` walks the prepared
+mapping by the models' own field annotations instead (read from the classes, so it cannot drift from them),
+makes each model with ``model_construct`` and runs its validators on what it made: the same models
+pydantic makes, or None when it cannot vouch for them.
 
 It says yes only when it understands every step: exact types (a ``str`` field takes a string, an ``int``
 field an integer, never a coercion from text), ``Literal`` values, tuples, mappings, unions (one arm, or
 several that build the same value), ``type``-discriminated unions and callable discriminators, the
-models' keys (``extra``), required fields, and every ``mode="after"`` model validator, run on the built
-instance. Anything else (a ``before``, ``wrap`` or field validator, a constraint such as ``ge``, a type it
-does not know, a validator that raises for any reason) makes it answer no, and the caller runs the full
-pydantic check, with its messages and places. So it may say no to a valid manifest; it must never say yes
-to one pydantic rejects (tests/manifest/test_vouch.py holds it to that over every manifest the tests,
-examples and corpora have, and over mutated ones).
+models' keys (``extra``), required fields, every ``mode="after"`` model validator (run on the built
+instance), a model's one ``mode="before"`` validator and one ``mode="after"`` validator a field, each
+taking the value alone. Anything else (a ``wrap`` or ``plain`` validator, one that asks for
+``ValidationInfo``, a constraint such as ``ge``, a type it does not know, a validator that raises for any
+reason) makes it answer no, and the caller has pydantic validate, with its messages and places. So it may
+say no to a valid manifest; it must never say yes to one pydantic rejects, nor build anything else
+(tests/manifest/test_vouch.py holds it to that over every manifest the tests, examples and corpora have,
+and over mutated ones).
 """
 
 from __future__ import annotations
 
 import collections.abc
+import inspect
 import types
 import typing
 from typing import Any
@@ -54,15 +57,16 @@ class _Plan:
 
     (A plain class: a frozen dataclass costs about 0.3 ms to make, at every start.)"""
 
-    __slots__ = ("fields", "names", "required", "extra", "after")
+    __slots__ = ("fields", "names", "required", "extra", "after", "before")
 
-    def __init__(self, fields: dict[str, tuple[str, Any]], names: frozenset[str], required: frozenset[str],
-                 extra: str, after: tuple[Any, ...]):
-        self.fields = fields  # alias -> (attribute name, annotation)
+    def __init__(self, fields: dict[str, tuple[str, Any, Any]], names: frozenset[str], required: frozenset[str],
+                 extra: str, after: tuple[Any, ...], before: Any):
+        self.fields = fields  # alias -> (attribute name, annotation, its `mode="after"` field validator or None)
         self.names = names  # attribute names that differ from their alias: given as keys, pydantic refuses them
         self.required = required
         self.extra = extra
         self.after = after  # model validators (mode="after"), as functions of the instance
+        self.before = before  # the one model validator (mode="before") of the input mapping, or None
 
 
 # Model options that change nothing of what validation accepts or builds; any other makes the walk unsure.
@@ -90,15 +94,26 @@ def _make_plan(cls: type[BaseModel]) -> _Plan | None:
     if cls.model_post_init is not BaseModel.model_post_init or "__get_pydantic_core_schema__" in vars(cls):
         return None
     decorators = cls.__pydantic_decorators__
-    if decorators.field_validators or decorators.root_validators or decorators.validators:
+    if decorators.root_validators or decorators.validators:
         return None
-    after = []
+    after: list[Any] = []
+    before: list[Any] = []
     for decorator in decorators.model_validators.values():
-        if decorator.info.mode != "after":
+        if decorator.info.mode not in ("after", "before") or not _one_argument(decorator.func):
             return None
-        after.append(decorator.func)
+        (after if decorator.info.mode == "after" else before).append(decorator.func)
+    checks: dict[str, Any] = {}
+    for field_check in decorators.field_validators.values():
+        if field_check.info.mode != "after" or not _one_argument(field_check.func):
+            return None
+        for name in field_check.info.fields:
+            if name in checks or name not in cls.model_fields:  # two on one field: their order is pydantic's
+                return None
+            checks[name] = field_check.func
+    if len(before) > 1:
+        return None
     annotations = field_types(cls)
-    fields: dict[str, tuple[str, Any]] = {}
+    fields: dict[str, tuple[str, Any, Any]] = {}
     names = set()
     required = set()
     for name, info in cls.model_fields.items():
@@ -109,10 +124,20 @@ def _make_plan(cls: type[BaseModel]) -> _Plan | None:
         alias = info.alias or name
         if alias != name:
             names.add(name)
-        fields[alias] = (name, annotations[name])
+        fields[alias] = (name, annotations[name], checks.get(name))
         if info.is_required():
             required.add(alias)
-    return _Plan(fields, frozenset(names), frozenset(required), str(config.get("extra") or "ignore"), tuple(after))
+    return _Plan(fields, frozenset(names), frozenset(required), str(config.get("extra") or "ignore"), tuple(after),
+                 before[0] if before else None)
+
+
+def _one_argument(function: Any) -> bool:
+    """Whether a validator (bound to its class where a classmethod) takes the value alone, no ValidationInfo."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return len(parameters) == 1 and all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
 
 
 def _plain_marker(item: Any) -> bool:
@@ -127,6 +152,8 @@ def _plain_marker(item: Any) -> bool:
 
 def _model(value: Any, cls: type[BaseModel]) -> BaseModel:
     plan = _plan(cls)
+    if plan.before is not None and isinstance(value, dict):
+        value = _run(plan.before, value)
     if not isinstance(value, dict):
         raise _Unsure
     values: dict[str, Any] = {}
@@ -140,7 +167,8 @@ def _model(value: Any, cls: type[BaseModel]) -> BaseModel:
                 raise _Unsure
             extras[key] = item
             continue
-        values[field[0]] = _value(item, field[1])
+        built = _value(item, field[1])
+        values[field[0]] = built if field[2] is None else _run(field[2], built)
     if not plan.required <= value.keys():
         raise _Unsure
     instance = cls.model_construct(_fields_set={*values, *extras}, **values, **extras)
@@ -152,6 +180,14 @@ def _model(value: Any, cls: type[BaseModel]) -> BaseModel:
         if not same:  # a validator that gives another object: pydantic's would be kept
             raise _Unsure
     return instance
+
+
+def _run(validator: Any, value: Any) -> Any:
+    """A `before` model validator's or an `after` field validator's result: any exception leaves it to pydantic."""
+    try:
+        return validator(value)
+    except Exception as exc:
+        raise _Unsure from exc
 
 
 _SCALARS: dict[Any, tuple[type, ...]] = {str: (str,), int: (int,), float: (float, int), bool: (bool,)}

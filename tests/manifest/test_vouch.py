@@ -25,7 +25,7 @@ from framework.manifest.components import Placement, Preparation
 from framework.manifest.references import Origin, resolve_references
 from framework.manifest.vouch import quick_build, vouches
 from framework.manifest.yaml_source import read_document
-from framework.models import REGISTRY, DeclarativeStream, DynamicDeclarativeStream, RequestOption
+from framework.models import REGISTRY, DeclarativeStream, DynamicDeclarativeStream, ParentFieldPath, RequestOption
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -69,7 +69,7 @@ def test_vouches_for_nearly_every_valid_file():
     valid = [path for path in FILES if (data := _prepared(path)) is not None and _accepted(data)]
     vouched = [path for path in valid if vouches(_prepared(path))]
     assert len(valid) > 20
-    assert len(vouched) >= 0.85 * len(valid), sorted(set(valid) - set(vouched))
+    assert len(vouched) >= 0.9 * len(valid), sorted(set(valid) - set(vouched))
     for name in ("examples/shop/manifest.yaml", "manifests/github.yaml"):
         assert str(REPO / name) in vouched
 
@@ -140,8 +140,13 @@ def test_says_no_where_it_cannot_be_sure():
     assert not vouches({**option, "field_path": ["a"]}, RequestOption)  # its model validator refuses it
     assert not vouches({"type": "RequestOption", "field_name": "x"}, RequestOption)  # a required field left out
     assert not vouches("RequestOption", RequestOption)
-    # a `mode="before"` validator changes the input: only pydantic knows what comes of it
-    assert DynamicDeclarativeStream.__pydantic_decorators__.model_validators
+    # field validators run on the built value: here one refuses an empty path
+    parent = {"type": "ParentFieldPath", "parent_path": ["id"], "record_path": ["parent_id"]}
+    assert ParentFieldPath.__pydantic_decorators__.field_validators
+    assert vouches(parent, ParentFieldPath)
+    assert not vouches({**parent, "parent_path": []}, ParentFieldPath)
+    # a `mode="before"` validator runs on the mapping first: DynamicDeclarativeStream's gives a template its name
+    assert DynamicDeclarativeStream.__pydantic_decorators__.model_validators["_template_name"].info.mode == "before"
     assert not vouches({"type": "DynamicDeclarativeStream", "stream_template": {}, "components_resolver": {}},
                        DynamicDeclarativeStream)
     stream = {"type": "DeclarativeStream", "name": "s", "retriever": {"type": "SimpleRetriever", "record_selector": {
