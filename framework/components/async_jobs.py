@@ -540,7 +540,8 @@ def build_async_retriever(model: AsyncRetriever, ctx: BuildContext, path: tuple)
         raise ConfigError("a CustomDecoder as `download_decoder` is not supported yet; use one of the decoders of "
                           f"the language{place_suffix(ctx.place(path + ('download_decoder',)))}")
     selector = dataclasses.replace(selector, extractor=extractor)
-    paginator: Paginator = ctx.build(model.download_paginator or NoPagination(), path + ("download_paginator",))
+    paginator: Paginator = ctx.build(model.download_paginator or NoPagination.model_construct(),
+                                     path + ("download_paginator",))
     download = Retriever(requester=download_requester, selector=selector, paginator=paginator,
                          parameters=model.parameters, decoder=decoder)
     board = JobBoard(requesters, settings, slots, ctx.clock, ctx.sleep, model.parameters)

@@ -474,7 +474,7 @@ def _drop_params_in_url(parts: RequestParts) -> None:
 def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> Retriever:
     paginator_model = model.paginator
     if paginator_model is None:
-        paginator_model = NoPagination()
+        paginator_model = NoPagination.model_construct()  # all defaults: no validator to build (issue 21)
     requester = ctx.build(model.requester, path + ("requester",))
     selector = ctx.build(model.record_selector, path + ("record_selector",))
     decoder: ResponseDecoder | None = None

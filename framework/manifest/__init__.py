@@ -18,6 +18,7 @@ from framework.manifest.build import build_source
 from framework.manifest.checks import run_checks
 from framework.manifest.components import Placement, Preparation
 from framework.manifest.references import Origin, resolve_references
+from framework.manifest.vouch import quick_build
 from framework.manifest.yaml_source import SourceDocument, parse_text, read_document
 from framework.models import DeclarativeSource
 
@@ -80,8 +81,13 @@ def _check(doc: SourceDocument, base_dir: str | None, strict: bool = False) -> C
     preparation = Preparation(place, strict=strict)
     prepared = preparation.run(data)
     problems += preparation.problems
-    source, build_problems = build_source(prepared, place, preparation.claimed)
-    problems += build_problems
+    # The models, built by the quick walk where it can vouch for them (framework/manifest/vouch.py): the same
+    # instances pydantic would make, without building its validator (the largest cost of a cold start); pydantic
+    # validates the rest, and words what is wrong.
+    source = quick_build(prepared)
+    if source is None:
+        source, build_problems = build_source(prepared, place, preparation.claimed)
+        problems += build_problems
     if isinstance(prepared, dict):
         problems += run_checks(preparation.sites, prepared, place, base_dir)
     if problems and source is not None and any(p.severity == "error" for p in problems):

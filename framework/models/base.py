@@ -119,8 +119,14 @@ def field_types(model: type[BaseModel]) -> dict[str, Any]:
     names a model of another module as text. This resolves the names in the modules that declare
     them, as pydantic does when it builds the model.
     """
-    hints = typing.get_type_hints(model, include_extras=True)
-    return {name: hints[name] for name in model.model_fields}
+    found = _FIELD_TYPES.get(model)
+    if found is None:  # once per class: the loader's walk and its quick build both read them
+        hints = typing.get_type_hints(model, include_extras=True)
+        found = _FIELD_TYPES[model] = {name: hints[name] for name in model.model_fields}
+    return dict(found)
+
+
+_FIELD_TYPES: dict[type, dict[str, Any]] = {}
 
 
 def default_type_of(info: FieldInfo) -> str | None:

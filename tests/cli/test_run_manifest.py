@@ -447,6 +447,24 @@ def test_protocol_mode_does_not_import_pyspark(tmp_path, api):
     assert done.stdout.strip() == "0 []", done.stderr
 
 
+def test_a_protocol_read_builds_no_pydantic_validator(tmp_path, api):
+    """The manifest's models come from the quick build (framework/manifest/vouch.py): no model's core schema is
+    built, nor pydantic's plugin loader imported, for a valid manifest (issue 21: about 60 ms of a cold start)."""
+    manifest, config = _files(tmp_path, api)
+    api.route("GET", "/broken", {"data": []})
+    program = (
+        "import io, sys\n"
+        "from framework.cli.run import main\n"
+        f"code = main([{str(manifest)!r}, '--config', {str(config)!r}, '--protocol'], out=io.BytesIO())\n"
+        "from framework.models import COMPONENTS\n"
+        "print(code, [m.__name__ for m in COMPONENTS if m.__pydantic_complete__], "
+        "'pydantic.plugin._loader' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False,
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.stdout.strip() == "0 [] False", done.stdout + done.stderr
+
+
 def test_importing_the_command_leaves_the_framework_for_main(tmp_path):
     """The script's ``from framework.cli.run import main`` loads no models or components: main imports them
     once the collector is off (made with it on, they cost about 120 collections, some 30 ms of a start)."""
