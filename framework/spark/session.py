@@ -51,7 +51,7 @@ import sys
 import tempfile
 import threading
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -104,7 +104,7 @@ def _classic_session(plan: SessionPlan, app_name: str,
             if SparkContext._gateway is None:  # else a JVM this process runs already (not ours to kill)
                 start._launching_beside = set(jvm_groups())  # JVMs launched before this one: never paused
                 start._launching.set()
-                process = _launch_jvm(plan, app_name)
+                process = _launch_jvm(plan, app_name, stopped=lambda: start._abandoned)
         start._launched(process)
     else:
         _launch_jvm(plan, app_name)
@@ -518,10 +518,13 @@ def _quiet_log_config() -> str | None:
 _JVM_NOTICE = b"WARNING: Using incubator modules: jdk.incubator.vector"
 
 
-def _launch_jvm(plan: SessionPlan, app_name: str) -> subprocess.Popen | None:
+def _launch_jvm(plan: SessionPlan, app_name: str,
+                stopped: Callable[[], bool] = lambda: False) -> subprocess.Popen | None:
     """Start the driver JVM the way ``getOrCreate`` would (the same settings), its stderr (file descriptor 2,
     where it would write) filtered; its process (``spark-submit``'s), or None when a JVM is up already (an
-    earlier session, ``spark-submit``) and nothing was started."""
+    earlier session, ``spark-submit``) and nothing was started. ``stopped()`` says the launch was stopped
+    on purpose (an abandoned :class:`SessionStart` killed it): then a JVM that did not start is not blamed on
+    the class-data archive, which stays, and none is started again."""
     from pyspark import SparkConf
     from pyspark.core.context import SparkContext
     from pyspark.java_gateway import launch_gateway
@@ -542,7 +545,7 @@ def _launch_jvm(plan: SessionPlan, app_name: str) -> subprocess.Popen | None:
         try:
             gateway = launch_gateway(conf, popen_kwargs=_popen_kwargs(write_end))
         except Exception:
-            if not plan.archive:
+            if not plan.archive or stopped():
                 raise
             # a class-data archive the JVM did not start with: dropped (made again later), started without it
             from framework.spark.class_archive import ClassArchive
