@@ -45,11 +45,22 @@ def group() -> Iterator[subprocess.Popen]:
     """A child leading its own process group, with a grandchild in it."""
     code = f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', {SLEEPER!r}])\n{SLEEPER}"
     child = subprocess.Popen([sys.executable, "-c", code], **OWN_GROUP)
-    assert _wait_for(lambda: bool(_children(child.pid)))
+    # both running their loop: a grandchild between fork and exec would hold its parent in vfork, not stopped
+    assert _wait_for(lambda: any(_runs_sleeper(pid) for pid in _children(child.pid)))
     yield child
     with contextlib.suppress(ProcessLookupError):  # a test may have ended the group
         os.killpg(child.pid, signal.SIGKILL)
     child.wait()
+
+
+def _runs_sleeper(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            command = handle.read()
+        # exec'd: a child still in vfork shows its parent's command line, which starts it (subprocess)
+        return b"while True" in command and b"subprocess" not in command
+    except OSError:
+        return False
 
 
 def _children(pid: int) -> list[int]:
