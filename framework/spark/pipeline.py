@@ -144,6 +144,13 @@ class PipelineOptions:
 #: done sooner alone, and the warm-up would only take its CPU (bench/README.md, "the warm-up only when worth it").
 WARM_UP_WORTH_S = 4.0
 
+#: Spark's start and warm-up take about this much CPU (the JVM's start, its first job, a Python worker per core)
+#: before Spark reads anything; while the driver's reading left, in CPU seconds by its own CPU per unit so far,
+#: is below it the driver finishes first, so the session's start is paused (:func:`_spark_wanted`). CPU, not
+#: wall time: on a busy machine the driver reads slower by the wall clock, yet Spark's start would only take
+#: from it the CPU it lacks (bench/README.md, "a JVM held while not wanted").
+SPARK_WORTH_CPU_S = 4.0
+
 
 @dataclass
 class _Reading:
@@ -153,15 +160,26 @@ class _Reading:
     began: float  # time.monotonic()
     more_streams: bool  # streams after this one: more work than this estimate sees
     planned_all: bool = False
+    cpu: float = 0.0  # CPU seconds of the groups the driver read (their threads' own)
 
     def worth_warming(self) -> bool:
         """Whether the driver's reading left (estimated by its pace so far) is long enough for Spark's warm-up
         to pay; True whenever it cannot be told (no unit done yet, a plan still streaming, more streams)."""
+        left = self._left(time.monotonic() - self.began)
+        return left is None or left > WARM_UP_WORTH_S
+
+    def worth_spark(self) -> bool:
+        """Whether the driver's reading left in CPU seconds (by its CPU per unit so far) is more than Spark's
+        start costs (:data:`SPARK_WORTH_CPU_S`); True whenever it cannot be told."""
+        left = self._left(self.cpu)
+        return left is None or left > SPARK_WORTH_CPU_S
+
+    def _left(self, spent: float) -> float | None:
+        """What the units not done yet cost at ``spent`` for those done; None when it cannot be told."""
         done, planned = self.result.units_done, self.result.units
         if self.more_streams or not self.planned_all or done <= 0:
-            return True
-        left = (planned - done) * (time.monotonic() - self.began) / done
-        return left > WARM_UP_WORTH_S
+            return None
+        return (planned - done) * spent / done
 
 
 @dataclass
@@ -187,6 +205,7 @@ class _Run:
     ready: Future[SparkSession] = field(default_factory=Future)
     reading: _Reading | None = None  # driver_reads: how far the stream being synced is (_Reading.worth_warming)
     warm_up: _WarmUp | None = None  # driver_reads: Spark's warm-up, considered again after each group
+    start: SessionStart | None = None  # driver_reads: the session's start, paused while Spark is not wanted
 
     @property
     def spark(self) -> SparkSession:
@@ -260,8 +279,8 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     over = threading.Event()  # the run has ended: a session up from now on is not warmed up
     warm_up: _WarmUp | None = None
     if early:  # the driver reads until Spark's workers are ready too, not only its JVM
-        warm_up = _WarmUp(session, run.source, run.cores, warm_tag, over, worth=lambda: run.reading is None
-                          or run.reading.worth_warming())
+        run.start = spark if isinstance(spark, SessionStart) else None
+        warm_up = _WarmUp(session, run.source, run.cores, warm_tag, over, worth=lambda: _spark_wanted(run))
         run.ready = warm_up.ready
         run.warm_up = warm_up
 
@@ -290,6 +309,8 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
             over.set()
             if warm_up is not None:
                 warm_up.consider()  # a warm-up never started: the session is ready as it is
+            if run.start is not None:  # as it was given: going on (whoever needs it next, or abandons it)
+                run.start.resume()
             if session.done() and not run.ready.done():  # all read on the driver: the warm-up is not needed
                 with contextlib.suppress(Exception):
                     connect.cancel_jobs(session.result(), warm_tag)
@@ -330,6 +351,11 @@ class _WarmUp:
         self._decided = False  # the warm-up started, or ready was answered without one
         session.add_done_callback(self._up)
 
+    @property
+    def decided(self) -> bool:
+        """The warm-up started, or ``ready`` was answered without one: ``worth`` is not asked again."""
+        return self._decided
+
     def _up(self, future: Future[SparkSession]) -> None:
         error = future.exception()
         if error is not None:
@@ -369,6 +395,21 @@ class _WarmUp:
             pass
         finally:
             self.ready.set_result(spark)
+
+
+def _spark_wanted(run: _Run) -> bool:
+    """Whether Spark is wanted for the rest of the sync while the driver reads (:meth:`_Reading.worth_warming`);
+    the session's start is paused when not, at no CPU cost, and goes on when it is: on a busy machine the JVM's
+    start would only take CPU from a driver that finishes alone (bench/README.md, "a JVM held while not
+    wanted"). Called only while Spark's warm-up has not started: a warm-up (or a group) never waits on a paused
+    JVM."""
+    spark = run.reading is None or run.reading.worth_spark()
+    if run.start is not None:
+        if spark:
+            run.start.resume()
+        else:
+            run.start.pause()
+    return spark and (run.reading is None or run.reading.worth_warming())
 
 
 class ServicesNotShared(UserWarning):
@@ -447,6 +488,8 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
                 _commit(run, stream.name, sync, files, generation, overwrite, result)
                 files, saved_at = None, time.monotonic()
             if run.warm_up is not None:
+                if not run.warm_up.decided:
+                    _spark_wanted(run)  # a session's start not yet up is paused (or goes on) by it too
                 run.warm_up.consider()  # the driver's pace and what is left are known better now
             if progress:
                 progress("group", result)
@@ -585,12 +628,16 @@ def _run_groups(run: _Run, job: TaskJob, groups: Iterable[list[Any]]) -> Iterato
 
     def here(lane: int, start: int, group: list[Any]) -> list[UnitResult]:
         # a Spark task's very code, in this thread: staged files, one row per unit (see framework.spark.tasks)
+        cpu = time.thread_time()
         try:
             batches = iter(encode_units(group).to_batches())
             return [r for batch in run_task(dataclasses.replace(job, part_start=start), batches, lane)
                     for r in from_arrow(batch)]
         except Exception as exc:  # noqa: BLE001 - reported as the group's failure
             return failed_group(group, f"reading on the driver failed: {type(exc).__name__}: {exc}")
+        finally:
+            if run.reading is not None and run.reading.result.name == job.stream:
+                run.reading.cpu += time.thread_time() - cpu
 
     def failed(group: list[Any], exc: BaseException) -> list[UnitResult]:
         return failed_group(group, f"a Spark task failed: {_spark_failure(exc)}")

@@ -51,12 +51,13 @@ import sys
 import tempfile
 import threading
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from framework.errors import ConfigError
+from framework.spark.pause import StartPause, jvm_groups
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -101,8 +102,9 @@ def _classic_session(plan: SessionPlan, app_name: str,
         process = None
         with SparkContext._lock:  # the JVM first, with the settings getOrCreate would start it with
             if SparkContext._gateway is None:  # else a JVM this process runs already (not ours to kill)
+                start._launching_beside = set(jvm_groups())  # JVMs launched before this one: never paused
                 start._launching.set()
-                process = _launch_jvm(plan, app_name)
+                process = _launch_jvm(plan, app_name, stopped=lambda: start._abandoned)
         start._launched(process)
     else:
         _launch_jvm(plan, app_name)
@@ -117,6 +119,10 @@ class SessionStart:
 
     ``future`` holds the session (or the error that stopped its start); ``plan`` is
     known at once, so a local master's parallelism is too (:meth:`parallelism`).
+    :meth:`pause` holds the start at no CPU cost while the driver will not need it
+    (:mod:`framework.spark.pause`: the launch waits, or the JVM this start launched
+    is stopped) and :meth:`resume` lets it go on; :attr:`future` is only ever
+    answered while not paused.
     :meth:`abandon` is for a run that ended before the session was needed: the
     JVM is killed (SIGKILL, so that none of its shutdown hooks speaks). One still
     being launched (``spark-submit`` has not handed its port over yet) is killed
@@ -135,6 +141,8 @@ class SessionStart:
         self._process: Any = None
         self._launch_over = threading.Event()  # the JVM runs (or its start failed)
         self._launching = threading.Event()  # this process is launching a JVM of its own (spark-submit)
+        self._launching_beside: set[int] = set()  # the JVM process groups this process ran before that launch
+        self._pause = StartPause(self._own_groups)
         self._thread = threading.Thread(target=self._start, args=(app_name,), name="spark-start", daemon=True)
         self._thread.start()
 
@@ -142,6 +150,20 @@ class SessionStart:
         """The tasks a local master runs at once (``spark.default.parallelism`` when set)."""
         given = self.plan.settings.get("spark.default.parallelism")
         return max(1, int(given)) if given else local_cores(self.plan.master or "local[*]")
+
+    def pause(self) -> None:
+        """Hold the start where it is, at no CPU cost, until :meth:`resume` (or :meth:`abandon`)."""
+        self._pause.pause()
+
+    def resume(self) -> None:
+        """Let a paused start go on (nothing when not paused)."""
+        self._pause.resume()
+
+    def _own_groups(self) -> list[int]:
+        """The process group of the JVM this start launched (none while it launches none)."""
+        if not self._launching.is_set():
+            return []
+        return [group for group in jvm_groups() if group not in self._launching_beside]
 
     def abandon(self, wait: float = 30.0) -> None:
         """Stop the session's start (or the session) quietly: this run does not need it."""
@@ -151,6 +173,7 @@ class SessionStart:
         with self._lock:
             self._abandoned = True
             process = self._process
+        self._pause.end()  # the JVM's process group killed (stopped or not, as one); a held launch goes, abandoned
         if process is None and not self._launch_over.is_set():
             # spark-submit is being launched: kill it and what runs under it where /proc says (Linux), else
             # wait until it hands its port over. Not launching yet: the start thread stops before it does.
@@ -195,6 +218,7 @@ class SessionStart:
 
     def _start(self, app_name: str) -> None:
         try:
+            self._pause.wait()
             if self._abandoned:
                 raise _Abandoned
             session = _classic_session(self.plan, app_name, self)
@@ -494,10 +518,13 @@ def _quiet_log_config() -> str | None:
 _JVM_NOTICE = b"WARNING: Using incubator modules: jdk.incubator.vector"
 
 
-def _launch_jvm(plan: SessionPlan, app_name: str) -> subprocess.Popen | None:
+def _launch_jvm(plan: SessionPlan, app_name: str,
+                stopped: Callable[[], bool] = lambda: False) -> subprocess.Popen | None:
     """Start the driver JVM the way ``getOrCreate`` would (the same settings), its stderr (file descriptor 2,
     where it would write) filtered; its process (``spark-submit``'s), or None when a JVM is up already (an
-    earlier session, ``spark-submit``) and nothing was started."""
+    earlier session, ``spark-submit``) and nothing was started. ``stopped()`` says the launch was stopped
+    on purpose (an abandoned :class:`SessionStart` killed it): then a JVM that did not start is not blamed on
+    the class-data archive, which stays, and none is started again."""
     from pyspark import SparkConf
     from pyspark.core.context import SparkContext
     from pyspark.java_gateway import launch_gateway
@@ -516,16 +543,16 @@ def _launch_jvm(plan: SessionPlan, app_name: str) -> subprocess.Popen | None:
     forwarder.start()
     try:
         try:
-            gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})
+            gateway = launch_gateway(conf, popen_kwargs=_popen_kwargs(write_end))
         except Exception:
-            if not plan.archive:
+            if not plan.archive or stopped():
                 raise
             # a class-data archive the JVM did not start with: dropped (made again later), started without it
             from framework.spark.class_archive import ClassArchive
 
             ClassArchive(plan.archive).remove()
             conf.set("spark.driver.defaultJavaOptions", "")
-            gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})
+            gateway = launch_gateway(conf, popen_kwargs=_popen_kwargs(write_end))
     except BaseException as exc:
         os.close(write_end)
         forwarder.join(timeout=5)  # the JVM's last words (why it did not start) reach stderr first
@@ -535,6 +562,14 @@ def _launch_jvm(plan: SessionPlan, app_name: str) -> subprocess.Popen | None:
     os.close(write_end)  # the JVM holds its own copy
     SparkContext._ensure_initialized(gateway=gateway)
     return getattr(gateway, "proc", None)
+
+
+def _popen_kwargs(stderr: int) -> dict[str, Any]:
+    """How ``spark-submit`` is started: its stderr to ``stderr`` and, on POSIX with Python 3.11 or later, in a
+    process group of its own, so that the JVM and every process under it can be paused as one
+    (:mod:`framework.spark.pause`; elsewhere a launched JVM is never paused)."""
+    own_group = os.name == "posix" and sys.version_info >= (3, 11)
+    return {"stderr": stderr, **({"process_group": 0} if own_group else {})}
 
 
 class SparkStartFailed(ConfigError):

@@ -134,6 +134,12 @@ def test_a_jvm_that_does_not_start_with_the_archive_starts_without_it(tmp_path, 
     with pytest.raises(SparkStartFailed):
         _launch_jvm(session_plan("local[1]", environ=env), "test")
     assert options == [None]  # no archive: tried once, as before
+    options.clear()
+    _made(archive)  # made again
+    with pytest.raises(SparkStartFailed):  # an abandoned start killed its JVM: the archive is not to blame
+        _launch_jvm(plan, "test", stopped=lambda: True)
+    assert options == [archive.java_options()]  # tried once, with it
+    assert os.path.exists(archive.path)  # kept
 
 
 def test_a_builder_holds_a_lock_and_a_dead_ones_lock_is_taken_over(tmp_path):

@@ -41,11 +41,19 @@ class NeverUp(Future):
 
 
 class Starting(SessionStart):
-    """A local session "starting": its future is the test's (no thread, no JVM)."""
+    """A local session "starting": its future is the test's (no thread, no JVM); what the pipeline asks of its
+    start (pause, resume) is recorded in ``asked``."""
 
     def __init__(self, future: Future):
         self.plan = session_plan("local[2]", {})
         self.future = future
+        self.asked: list[str] = []
+
+    def pause(self) -> None:
+        self.asked.append("pause")
+
+    def resume(self) -> None:
+        self.asked.append("resume")
 
 
 @pytest.fixture
@@ -104,6 +112,16 @@ def test_a_sync_read_on_the_driver_alone_lands_what_spark_lands(spark, shop, man
     assert not list((tmp_path / "driver").rglob("_staging*"))  # every staged file was published
     driver = {s.name: (s.records, s.units, s.units_done) for s in on_driver.streams}
     assert driver == {s.name: (s.records, s.units, s.units_done) for s in on_spark.streams}
+
+
+def test_a_driver_that_finishes_alone_pauses_the_start_and_hands_it_back_going_on(shop, manifest, tmp_path):
+    starting = Starting(NeverUp())
+    result = sync(starting, manifest, shop, tmp_path / "driver")
+
+    assert not result.failed
+    # the last stream's few units cost the driver far less CPU than Spark's start: paused after its first group
+    assert "pause" in starting.asked
+    assert starting.asked[-1] == "resume"  # the run ends with the start going on, for whoever needs it next
 
 
 def test_when_spark_comes_up_mid_stream_the_rest_goes_to_it(spark, shop, manifest, tmp_path):

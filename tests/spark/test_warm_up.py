@@ -8,7 +8,14 @@ import time
 from concurrent.futures import Future
 from typing import Any
 
-from framework.spark.pipeline import WARM_UP_WORTH_S, StreamResult, _Reading, _WarmUp
+from framework.spark.pipeline import (
+    SPARK_WORTH_CPU_S,
+    WARM_UP_WORTH_S,
+    StreamResult,
+    _Reading,
+    _spark_wanted,
+    _WarmUp,
+)
 
 
 class _Context:
@@ -95,3 +102,47 @@ def test_the_driver_pace_decides():
     result.units_done = 8  # half done in twice the threshold: as long again left
     assert slow.worth_warming()
     assert _Reading(result, time.monotonic(), more_streams=True, planned_all=True).worth_warming()
+
+
+def test_the_driver_cpu_decides_whether_spark_is_wanted_at_all():
+    result = StreamResult("items")
+    reading = _Reading(result, time.monotonic() - 60.0, more_streams=False)  # slow by the clock: a busy machine
+    result.units = 16
+    assert reading.worth_spark()  # the plan may still be streaming
+    reading.planned_all = True
+    assert reading.worth_spark()  # no unit done: the cost per unit is not known
+    result.units_done, reading.cpu = 8, 1.0  # 8 more units at 1/8 CPU-s each: 1 CPU-s left
+    assert not reading.worth_spark()
+    assert reading.worth_warming()  # by the wall clock it has 60 s left: the warm-up alone would be worth it
+    reading.cpu = 2 * SPARK_WORTH_CPU_S  # as much CPU left again as Spark's start costs twice over
+    assert reading.worth_spark()
+    assert _Reading(result, time.monotonic(), more_streams=True, planned_all=True).worth_spark()
+
+
+class _Start:
+    """Records what the pipeline asks of a session's start."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def pause(self) -> None:
+        self.asked.append("pause")
+
+    def resume(self) -> None:
+        self.asked.append("resume")
+
+
+def _run_reading(cpu: float, warmed: bool = False) -> tuple[Any, bool]:
+    result = StreamResult("items")
+    result.units, result.units_done = 16, 8
+    reading = _Reading(result, time.monotonic() - 60.0, more_streams=False, planned_all=True, cpu=cpu)
+    start = _Start()
+    run: Any = type("Run", (), {"reading": reading, "start": start})()
+    return start, _spark_wanted(run)
+
+
+def test_a_start_not_wanted_is_paused_and_goes_on_when_wanted_again():
+    start, wanted = _run_reading(cpu=0.5)
+    assert (start.asked, wanted) == (["pause"], False)
+    start, wanted = _run_reading(cpu=2 * SPARK_WORTH_CPU_S)
+    assert (start.asked, wanted) == (["resume"], True)

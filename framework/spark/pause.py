@@ -1,0 +1,107 @@
+"""Holding a local driver JVM's start while the driver does not need it, at no CPU cost.
+
+A local sync starts its Spark session in the background while the driver reads
+(:class:`framework.spark.session.SessionStart`). When the driver's pace says it
+will finish the sync alone before Spark could help, the JVM's start only takes
+CPU from it: on a busy machine that is most of the sync's time. :class:`StartPause`
+holds the start where it is: a launch not begun waits; a JVM launched (in a
+process group of its own: :func:`framework.spark.session._launch_jvm`) is stopped
+with ``SIGSTOP`` and goes on with ``SIGCONT`` when the driver wants it after all.
+
+A driver that dies while its JVM is stopped leaves an orphaned process group
+with a stopped member: the kernel then sends the group ``SIGHUP`` and
+``SIGCONT`` (POSIX), and the JVM ends, as it does when its driver dies. Where
+``/proc`` cannot list processes (not Linux), a launched JVM is never stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterable
+
+
+def jvm_groups() -> list[int]:
+    """The process groups this process launched a driver JVM in: its children running ``spark-submit`` (or
+    Spark's launcher) that lead a group of their own. Empty where ``/proc`` cannot tell."""
+    try:
+        own = os.getpgid(0)
+        tasks = os.listdir(f"/proc/{os.getpid()}/task")
+    except OSError:
+        return []
+    children: list[int] = []
+    for task in tasks:
+        with contextlib.suppress(OSError), open(f"/proc/{os.getpid()}/task/{task}/children") as handle:
+            children.extend(int(child) for child in handle.read().split())
+    groups = []
+    for pid in children:
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as handle:
+            command = handle.read()
+            # a child still between fork and exec runs this interpreter: not a JVM yet (found at the next pause)
+            if (b"spark-submit" in command or b"org.apache.spark" in command) and os.getpgid(pid) == pid != own:
+                groups.append(pid)
+    return groups
+
+
+class StartPause:
+    """Whether a session's start may go on: :meth:`pause` holds it, :meth:`resume` lets it go on.
+
+    ``groups()`` lists the process groups to stop (default :func:`jvm_groups`); it is asked at each pause,
+    so a JVM launched since the last one is found. A group that no longer exists is skipped.
+    """
+
+    def __init__(self, groups: Callable[[], Iterable[int]] = jvm_groups):
+        self._groups = groups
+        self._lock = threading.Lock()
+        self._go = threading.Event()
+        self._go.set()
+        self._stopped: set[int] = set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._go.is_set()
+
+    def wait(self) -> None:
+        """Return once the start may go on (at once unless paused)."""
+        self._go.wait()
+
+    def pause(self) -> None:
+        """Hold the start: a launch not begun waits in :meth:`wait`; launched JVMs' groups are stopped."""
+        import time
+        with open("/tmp/pause.log", "a") as f:
+            f.write(f"{time.time():.3f} pause groups={list(self._groups())} stopped={self._stopped}\n")
+        with self._lock:
+            self._go.clear()
+            for group in self._groups():
+                if group not in self._stopped:
+                    with contextlib.suppress(OSError):
+                        os.killpg(group, signal.SIGSTOP)
+                        self._stopped.add(group)
+
+    def resume(self) -> None:
+        """Let the start go on: the stopped groups continue, a waiting launch goes."""
+        import time
+        with open("/tmp/pause.log", "a") as f:
+            f.write(f"{time.time():.3f} resume stopped={self._stopped}\n")
+        with self._lock:
+            for group in self._stopped:
+                with contextlib.suppress(OSError):
+                    os.killpg(group, signal.SIGCONT)
+            self._stopped.clear()
+            self._go.set()
+
+    def end(self) -> None:
+        """The start is abandoned: every group it launched is killed (``SIGKILL``, stopped or not: a group
+        continued first could fork a process that a kill by listing would miss), and a held launch goes on
+        (to find itself abandoned)."""
+        with self._lock:
+            for group in {*self._groups(), *self._stopped}:
+                with contextlib.suppress(OSError):
+                    os.killpg(group, signal.SIGKILL)
+            self._stopped.clear()
+            self._go.set()
+
+
+__all__ = ["StartPause", "jvm_groups"]
