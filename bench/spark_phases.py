@@ -235,8 +235,8 @@ def main() -> int:
                 lines, wall = profile_run(manifest, config, folder, more, args.top)
                 print(f"\n{label}, {args.records:,} records, run {number}: {wall:.2f} s wall")
                 print("\n".join(lines))
-    print(f"\n{os.cpu_count()} CPUs, load average {load:.1f} before and {os.getloadavg()[0]:.1f} after "
-          "(cProfile slows the driver's Python by about a third)")
+    print(f"\n{os.cpu_count()} CPUs, load average {load:.1f} before and {os.getloadavg()[0]:.1f} after"
+          + ("" if args.cpu else " (cProfile slows the driver's Python by about a third)"))
     return 0
 
 
