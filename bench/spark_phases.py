@@ -145,8 +145,11 @@ def cpu_run(manifest: str, config: str, folder: Path, more: list[str], api_pid: 
                 event = json.loads(raw)
             except ValueError:
                 continue
-            if event.get("event") in ("started", "spark_ready", "summary"):
-                marks.append((time.perf_counter() - began, str(event["event"])))
+            kind = event.get("event")
+            if kind == "stream_progress":
+                kind = f"progress {event['records']:,} records"
+            if kind in ("started", "spark_ready", "summary") or str(kind).startswith("progress"):
+                marks.append((time.perf_counter() - began, str(kind)))
 
     import threading
 
