@@ -722,6 +722,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                             continue  # failed or missing: once is enough
                         folder = Path(tmp, f"{count}", f"{mode}-{number}")
                         folder.mkdir(parents=True)
+                        if mode in (SPARK, SPARK_AGAINST):
+                            # An earlier run can have removed the archive (a start abandoned before the JVM was
+                            # up drops it, see bench/README.md), and its background builder would compete
+                            # with this run: each Spark run starts with the archive a machine normally has.
+                            state = prepare_class_archive()
+                            if not state.startswith(("there", "off")):
+                                say(f"  the class-data archive was gone before this run: {state}")
                         result = RUNNERS[mode](setup, folder)
                         runs[mode].append(result)
                         say(f"  {count:,} records, run {number}/{args.runs}, {result.mode}: "
