@@ -117,15 +117,20 @@ def compile_framework() -> str:
     return folder
 
 
-def prepare_class_archive() -> str:
+def prepare_class_archive(wait: float = 180.0) -> str:
     """Make the class-data archive of Spark's classes that a local sync's driver JVM maps
-    (framework/spark/class_archive.py), unless it is there; what was done, in words.
+    (framework/spark/class_archive.py), unless it is there; what was done, in words. A builder
+    already at it (a sync's, in the background) is waited for, up to ``wait`` seconds.
 
     The first ``run-manifest`` sync of a machine makes it in the background after it ends; a benchmark
     makes it first, in the foreground, so that no measured run overlaps its making.
     """
-    probe = ("from framework.spark.class_archive import class_archive, build\n"
+    probe = ("import time\n"
+             "from framework.spark.class_archive import class_archive, build\n"
              "a = class_archive()\n"
+             f"deadline = time.time() + {wait!r}\n"
+             "while a is not None and not a.usable() and a.building() and time.time() < deadline:\n"
+             "    time.sleep(0.5)  # another builder (a sync's, in the background) is at it: its archive\n"
              "print('off' if a is None else ('there ' + a.path) if a.usable() else "
              "('made ' + a.path) if build(a) else 'not made')")
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)

@@ -81,12 +81,14 @@ from pipeline import DLT_SCRIPT, STREAM, parquet_rows, write_inputs
 BARE, PROTOCOL, SPARK, CONNECT, CDK, DLT = "bare", "protocol", "spark", "connect", "cdk", "dlt"
 SPARK_MINIMUM = "sparkmin"
 SPARK_NO_ARCHIVE = "sparknoarchive"  # the Spark mode, its driver JVM without the class-data archive
+SPARK_AGAINST = "sparkagainst"  # the Spark mode of another checkout (--against), in the same rounds
 LABELS = {
     BARE: "bare loop (requests + orjson)",
     SPARK_MINIMUM: "bare SparkSession + one mapInArrow job (no records)",
     PROTOCOL: "run-manifest --protocol",
     SPARK: "run-manifest (Spark local[*] -> Parquet)",
     SPARK_NO_ARCHIVE: "run-manifest (Spark, no class archive)",
+    SPARK_AGAINST: "run-manifest (Spark, the --against checkout)",
     CONNECT: "run-manifest --remote (warm Spark Connect)",
     CDK: "airbyte-cdk source-declarative-manifest",
     DLT: "dlt rest_api -> Parquet",
@@ -405,6 +407,7 @@ class Setup:
     dlt_python: str | None
     timeout: float
     remote: str | None = None  # --remote: a running Spark Connect server, for the connect mode
+    against: str | None = None  # --against: another checkout's root, for the sparkagainst mode
 
 
 def _has_module(python: str | None, module: str) -> bool:
@@ -443,6 +446,16 @@ def run_spark(setup: Setup, folder: Path) -> Result:
 def run_spark_no_archive(setup: Setup, folder: Path) -> Result:
     """The Spark mode with the class-data archive of Spark's classes off (framework/spark/class_archive.py)."""
     return _run_sync(SPARK_NO_ARCHIVE, setup, folder, env={"FRAMEWORK_SPARK_CLASS_ARCHIVE": "off"})
+
+
+def run_spark_against(setup: Setup, folder: Path) -> Result:
+    """The Spark mode of another checkout (``--against``): its ``framework`` first on the path of the driver
+    and, through the environment the JVM passes on, of Spark's Python workers."""
+    if not setup.against:
+        return Result(LABELS[SPARK_AGAINST], 0, setup.records, 0.0, 0.0, 0.0, 0.0,
+                      missing="no checkout: give --against PATH (another checkout of this repository)")
+    path = os.pathsep.join(filter(None, [setup.against, os.environ.get("PYTHONPATH", "")]))
+    return _run_sync(SPARK_AGAINST, setup, folder, env={"PYTHONPATH": path})
 
 
 def run_connect(setup: Setup, folder: Path) -> Result:
@@ -531,7 +544,8 @@ def run_dlt(setup: Setup, folder: Path) -> Result:
 
 RUNNERS: dict[str, Callable[[Setup, Path], Result]] = {
     BARE: run_bare, PROTOCOL: run_protocol, SPARK: run_spark, SPARK_MINIMUM: run_spark_minimum, CONNECT: run_connect,
-    CDK: run_cdk, DLT: run_dlt, SPARK_NO_ARCHIVE: run_spark_no_archive}
+    CDK: run_cdk, DLT: run_dlt, SPARK_NO_ARCHIVE: run_spark_no_archive, SPARK_AGAINST: run_spark_against}
+OPTIONAL = (SPARK_MINIMUM, SPARK_NO_ARCHIVE, SPARK_AGAINST)  # modes run only when named
 
 
 def best(results: Sequence[Result]) -> Result:
@@ -593,6 +607,8 @@ RATIOS = (  # (name, numerator, denominator, issue 21's target over the wall tim
     ("Spark Connect (warm) / dlt", CONNECT, DLT, 5.0),
     ("protocol / airbyte-cdk", PROTOCOL, CDK, None),
     ("Spark / airbyte-cdk", SPARK, CDK, 3.0),
+    ("Spark (the --against checkout) / dlt", SPARK_AGAINST, DLT, lambda records: 10.0 if records >= 2_000_000 else 3.0),
+    ("Spark / Spark (the --against checkout)", SPARK, SPARK_AGAINST, None),
 )
 
 
@@ -617,7 +633,8 @@ def ratio_lines(by_mode: dict[str, Result]) -> list[str]:
                    else f"  target >= {goal:g} over the wall time: {'met' if wall >= goal else 'NOT met'}")
         lines.append(f"{name}: {run:.2f}x records/s (start-up left out), {wall:.2f}x over the wall time{verdict}")
     bare = by_mode.get(BARE)  # Spark once up (see the module docs), after the ratios
-    for name, spark in (("Spark", by_mode.get(SPARK)), ("Spark, no class archive,", by_mode.get(SPARK_NO_ARCHIVE))):
+    for name, spark in (("Spark", by_mode.get(SPARK)), ("Spark, no class archive,", by_mode.get(SPARK_NO_ARCHIVE)),
+                        ("Spark, the --against checkout,", by_mode.get(SPARK_AGAINST))):
         if spark is not None and spark.ok and spark.rate_once_up:
             line = (f"{name} once up (spark_ready at {spark.up:.2f} s, {spark.up_records:,} records landed by "
                     f"then): {spark.rate_once_up:,.0f} records/s")
@@ -636,9 +653,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--records", default="200000,2000000",
                         help="record counts, comma-separated (default 200000,2000000)")
     parser.add_argument("--shards", type=int, default=16, help="shards = partitions of the stream (default 16)")
-    parser.add_argument("--modes", default=",".join(m for m in RUNNERS if m not in (SPARK_MINIMUM, SPARK_NO_ARCHIVE)),
+    parser.add_argument("--modes", default=",".join(m for m in RUNNERS if m not in OPTIONAL),
                         help=f"which modes, comma-separated, of {','.join(RUNNERS)} (default: all but "
-                             f"{SPARK_MINIMUM} and {SPARK_NO_ARCHIVE})")
+                             f"{', '.join(OPTIONAL)})")
+    parser.add_argument("--against", metavar="CHECKOUT",
+                        help=f"another checkout of this repository, for the {SPARK_AGAINST} mode (its Spark mode "
+                             "in the same rounds, e.g. a `git worktree` of main)")
     parser.add_argument("--runs", type=int, default=1, help="runs of each mode; the fastest is kept (default 1)")
     parser.add_argument("--peers-python", metavar="PATH",
                         help="python with airbyte-cdk and dlt (default: $AIRBYTE_CDK_PYTHON / $DLT_PYTHON, "
@@ -672,7 +692,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(text, file=sys.stderr, flush=True)
 
     say(f"compiled the framework at {compile_framework()} (as pip does at install)")
-    if {SPARK, SPARK_MINIMUM, SPARK_NO_ARCHIVE} & set(modes):
+    if args.against and SPARK_AGAINST in modes:
+        import compileall
+
+        compileall.compile_dir(str(Path(args.against, "framework")), quiet=1)
+    if {SPARK, SPARK_MINIMUM, SPARK_NO_ARCHIVE, SPARK_AGAINST} & set(modes):
         say(f"Spark's class-data archive: {prepare_class_archive()} (a first sync makes it in the background)")
     cdk_python = peers_python(args.peers_python, "AIRBYTE_CDK_PYTHON")
     dlt_python = peers_python(args.peers_python, "DLT_PYTHON")
@@ -689,7 +713,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             with ApiServer(count, args.shards) as api:
                 manifest, config = write_inputs(Path(tmp, f"{count}", "inputs"), api.url, args.shards)
                 setup = Setup(api.url, args.shards, count, Path(tmp, f"{count}"), manifest, config,
-                              cdk_python, dlt_python, args.timeout, args.remote)
+                              cdk_python, dlt_python, args.timeout, args.remote,
+                              str(Path(args.against).resolve()) if args.against else None)
                 runs: dict[str, list[Result]] = {mode: [] for mode in modes}
                 for number in range(1, args.runs + 1):
                     for mode in modes:
@@ -697,6 +722,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                             continue  # failed or missing: once is enough
                         folder = Path(tmp, f"{count}", f"{mode}-{number}")
                         folder.mkdir(parents=True)
+                        if mode in (SPARK, SPARK_AGAINST):
+                            # An earlier run can have removed the archive (a start abandoned before the JVM was
+                            # up drops it, see bench/README.md), and its background builder would compete
+                            # with this run: each Spark run starts with the archive a machine normally has.
+                            state = prepare_class_archive()
+                            if not state.startswith(("there", "off")):
+                                say(f"  the class-data archive was gone before this run: {state}")
                         result = RUNNERS[mode](setup, folder)
                         runs[mode].append(result)
                         say(f"  {count:,} records, run {number}/{args.runs}, {result.mode}: "

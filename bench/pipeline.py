@@ -1,7 +1,7 @@
 """How fast does the Spark pipeline land Parquet, next to protocol mode and dlt?
 
     python bench/pipeline.py [--records 1000000] [--small 200000] [--shards 16] [--peers] [--peers-python PATH]
-    python bench/pipeline.py --task-profile [--records 250000] [--shards 2] [--top 25]
+    python bench/pipeline.py --task-profile [--records 250000] [--shards 2] [--top 25] [--sort cumulative]
 
 Starts ``bench/api_server.py`` (its own process) with N synthetic records
 split into ``--shards`` disjoint shards, writes a manifest for it (one
@@ -456,7 +456,7 @@ peak MiB: the driver's Python process (Spark), the process itself (others); JVM 
   worker MiB: the largest Spark Python worker (both after both syncs)."""
 
 
-def task_profile(records: int, shards: int, top: int) -> int:
+def task_profile(records: int, shards: int, top: int, sort: str = "tottime") -> int:
     """Profile one task's work in this process (see the module docs); 1 if it landed another number of rows."""
     import cProfile
     import pstats
@@ -496,7 +496,7 @@ def task_profile(records: int, shards: int, top: int) -> int:
     print(f"{count:,} records of {shards} shard(s) in one task: {cpu:.2f} CPU-s, {count / cpu:,.0f} records/CPU-s "
           f"({profiled_cpu:.2f} CPU-s under the profiler)")
     stats = pstats.Stats(profile)
-    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats(sort).print_stats(top)
     return 0 if count == records else 1
 
 
@@ -513,6 +513,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--task-profile", action="store_true",
                         help="no Spark: profile one task's work in this process (default 250000 records, 2 shards)")
     parser.add_argument("--top", type=int, default=25, help="--task-profile: functions shown (default 25)")
+    parser.add_argument("--sort", choices=["tottime", "cumulative"], default="tottime",
+                        help="--task-profile: order of the functions (default tottime: time in the function itself)")
     parser.add_argument("--spark-child", nargs=3, metavar=("MANIFEST", "CONFIG", "OUTPUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.spark_child:
@@ -520,7 +522,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.task_profile:
         given = argv if argv is not None else sys.argv[1:]
         return task_profile(args.records if "--records" in given else 250_000,
-                            args.shards if "--shards" in given else 2, args.top)
+                            args.shards if "--shards" in given else 2, args.top, args.sort)
 
     def progress(text: str) -> None:
         print(text, file=sys.stderr, flush=True)

@@ -1,6 +1,7 @@
 """Where the time of a Spark-mode sync goes: its phases from the JSON log, and a cProfile of the driver.
 
     python bench/spark_phases.py [--records 200000] [--shards 16] [--runs 1] [--top 12]
+    python bench/spark_phases.py --cpu [--records 2000000] [--option=--conf=KEY=VALUE ...]
 
 Starts ``bench/api_server.py`` with N records (``bench/pipeline.py``'s
 manifest: 16 shards, pages of 1,000, a typed schema) and runs ``run-manifest
@@ -12,7 +13,14 @@ the driver read). For each it prints when, counted from the process start,
 the JSON log said ``started``, ``stream_planned``, each ``stream_progress``
 and ``summary``, the process's exit, and the driver's functions with the most
 cumulative time (cProfile: the driver's main thread only, so time spent
-waiting on Spark shows as the call that waited). See bench/README.md.
+waiting on Spark shows as the call that waited).
+
+``--cpu``: no profiler, the default variant only (with ``--option`` arguments
+added to run-manifest): the CPU seconds of the driver, of its JVM (split by
+thread: JIT compilers, GC, task threads, the rest with their busiest names)
+and of Spark's Python daemon and workers, sampled from /proc every 0.1 s, and
+the API server's. CPU seconds move much less than wall seconds with the load.
+See bench/README.md.
 """
 
 from __future__ import annotations
@@ -78,25 +86,160 @@ def profile_run(manifest: str, config: str, folder: Path, more: list[str], top: 
     return lines, wall
 
 
+#: A Spark-mode sync's processes and the JVM's threads by kind, from the start of their names (``comm``).
+_THREAD_KINDS = (("Executor task", "JVM task threads"), ("C2 Compiler", "JVM JIT C2"), ("C1 Compiler", "JVM JIT C1"),
+                 ("GC Thread", "JVM GC"), ("G1 ", "JVM GC"))
+
+
+def _proc_stats() -> dict[int, tuple[int, str, float]]:
+    """Every process's parent, command name and CPU seconds (user + system, its own), from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found: dict[int, tuple[int, str, float]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
+                    text = handle.read()
+            except OSError:
+                continue
+            fields = text.rsplit(")", 1)[1].split()
+            found[int(entry)] = (int(fields[1]), text[text.index("(") + 1:text.rindex(")")],
+                                 (int(fields[11]) + int(fields[12])) / tick)
+    return found
+
+
+def _thread_seconds(pid: int) -> dict[int, tuple[str, float]]:
+    tick = os.sysconf("SC_CLK_TCK")
+    threads: dict[int, tuple[str, float]] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return threads
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii", errors="replace") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        fields = text.rsplit(")", 1)[1].split()
+        threads[int(tid)] = (text[text.index("(") + 1:text.rindex(")")], (int(fields[11]) + int(fields[12])) / tick)
+    return threads
+
+
+def cpu_run(manifest: str, config: str, folder: Path, more: list[str], api_pid: int) -> tuple[list[str], float]:
+    """One sync (no profiler) with the CPU seconds of each of its processes, and of the JVM's threads by
+    kind, sampled from /proc every 0.1 s (the last sample of a process that ended counts)."""
+    output = folder / "output"
+    command = [*run_manifest_command(), manifest, "--config", config, "--output", str(output),
+               "--log-format", "json", *more]
+    began = time.perf_counter()
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, cwd=folder,
+                               env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
+    assert process.stderr is not None
+    marks: list[tuple[float, str]] = []
+
+    def read_log() -> None:
+        assert process.stderr is not None
+        for raw in process.stderr:
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue
+            kind = event.get("event")
+            if kind == "stream_progress":
+                kind = f"progress {event['records']:,} records"
+            if kind in ("started", "spark_ready", "summary") or str(kind).startswith("progress"):
+                marks.append((time.perf_counter() - began, str(kind)))
+
+    import threading
+
+    reader = threading.Thread(target=read_log, daemon=True)
+    reader.start()
+    seen: dict[int, tuple[str, float]] = {}  # pid -> role, CPU seconds
+    threads: dict[int, tuple[str, float]] = {}  # the JVM's tid -> name, CPU seconds
+    api_before = _proc_stats().get(api_pid, (0, "", 0.0))[2]
+    api_after = api_before
+    while process.poll() is None:
+        stats = _proc_stats()
+        api_after = stats.get(api_pid, (0, "", api_after))[2]
+        family = {process.pid}
+        grew = True
+        while grew:
+            grew = False
+            for pid, (parent, _, _) in stats.items():
+                if parent in family and pid not in family:
+                    family.add(pid)
+                    grew = True
+        for pid in family:
+            parent, name, cpu = stats[pid]
+            if pid == process.pid:
+                role = "driver (Python)"
+            elif name == "java":
+                role = "JVM"
+                threads.update((tid, value) for tid, value in _thread_seconds(pid).items())
+            elif name.startswith("python"):
+                role = "Python daemon and workers"
+            else:
+                role = f"other ({name})"
+            if cpu >= seen.get(pid, ("", -1.0))[1]:
+                seen[pid] = (role, cpu)
+        time.sleep(0.1)
+    wall = time.perf_counter() - began
+    reader.join(timeout=5)
+    by_role: dict[str, float] = {}
+    for role, cpu in seen.values():
+        by_role[role] = by_role.get(role, 0.0) + cpu
+    jvm: dict[str, float] = {}
+    for name, cpu in threads.values():
+        kind = next((kind for start, kind in _THREAD_KINDS if name.startswith(start)), "JVM other threads")
+        jvm[kind] = jvm.get(kind, 0.0) + cpu
+    lines = [f"  {at:6.2f} s  {kind}" for at, kind in marks] + [f"  {wall:6.2f} s  exit {process.returncode}"]
+    lines.append(f"  {parquet_rows(output / STREAM):,} rows in the Parquet files; CPU seconds (last sample):")
+    lines += [f"    {cpu:7.2f}  {role}" for role, cpu in sorted(by_role.items(), key=lambda item: -item[1])]
+    lines += [f"    {cpu:7.2f}    {kind}" for kind, cpu in sorted(jvm.items(), key=lambda item: -item[1])]
+    others: dict[str, float] = {}
+    for name, cpu in threads.values():
+        if not any(name.startswith(start) for start, _ in _THREAD_KINDS):
+            others[name.rstrip("0123456789")] = others.get(name.rstrip("0123456789"), 0.0) + cpu
+    lines += [f"    {cpu:7.2f}      {name}" for name, cpu in sorted(others.items(), key=lambda item: -item[1])[:6]]
+    lines.append(f"    {api_after - api_before:7.2f}  the API server")
+    lines.append(f"    {sum(by_role.values()):7.2f}  in all (the sync's processes)")
+    return lines, wall
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="Phases and a driver profile of a Spark-mode sync.")
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--top", type=int, default=12)
+    parser.add_argument("--cpu", action="store_true",
+                        help="no profiler: each run's CPU seconds by process (driver, JVM by kind of thread, "
+                             "Python workers, the API server), default variant only")
+    parser.add_argument("--option", action="append", default=[], metavar="ARG",
+                        help="--cpu: another argument for run-manifest (repeatable), e.g. --option=--conf=K=V")
     args = parser.parse_args()
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bench-phases-") as tmp, ApiServer(args.records, args.shards) as api:
         manifest, config = write_inputs(Path(tmp, "inputs"), api.url, args.shards)
         for number in range(1, args.runs + 1):
+            if args.cpu:
+                folder = Path(tmp, f"{number}-cpu")
+                folder.mkdir()
+                api_pid = api.process.pid if api.process else 0
+                lines, wall = cpu_run(manifest, config, folder, list(args.option), api_pid)
+                print(f"\n{' '.join(args.option) or 'default'}, {args.records:,} records, run {number}: "
+                      f"{wall:.2f} s wall")
+                print("\n".join(lines))
+                continue
             for label, more in VARIANTS.items():
                 folder = Path(tmp, f"{number}-{len(more)}")
                 folder.mkdir()
                 lines, wall = profile_run(manifest, config, folder, more, args.top)
                 print(f"\n{label}, {args.records:,} records, run {number}: {wall:.2f} s wall")
                 print("\n".join(lines))
-    print(f"\n{os.cpu_count()} CPUs, load average {load:.1f} before and {os.getloadavg()[0]:.1f} after "
-          "(cProfile slows the driver's Python by about a third)")
+    print(f"\n{os.cpu_count()} CPUs, load average {load:.1f} before and {os.getloadavg()[0]:.1f} after"
+          + ("" if args.cpu else " (cProfile slows the driver's Python by about a third)"))
     return 0
 
 

@@ -17,6 +17,7 @@ import gc
 
 
 def _preload() -> None:
+    import pyarrow.parquet  # noqa: F401 - what the writers of most formats load on their first file
     import pyspark.worker  # noqa: F401 - the worker's own imports (the daemon imports it per task otherwise)
 
     import framework.spark.tasks  # noqa: F401 - what every task of a sync imports

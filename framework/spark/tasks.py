@@ -45,6 +45,9 @@ from framework.storage.layout import PartNumbers, StreamLayout
 from framework.storage.state_store import staging_prefix
 from framework.typed import RecordConverter, parse_schema
 
+#: The young generation's threshold while a task reads (Python's default is 700 allocations).
+YOUNG_OBJECTS = 50_000
+
 UNITS_SCHEMA = pa.schema([("unit", pa.int64()), ("payload", pa.binary())])
 
 
@@ -117,7 +120,12 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
     # Each page makes tens of thousands of short-lived objects, so the garbage collector runs often; frozen,
     # what lives now (modules, the connector, the writer) is not walked again by every older-generation
     # collection: it saved about 30 % of a task's CPU in bench/pipeline.py. Unfrozen when the task ends.
+    # A page's records are containers without cycles, freed when the page is written: with room for a page's
+    # objects in the young generation (as protocol mode has) the collector runs a few times per group instead
+    # of several times per page, moving records still in use to older generations it then walks again.
     gc.freeze()
+    threshold = gc.get_threshold()
+    gc.set_threshold(max(threshold[0], YOUNG_OBJECTS), *threshold[1:])
     try:
         layout = StreamLayout.of(settings, job.stream, job.namespace, started_at=job.started_at, sync_id=job.sync_id)
         files_beside = stream_landing(storage, layout.directory)
@@ -140,9 +148,11 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
             results = [r if r.error else dataclasses.replace(
                 r, error=f"not written, another partition of its task failed: {failed}") for r in results]
     except BaseException:
+        gc.set_threshold(*threshold)
         gc.unfreeze()
         writer.abort()
         raise
+    gc.set_threshold(*threshold)
     gc.unfreeze()
     if results:
         results[0] = dataclasses.replace(results[0], files=tuple(f.as_dict() for f in files))

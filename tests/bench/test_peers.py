@@ -142,3 +142,17 @@ def test_spark_against_dlt_is_judged_by_the_target_of_its_size_over_the_wall_tim
     assert verdict(200_000, 20.0) == "target >= 3 over the wall time: met"  # 5x
     assert verdict(2_000_000, 20.0) == "target >= 10 over the wall time: NOT met"  # 5x
     assert verdict(2_000_000, 9.0) == "target >= 10 over the wall time: met"  # 11.1x
+
+
+def test_another_checkouts_spark_mode_is_compared_with_this_ones_or_not_run_without_a_path(tmp_path):
+    """sparkagainst: --against's checkout first on the workers' and the driver's path; without it, not run."""
+    against = peers.SPARK_AGAINST
+    setup = peers.Setup("http://127.0.0.1:1", 16, 1000, tmp_path, "m.yaml", "c.json", None, None, 60.0)
+    absent = peers.run_spark_against(setup, tmp_path)
+    assert not absent.ok and absent.missing.startswith("no checkout: give --against PATH")
+    lines = peers.ratio_lines({SPARK: result(SPARK, run=1.0, wall=2.0), against: result(against, run=2.0, wall=4.0)})
+    assert "Spark / Spark (the --against checkout): 2.00x records/s (start-up left out), 2.00x over the wall time" in lines
+    assert against in peers.OPTIONAL  # run only when named in --modes
+    with pytest.raises(SystemExit) as stop:
+        peers.main(["--modes", "spork", "--against", str(tmp_path)])
+    assert stop.value.code == 2

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.spark
 def _preloaded(_: object) -> bool:
     import sys
 
-    return "framework.spark.tasks" in sys.modules and "pydantic" in sys.modules
+    return all(name in sys.modules for name in ("framework.spark.tasks", "pydantic", "pyarrow.parquet"))
 
 
 def test_every_worker_starts_with_the_framework_imported(spark):

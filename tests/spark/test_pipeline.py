@@ -608,6 +608,41 @@ def test_one_result_row_per_unit(shop, manifest, tmp_path):
     assert sum(b.nbytes for b in batches) < 4096
 
 
+def test_a_task_reads_with_room_for_a_page_in_the_young_generation_and_puts_the_collector_back(
+        shop, manifest, tmp_path, monkeypatch):
+    """While a task reads, the collector's young threshold is YOUNG_OBJECTS and the heap it started with is
+    frozen; afterwards both are as they were, also when reading raised."""
+    import gc
+
+    from framework.spark import tasks
+
+    job, plan = task_job(shop, manifest, tmp_path)
+    seen: list[tuple[tuple[int, ...], int]] = []
+    real_read_group = tasks.read_group
+
+    def watched(*args, **kwargs):
+        seen.append((gc.get_threshold(), gc.get_freeze_count()))
+        yield from real_read_group(*args, **kwargs)
+
+    monkeypatch.setattr(tasks, "read_group", watched)
+    before, frozen = gc.get_threshold(), gc.get_freeze_count()
+    assert before[0] < tasks.YOUNG_OBJECTS  # Python's default (700): the test means something
+    rows = [r for b in tasks.run_task(job, iter(tasks.encode_units(plan).to_batches()), 0) for r in b.to_pylist()]
+    assert [r["records"] for r in rows] == [2, 2, 2, 2]
+    (threshold, frozen_then), = seen
+    assert threshold == (tasks.YOUNG_OBJECTS, *before[1:]) and frozen_then > frozen
+    assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
+
+    def broken(*args, **kwargs):
+        raise KeyboardInterrupt
+        yield
+
+    monkeypatch.setattr(tasks, "read_group", broken)
+    with pytest.raises(KeyboardInterrupt):
+        list(tasks.run_task(job, iter(tasks.encode_units(plan).to_batches()), 0))
+    assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
+
+
 # ------------------------------------------------------------------- sync modes, parts and rolling
 
 
