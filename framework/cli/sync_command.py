@@ -87,7 +87,7 @@ def run_sync(options: SyncOptions, connector: Connector, selections: Sequence[Se
         from framework.spark.session import spark_session
 
         target = normalization_settings(settings)
-        spark = starting[0].future.result() if starting else spark_session(
+        spark = starting[0].session() if starting else spark_session(
             options.master, full_jit=True, jdbc=target.target == "postgres", remote=options.remote,
             **dict(options.conf))
         done = normalize(spark, settings, target, progress=reporter.normalized)
@@ -130,6 +130,7 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
 
     require_spark_extra()  # before anything else: the fix, not an ImportError
     from framework.spark.connect import describe
+    from framework.spark.pause import LAUNCH_HOLD_S
     from framework.spark.pipeline import PipelineOptions, run_pipeline
     from framework.spark.session import SessionStart, known_master, spark_session
 
@@ -149,7 +150,9 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
     if _starts_early(options, conf):
         # A local session starts in the background (about 6 s on 2 cores) while the check runs and the driver
         # reads the first groups itself (framework.spark.scheduling); the JVM is stopped if never needed.
-        spark = SessionStart(options.master, full_jit=normalizes, jdbc=postgres, **conf)
+        # Held a moment first (framework.spark.pause), unless the run normalizes and so needs it whatever comes.
+        spark = SessionStart(options.master, full_jit=normalizes, jdbc=postgres,
+                             hold=0.0 if normalizes else LAUNCH_HOLD_S, **conf)
         starting.append(spark)
         if options.check_first:
             _check_first(connector)

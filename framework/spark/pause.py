@@ -8,6 +8,11 @@ holds the start where it is: a launch not begun waits; a JVM launched (in a
 process group of its own: :func:`framework.spark.session._launch_jvm`) is stopped
 with ``SIGSTOP`` and goes on with ``SIGCONT`` when the driver wants it after all.
 
+A start may also begin held for a short while (:data:`LAUNCH_HOLD_S`): the
+JVM is launched once that is over, unless the driver said by then whether it
+wants Spark. A sync that the driver's first group shows it will finish alone
+(every sync of a few pages) then never launches a JVM, nor imports pyspark.
+
 A driver that dies while its JVM is stopped leaves an orphaned process group
 with a stopped member: the kernel then sends the group ``SIGHUP`` and
 ``SIGCONT`` (POSIX), and the JVM ends, as it does when its driver dies. Where
@@ -20,7 +25,15 @@ import contextlib
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable
+
+#: How long a local sync's session start waits, at first, for the driver to say whether it wants Spark (after
+#: its first group: :func:`framework.spark.pipeline._spark_wanted`). A sync that needs Spark gets it this much
+#: later, less what the driver reads meanwhile; one that does not never pays for the JVM's start, nor for
+#: pyspark's import (about 0.5 CPU-s before the first group ends; bench/README.md, "a JVM held while not
+#: wanted").
+LAUNCH_HOLD_S = 0.6
 
 
 def jvm_groups() -> list[int]:
@@ -50,13 +63,19 @@ class StartPause:
 
     ``groups()`` lists the process groups to stop (default :func:`jvm_groups`); it is asked at each pause,
     so a JVM launched since the last one is found. A group that no longer exists is skipped.
+    ``hold`` (seconds) begins it held that long: :meth:`wait` returns when the hold is over unless
+    :meth:`pause` or :meth:`resume` said otherwise first.
     """
 
-    def __init__(self, groups: Callable[[], Iterable[int]] = jvm_groups):
+    def __init__(self, groups: Callable[[], Iterable[int]] = jvm_groups, hold: float = 0.0,
+                 clock: Callable[[], float] = time.monotonic):
         self._groups = groups
+        self._clock = clock
         self._lock = threading.Lock()
         self._go = threading.Event()
-        self._go.set()
+        self._until: float | None = clock() + hold if hold > 0 else None  # the first hold's end
+        if self._until is None:
+            self._go.set()
         self._stopped: set[int] = set()
 
     @property
@@ -64,15 +83,20 @@ class StartPause:
         return not self._go.is_set()
 
     def wait(self) -> None:
-        """Return once the start may go on (at once unless paused)."""
-        self._go.wait()
+        """Return once the start may go on: at once unless paused or held; when a hold is over."""
+        while not self._go.is_set():
+            with self._lock:
+                until = self._until
+                if until is not None and self._clock() >= until:  # held, and nobody said: the hold is over
+                    self._until = None
+                    self._go.set()
+                    return
+            self._go.wait(None if until is None else max(0.0, until - self._clock()))
 
     def pause(self) -> None:
         """Hold the start: a launch not begun waits in :meth:`wait`; launched JVMs' groups are stopped."""
-        import time
-        with open("/tmp/pause.log", "a") as f:
-            f.write(f"{time.time():.3f} pause groups={list(self._groups())} stopped={self._stopped}\n")
         with self._lock:
+            self._until = None  # until resumed, however long
             self._go.clear()
             for group in self._groups():
                 if group not in self._stopped:
@@ -82,10 +106,8 @@ class StartPause:
 
     def resume(self) -> None:
         """Let the start go on: the stopped groups continue, a waiting launch goes."""
-        import time
-        with open("/tmp/pause.log", "a") as f:
-            f.write(f"{time.time():.3f} resume stopped={self._stopped}\n")
         with self._lock:
+            self._until = None
             for group in self._stopped:
                 with contextlib.suppress(OSError):
                     os.killpg(group, signal.SIGCONT)
@@ -97,6 +119,7 @@ class StartPause:
         continued first could fork a process that a kill by listing would miss), and a held launch goes on
         (to find itself abandoned)."""
         with self._lock:
+            self._until = None
             for group in {*self._groups(), *self._stopped}:
                 with contextlib.suppress(OSError):
                     os.killpg(group, signal.SIGKILL)
@@ -104,4 +127,4 @@ class StartPause:
             self._go.set()
 
 
-__all__ = ["StartPause", "jvm_groups"]
+__all__ = ["LAUNCH_HOLD_S", "StartPause", "jvm_groups"]

@@ -161,6 +161,7 @@ class _Reading:
     more_streams: bool  # streams after this one: more work than this estimate sees
     planned_all: bool = False
     cpu: float = 0.0  # CPU seconds of the groups the driver read (their threads' own)
+    spark_after: bool = False  # the stream needs Spark once read (a change-data apply): it is always wanted
 
     def worth_warming(self) -> bool:
         """Whether the driver's reading left (estimated by its pace so far) is long enough for Spark's warm-up
@@ -172,7 +173,7 @@ class _Reading:
         """Whether the driver's reading left in CPU seconds (by its CPU per unit so far) is more than Spark's
         start costs (:data:`SPARK_WORTH_CPU_S`); True whenever it cannot be told."""
         left = self._left(self.cpu)
-        return left is None or left > SPARK_WORTH_CPU_S
+        return self.spark_after or left is None or left > SPARK_WORTH_CPU_S
 
     def _left(self, spent: float) -> float | None:
         """What the units not done yet cost at ``spent`` for those done; None when it cannot be told."""
@@ -209,7 +210,9 @@ class _Run:
 
     @property
     def spark(self) -> SparkSession:
-        """The session, once it is up (this waits for it)."""
+        """The session, once it is up (this waits for it, letting a held start go on first)."""
+        if self.start is not None:
+            self.start.resume()
         return self.session.result()
 
     def save(self, name: str, state: Mapping[str, Any] | None, generation: int) -> None:
@@ -309,8 +312,8 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
             over.set()
             if warm_up is not None:
                 warm_up.consider()  # a warm-up never started: the session is ready as it is
-            if run.start is not None:  # as it was given: going on (whoever needs it next, or abandons it)
-                run.start.resume()
+            # A start held or paused stays so: whoever needs the session next lets it go on
+            # (SessionStart.session), else it is abandoned, never launched if it was not yet.
             if session.done() and not run.ready.done():  # all read on the driver: the warm-up is not needed
                 with contextlib.suppress(Exception):
                     connect.cancel_jobs(session.result(), warm_tag)
@@ -443,6 +446,8 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     stream = connector.stream(selection.name).with_cursor_field(selection.cursor_field)  # the catalog's choice
     _check_schema(run, stream.name)
     change = _realtime_stream(run, stream, selection.incremental)
+    if change is not None and run.reading is not None:
+        run.reading.spark_after = True  # its apply runs on Spark: the session's start is never held for it
     overwrite = options.sync_mode == "overwrite"
     generation = saved.generation(stream.name) + (1 if overwrite else 0)
     # An overwrite deletes every older file once it succeeds, so it must read everything again.

@@ -122,7 +122,10 @@ class SessionStart:
     :meth:`pause` holds the start at no CPU cost while the driver will not need it
     (:mod:`framework.spark.pause`: the launch waits, or the JVM this start launched
     is stopped) and :meth:`resume` lets it go on; :attr:`future` is only ever
-    answered while not paused.
+    answered while not paused, so a caller that needs the session asks
+    :meth:`session`, which resumes first. ``hold`` (seconds) begins the start
+    held that long, until :meth:`pause` or :meth:`resume` says otherwise
+    (:data:`framework.spark.pause.LAUNCH_HOLD_S`).
     :meth:`abandon` is for a run that ended before the session was needed: the
     JVM is killed (SIGKILL, so that none of its shutdown hooks speaks). One still
     being launched (``spark-submit`` has not handed its port over yet) is killed
@@ -132,7 +135,7 @@ class SessionStart:
     """
 
     def __init__(self, master: str | None = None, app_name: str = "run-manifest", *, full_jit: bool = False,
-                 jdbc: bool = False, **conf: str):
+                 jdbc: bool = False, hold: float = 0.0, **conf: str):
         self.plan = session_plan(master, conf, full_jit=full_jit, jdbc=jdbc)
         self.future: Future[SparkSession] = Future()
         self.future.set_running_or_notify_cancel()
@@ -142,7 +145,7 @@ class SessionStart:
         self._launch_over = threading.Event()  # the JVM runs (or its start failed)
         self._launching = threading.Event()  # this process is launching a JVM of its own (spark-submit)
         self._launching_beside: set[int] = set()  # the JVM process groups this process ran before that launch
-        self._pause = StartPause(self._own_groups)
+        self._pause = StartPause(self._own_groups, hold=hold)  # `hold`: seconds to wait for pause() or resume()
         self._thread = threading.Thread(target=self._start, args=(app_name,), name="spark-start", daemon=True)
         self._thread.start()
 
@@ -150,6 +153,11 @@ class SessionStart:
         """The tasks a local master runs at once (``spark.default.parallelism`` when set)."""
         given = self.plan.settings.get("spark.default.parallelism")
         return max(1, int(given)) if given else local_cores(self.plan.master or "local[*]")
+
+    def session(self, timeout: float | None = None) -> SparkSession:
+        """The session, once up: a held or paused start goes on first (:meth:`resume`)."""
+        self.resume()
+        return self.future.result(timeout)
 
     def pause(self) -> None:
         """Hold the start where it is, at no CPU cost, until :meth:`resume` (or :meth:`abandon`)."""

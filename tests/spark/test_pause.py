@@ -167,3 +167,36 @@ def test_ending_kills_the_whole_group_even_stopped_and_lets_a_held_launch_go(gro
             return True
 
     assert _wait_for(gone)
+
+
+def _waited(pause: StartPause) -> threading.Event:
+    went = threading.Event()
+
+    def launch() -> None:
+        pause.wait()
+        went.set()
+
+    threading.Thread(target=launch, daemon=True).start()
+    return went
+
+
+def test_a_hold_ends_by_itself_when_nobody_says():
+    began = time.monotonic()
+    pause = StartPause(lambda: [], hold=0.3)
+    assert pause.paused
+    assert _waited(pause).wait(5)
+    assert time.monotonic() - began >= 0.29
+    assert not pause.paused
+
+
+def test_a_hold_ends_at_once_when_resumed_and_lasts_when_paused():
+    resumed = StartPause(lambda: [], hold=30.0)
+    went = _waited(resumed)
+    resumed.resume()
+    assert went.wait(5)
+    paused = StartPause(lambda: [], hold=0.2)
+    went = _waited(paused)
+    paused.pause()  # not wanted: held past the hold, until resumed
+    assert not went.wait(0.6)
+    paused.resume()
+    assert went.wait(5)

@@ -117,6 +117,10 @@ def test_the_driver_cpu_decides_whether_spark_is_wanted_at_all():
     reading.cpu = 2 * SPARK_WORTH_CPU_S  # as much CPU left again as Spark's start costs twice over
     assert reading.worth_spark()
     assert _Reading(result, time.monotonic(), more_streams=True, planned_all=True).worth_spark()
+    reading.cpu = 0.0
+    assert not reading.worth_spark()
+    reading.spark_after = True  # a change-data apply runs on Spark once the stream is read
+    assert reading.worth_spark()
 
 
 class _Start:
