@@ -23,8 +23,9 @@ import peers  # noqa: E402 - after the path above
 from peers import CDK, DLT, PROTOCOL, SPARK, JsonLog, RecordLines, Result  # noqa: E402
 
 
-def result(mode: str, records: int = 1000, run: float = 1.0, wall: float = 2.0, **more) -> Result:
-    return Result(peers.LABELS[mode], records, 1000, 0.5, run, wall, 50.0, **more)
+def result(mode: str, records: int = 1000, run: float = 1.0, wall: float = 2.0, expected: int = 1000,
+           **more) -> Result:
+    return Result(peers.LABELS[mode], records, expected, 0.5, run, wall, 50.0, **more)
 
 
 def test_tree_rss_counts_the_children_too():
@@ -86,7 +87,8 @@ def test_once_up_counts_the_records_landed_after_spark_was_ready_over_the_time_a
 def test_ratios_name_a_missing_peer_instead_of_a_number():
     missing = Result(peers.LABELS[DLT], 0, 1000, 0.0, 0.0, 0.0, 0.0, missing="dlt not installed")
     lines = peers.ratio_lines({PROTOCOL: result(PROTOCOL, run=0.5), peers.BARE: result(peers.BARE, run=0.25),
-                               SPARK: result(SPARK), DLT: missing, CDK: result(CDK, run=10.0, wall=20.0)})
+                               SPARK: result(SPARK, expected=200_000), DLT: missing,
+                               CDK: result(CDK, run=10.0, wall=20.0, expected=200_000)})  # Spark's target: from 200,000
     assert lines[0].startswith("protocol / bare loop: 0.50x records/s") and lines[0].endswith("target >= 0.7 over the wall time: met")
     assert lines[1] == "Spark / dlt: n/a (dlt rest_api -> Parquet: not run)"
     assert lines[2].startswith("protocol / airbyte-cdk: 20.00x records/s (start-up left out), 10.00x over the wall")
@@ -137,8 +139,10 @@ def test_spark_against_dlt_is_judged_by_the_target_of_its_size_over_the_wall_tim
     def verdict(records: int, spark_wall: float) -> str:
         lines = peers.ratio_lines({SPARK: Result(peers.LABELS[SPARK], records, records, 0.5, 1.0, spark_wall, 50.0),
                                    DLT: Result(peers.LABELS[DLT], records, records, 0.5, 1.0, 100.0, 50.0)})
-        return next(line for line in lines if line.startswith("Spark / dlt")).split("  ", 1)[1]
+        line = next(line for line in lines if line.startswith("Spark / dlt"))
+        return line.split("  ", 1)[1] if "  " in line else ""
 
+    assert verdict(1_000, 50.0) == ""  # no ratio target at 1,000 records (their own: near a bare session)
     assert verdict(200_000, 20.0) == "target >= 3 over the wall time: met"  # 5x
     assert verdict(2_000_000, 20.0) == "target >= 10 over the wall time: NOT met"  # 5x
     assert verdict(2_000_000, 9.0) == "target >= 10 over the wall time: met"  # 11.1x
