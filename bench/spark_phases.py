@@ -41,6 +41,25 @@ from pipeline import STREAM, parquet_rows, write_inputs
 VARIANTS = {"driver reads while Spark starts (default)": [], "--wait-for-spark (before)": ["--wait-for-spark"]}
 
 
+def read_marks(process: subprocess.Popen, began: float, marks: list[tuple[float, str]],
+               kinds: tuple[str, ...] = ("",)) -> None:
+    """The events of run-manifest's JSON log (its stderr) as (seconds since ``began``, a few words) into ``marks``,
+    those whose words start with one of ``kinds`` (default: all), until the log ends."""
+    assert process.stderr is not None
+    for raw in process.stderr:
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            continue
+        kind = str(event.get("event"))
+        if kind == "stream_progress":
+            kind = f"progress {event['records']:,} records, {event['partitions_done']}/{event['partitions']} done"
+        elif kind == "started":
+            kind = f"started ({event['master']})"
+        if kind.startswith(kinds):
+            marks.append((time.perf_counter() - began, kind))
+
+
 def profile_run(manifest: str, config: str, folder: Path, more: list[str], top: int) -> tuple[list[str], float]:
     """One profiled sync: the lines to print and the wall seconds."""
     output, stats = folder / "output", folder / "driver.prof"
@@ -51,20 +70,8 @@ def profile_run(manifest: str, config: str, folder: Path, more: list[str], top: 
     began = time.perf_counter()
     process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, cwd=folder,
                                env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
-    assert process.stderr is not None
     marks: list[tuple[float, str]] = []
-    for raw in process.stderr:
-        now = time.perf_counter() - began
-        try:
-            event = json.loads(raw)
-        except ValueError:
-            continue
-        kind = event.get("event")
-        if kind == "stream_progress":
-            kind = f"progress {event['records']:,} records, {event['partitions_done']}/{event['partitions']} done"
-        elif kind == "started":
-            kind = f"started ({event['master']})"
-        marks.append((now, kind))
+    read_marks(process, began, marks)
     code = process.wait()
     wall = time.perf_counter() - began
     lines = [f"  {at:6.2f} s  {kind}" for at, kind in marks] + [f"  {wall:6.2f} s  exit {code}"]
@@ -91,39 +98,33 @@ _THREAD_KINDS = (("Executor task", "JVM task threads"), ("C2 Compiler", "JVM JIT
                  ("GC Thread", "JVM GC"), ("G1 ", "JVM GC"))
 
 
+def _stat(path: str) -> tuple[int, str, float] | None:
+    """A process's or thread's ``stat`` in /proc: its parent, command name and CPU seconds (user + system, its
+    own); None when it is gone."""
+    try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[1].split()
+    return (int(fields[1]), text[text.index("(") + 1:text.rindex(")")],
+            (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+
+
 def _proc_stats() -> dict[int, tuple[int, str, float]]:
-    """Every process's parent, command name and CPU seconds (user + system, its own), from /proc."""
-    tick = os.sysconf("SC_CLK_TCK")
-    found: dict[int, tuple[int, str, float]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
-                    text = handle.read()
-            except OSError:
-                continue
-            fields = text.rsplit(")", 1)[1].split()
-            found[int(entry)] = (int(fields[1]), text[text.index("(") + 1:text.rindex(")")],
-                                 (int(fields[11]) + int(fields[12])) / tick)
-    return found
+    """Every process's parent, command name and CPU seconds, from /proc."""
+    found = {int(entry): _stat(f"/proc/{entry}/stat") for entry in os.listdir("/proc") if entry.isdigit()}
+    return {pid: stat for pid, stat in found.items() if stat is not None}
 
 
 def _thread_seconds(pid: int) -> dict[int, tuple[str, float]]:
-    tick = os.sysconf("SC_CLK_TCK")
-    threads: dict[int, tuple[str, float]] = {}
+    """The threads of process ``pid``: their names and CPU seconds."""
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return threads
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii", errors="replace") as handle:
-                text = handle.read()
-        except OSError:
-            continue
-        fields = text.rsplit(")", 1)[1].split()
-        threads[int(tid)] = (text[text.index("(") + 1:text.rindex(")")], (int(fields[11]) + int(fields[12])) / tick)
-    return threads
+        return {}
+    found = {int(tid): _stat(f"/proc/{pid}/task/{tid}/stat") for tid in tids}
+    return {tid: (stat[1], stat[2]) for tid, stat in found.items() if stat is not None}
 
 
 def cpu_run(manifest: str, config: str, folder: Path, more: list[str], api_pid: int) -> tuple[list[str], float]:
@@ -135,25 +136,12 @@ def cpu_run(manifest: str, config: str, folder: Path, more: list[str], api_pid: 
     began = time.perf_counter()
     process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, cwd=folder,
                                env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
-    assert process.stderr is not None
     marks: list[tuple[float, str]] = []
-
-    def read_log() -> None:
-        assert process.stderr is not None
-        for raw in process.stderr:
-            try:
-                event = json.loads(raw)
-            except ValueError:
-                continue
-            kind = event.get("event")
-            if kind == "stream_progress":
-                kind = f"progress {event['records']:,} records"
-            if kind in ("started", "spark_ready", "summary") or str(kind).startswith("progress"):
-                marks.append((time.perf_counter() - began, str(kind)))
 
     import threading
 
-    reader = threading.Thread(target=read_log, daemon=True)
+    reader = threading.Thread(target=read_marks, args=(process, began, marks, ("started", "spark_ready", "summary",
+                                                                                 "progress")), daemon=True)
     reader.start()
     seen: dict[int, tuple[str, float]] = {}  # pid -> role, CPU seconds
     threads: dict[int, tuple[str, float]] = {}  # the JVM's tid -> name, CPU seconds

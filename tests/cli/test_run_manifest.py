@@ -430,38 +430,39 @@ def test_the_command_exits_2_on_a_bad_config_and_0_on_spec(tmp_path):
 NOT_IN_PROTOCOL_MODE = ("pyspark", "py4j", "pyarrow", "pandas", "jsonschema", "jwt", "cryptography")
 
 
-def test_protocol_mode_does_not_import_pyspark(tmp_path, api):
+def _after_a_protocol_read(tmp_path, api, then: str) -> subprocess.CompletedProcess:
+    """A fresh interpreter that runs a protocol read of the test manifest (its exit code in ``code``), then the
+    lines ``then``, which print what the test looks at."""
     manifest, config = _files(tmp_path, api)
     api.route("GET", "/broken", {"data": []})
     program = (
         "import io, sys\n"
         "from framework.cli.run import main\n"
         f"code = main([{str(manifest)!r}, '--config', {str(config)!r}, '--protocol'], out=io.BytesIO())\n"
+        + then
+    )
+    return subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False,
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def test_protocol_mode_does_not_import_pyspark(tmp_path, api):
+    done = _after_a_protocol_read(tmp_path, api, (
         f"spark = sorted(m for m in sys.modules if m.split('.')[0] in {NOT_IN_PROTOCOL_MODE!r})\n"
         "from framework.components.registry import _ON_DEMAND\n"  # builders the manifest does not use
         "spark += sorted(set(_ON_DEMAND.values()) & set(sys.modules))\n"
         "print(code, spark)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False,
-                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    ))
     assert done.stdout.strip() == "0 []", done.stderr
 
 
 def test_a_protocol_read_builds_no_pydantic_validator(tmp_path, api):
     """The manifest's models come from the quick build (framework/manifest/vouch.py): no model's core schema is
     built, nor pydantic's plugin loader imported, for a valid manifest (issue 21: about 60 ms of a cold start)."""
-    manifest, config = _files(tmp_path, api)
-    api.route("GET", "/broken", {"data": []})
-    program = (
-        "import io, sys\n"
-        "from framework.cli.run import main\n"
-        f"code = main([{str(manifest)!r}, '--config', {str(config)!r}, '--protocol'], out=io.BytesIO())\n"
+    done = _after_a_protocol_read(tmp_path, api, (
         "from framework.models import COMPONENTS\n"
         "print(code, [m.__name__ for m in COMPONENTS if m.__pydantic_complete__], "
         "'pydantic.plugin._loader' in sys.modules)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False,
-                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    ))
     assert done.stdout.strip() == "0 [] False", done.stdout + done.stderr
 
 
