@@ -70,7 +70,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -375,6 +375,24 @@ def measure(mode: str, command: Sequence[str], watcher: Watcher, expected: int, 
                   up_records=getattr(watcher, "ready_records", 0))
 
 
+@contextlib.contextmanager
+def busy_loops(count: int) -> Iterator[list[subprocess.Popen]]:
+    """``count`` processes that each keep a core busy, for a ``with`` block: a busy machine (``--busy``). Each
+    runs in a session of its own, as another user's jobs do: Linux's autogroup scheduling shares the CPU by
+    session first, so loops in the benchmark's own session would starve its reader of protocol lines instead
+    (bench/README.md, "A JVM held while not wanted")."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+             for _ in range(count)]
+    try:
+        yield loops
+    finally:
+        for loop in loops:
+            loop.kill()
+        for loop in loops:
+            loop.wait()
+
+
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
@@ -673,6 +691,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="a running Spark Connect server for the connect mode (not run without it)")
     parser.add_argument("--connect-server", action="store_true",
                         help="start a local Spark Connect server for the connect mode (stopped at the end)")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="keep N cores busy (loops in a session of their own) while the modes run (default 0)")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds a mode may take (default 1800)")
     parser.add_argument("--markdown", action="store_true", help="also print the tables in Markdown")
     parser.add_argument("--bare-loop", nargs=2, metavar=("URL", "SHARDS"), help=argparse.SUPPRESS)
@@ -712,6 +732,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.connect_server and CONNECT in modes:
             say("starting a local Spark Connect server ...")
             args.remote = servers.enter_context(warm_connect_server(Path(tmp, "connect-server"))).url
+        servers.enter_context(busy_loops(args.busy))  # after the archive and the Connect server: only the runs
         if args.remote and ";session_id=" not in args.remote:  # every sync of the run in one warm session
             args.remote = f"{args.remote.rstrip('/')}/;session_id={uuid.uuid4()}"
         for count in counts:
@@ -745,7 +766,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(f"{os.cpu_count()} CPUs, load average {load_before:.1f} before and {os.getloadavg()[0]:.1f} after; "
           f"{args.shards} shards, pages of {PAGE_SIZE:,}; best of {args.runs} run(s); "
-          f"{time.perf_counter() - began:.0f} s in all")
+          + (f"{args.busy} busy loop(s) beside; " if args.busy else "")
+          + f"{time.perf_counter() - began:.0f} s in all")
     for count, results in tables:
         print()
         print(f"{count:,} records")

@@ -15,7 +15,9 @@ wants Spark. A sync that the driver's first group shows it will finish alone
 
 A driver that dies while its JVM is stopped leaves an orphaned process group
 with a stopped member: the kernel then sends the group ``SIGHUP`` and
-``SIGCONT`` (POSIX), and the JVM ends, as it does when its driver dies. Where
+``SIGCONT`` (POSIX), and the JVM ends, as it does when its driver dies (not
+when a subreaper in the driver's own session adopts it: that group is not
+orphaned, and the JVM stays stopped until the subreaper ends it). Where
 ``/proc`` cannot list processes (not Linux), a launched JVM is never stopped.
 """
 

@@ -401,11 +401,11 @@ class _WarmUp:
 
 
 def _spark_wanted(run: _Run) -> bool:
-    """Whether Spark is wanted for the rest of the sync while the driver reads (:meth:`_Reading.worth_warming`);
-    the session's start is paused when not, at no CPU cost, and goes on when it is: on a busy machine the JVM's
-    start would only take CPU from a driver that finishes alone (bench/README.md, "a JVM held while not
-    wanted"). Called only while Spark's warm-up has not started: a warm-up (or a group) never waits on a paused
-    JVM."""
+    """Whether Spark's warm-up is worth starting now (:meth:`_Reading.worth_warming`). The session's start is
+    paused, at no CPU cost, while Spark is not wanted at all for the rest of the sync
+    (:meth:`_Reading.worth_spark`), and goes on when it is: on a busy machine the JVM's start would only take
+    CPU from a driver that finishes alone (bench/README.md, "a JVM held while not wanted"). Called only while
+    Spark's warm-up has not started: a warm-up (or a group) never waits on a paused JVM."""
     spark = run.reading is None or run.reading.worth_spark()
     if run.start is not None:
         if spark:

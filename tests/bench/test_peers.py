@@ -6,6 +6,7 @@ results, and the memory test measures a child that holds a known amount.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -160,3 +161,13 @@ def test_another_checkouts_spark_mode_is_compared_with_this_ones_or_not_run_with
     with pytest.raises(SystemExit) as stop:
         peers.main(["--modes", "spork", "--against", str(tmp_path)])
     assert stop.value.code == 2
+
+
+def test_busy_loops_spin_in_sessions_of_their_own_for_the_block():
+    with peers.busy_loops(2) as loops:
+        assert len(loops) == 2
+        assert all(loop.poll() is None for loop in loops)
+        assert all(os.getsid(loop.pid) == loop.pid != os.getsid(0) for loop in loops)  # not the benchmark's session
+    assert all(loop.returncode is not None for loop in loops)
+    with peers.busy_loops(0) as none:
+        assert none == []
