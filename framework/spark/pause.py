@@ -38,24 +38,39 @@ from collections.abc import Callable, Iterable
 LAUNCH_HOLD_S = 0.6
 
 
-def jvm_groups() -> list[int]:
-    """The process groups this process launched a driver JVM in: its children running ``spark-submit`` (or
-    Spark's launcher) that lead a group of their own. Empty where ``/proc`` cannot tell."""
+def children(pid: int) -> list[int]:
+    """The children of process ``pid`` (of every thread of it), from ``/proc``; OSError where it cannot tell."""
+    found: list[int] = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children") as handle:
+            found.extend(int(child) for child in handle.read().split())
+    return found
+
+
+def spark_children() -> list[int] | None:
+    """This process's children running ``spark-submit`` (or Spark's launcher); None where ``/proc`` cannot tell.
+    A child still between fork and exec runs this interpreter: not one yet."""
     try:
-        own = os.getpgid(0)
-        tasks = os.listdir(f"/proc/{os.getpid()}/task")
+        mine = children(os.getpid())
     except OSError:
-        return []
-    children: list[int] = []
-    for task in tasks:
-        with contextlib.suppress(OSError), open(f"/proc/{os.getpid()}/task/{task}/children") as handle:
-            children.extend(int(child) for child in handle.read().split())
-    groups = []
-    for pid in children:
+        return None
+    found = []
+    for pid in mine:
         with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as handle:
             command = handle.read()
-            # a child still between fork and exec runs this interpreter: not a JVM yet (found at the next pause)
-            if (b"spark-submit" in command or b"org.apache.spark" in command) and os.getpgid(pid) == pid != own:
+            if b"spark-submit" in command or b"org.apache.spark" in command:
+                found.append(pid)
+    return found
+
+
+def jvm_groups() -> list[int]:
+    """The process groups this process launched a driver JVM in: its :func:`spark_children` that lead a group
+    of their own. Empty where ``/proc`` cannot tell."""
+    own = os.getpgid(0)
+    groups = []
+    for pid in spark_children() or []:
+        with contextlib.suppress(OSError):
+            if os.getpgid(pid) == pid != own:
                 groups.append(pid)
     return groups
 
@@ -129,4 +144,4 @@ class StartPause:
             self._go.set()
 
 
-__all__ = ["LAUNCH_HOLD_S", "StartPause", "jvm_groups"]
+__all__ = ["LAUNCH_HOLD_S", "StartPause", "children", "jvm_groups", "spark_children"]

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from framework.errors import ConfigError
-from framework.spark.pause import StartPause, jvm_groups
+from framework.spark.pause import StartPause, children, jvm_groups, spark_children
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -249,23 +249,10 @@ def _not_from_py4j(record: logging.LogRecord) -> bool:
 def _spark_submits() -> list[int] | None:
     """This process's children running ``spark-submit`` (the launching JVM) and every process under them; None
     where ``/proc`` cannot tell."""
-    def children(pid: int) -> list[int]:
-        found: list[int] = []
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children") as handle:
-                found.extend(int(child) for child in handle.read().split())
-        return found
-
-    try:
-        mine = children(os.getpid())
-    except OSError:
+    launching = spark_children()
+    if launching is None:
         return None
-    pending, tree = [], []
-    for pid in mine:
-        with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as handle:
-            command = handle.read()
-            if b"spark-submit" in command or b"org.apache.spark" in command:
-                pending.append(pid)
+    pending, tree = list(launching), []
     while pending:
         pid = pending.pop()
         tree.append(pid)
