@@ -76,6 +76,7 @@ _ON_DEMAND: dict[str, str] = {
     "DynamicSchemaLoader": "framework.components.records.dynamic_schema",
     "ResponseToFileExtractor": "framework.components.records.file_extraction",
     "FileUploader": "framework.components.records.file_upload",
+    "AsyncRetriever": "framework.components.async_jobs",
     **dict.fromkeys(("ConfigAddFields", "ConfigMigration", "ConfigRemapField", "ConfigRemoveFields",
                      "CustomConfigTransformation", "CustomValidationStrategy", "DpathValidator",
                      "PredicateValidator", "ValidateAdheresToSchema"), "framework.components.config_rules"),
