@@ -45,6 +45,8 @@ _MODULES = (
     "framework.components.http.error_handler",
     "framework.components.pagination",
     "framework.components.records",
+    "framework.components.records.reshaping",  # its types and RecordExpander's load on demand (issue 21)
+    "framework.components.records.expansion",
     "framework.components.records.dynamic_schema",
     "framework.components.records.file_extraction",
     "framework.components.records.file_upload",
@@ -77,6 +79,9 @@ _ON_DEMAND: dict[str, str] = {
     "ResponseToFileExtractor": "framework.components.records.file_extraction",
     "FileUploader": "framework.components.records.file_upload",
     "AsyncRetriever": "framework.components.async_jobs",
+    "RecordExpander": "framework.components.records.expansion",
+    **dict.fromkeys(("DpathFlattenFields", "FlattenFields", "KeysReplace", "KeysToLower", "KeysToSnakeCase"),
+                    "framework.components.records.reshaping"),
     **dict.fromkeys(("ConfigAddFields", "ConfigMigration", "ConfigRemapField", "ConfigRemoveFields",
                      "CustomConfigTransformation", "CustomValidationStrategy", "DpathValidator",
                      "PredicateValidator", "ValidateAdheresToSchema"), "framework.components.config_rules"),
