@@ -203,9 +203,7 @@ def _run(args: argparse.Namespace, out: IO[bytes], collecting: bool = True) -> i
     from framework.manifest.config_check import read_config_file
     from framework.protocol import messages
     from framework.protocol.catalog import parse_state, select_streams
-    from framework.protocol.check import check_connection
-    from framework.protocol.discover import discover
-    from framework.protocol.read import check_states, read
+    from framework.protocol.read import check_states, read  # --check and --discover import theirs below
 
     if args.spec:
         # No config is needed for the spec: the manifest is read, nothing is built.
@@ -219,6 +217,8 @@ def _run(args: argparse.Namespace, out: IO[bytes], collecting: bool = True) -> i
         config_file = read_config_file(args.config)  # read once: a pipe or /dev/stdin works
         config = config_file.data
         if args.discover:  # from the schemas alone: no stream is built to be read
+            from framework.protocol.discover import discover
+
             entries = discover(args.manifest, config, config_path=config_file,
                                allow_custom_code=True if args.allow_custom_code else None,
                                on_config=lambda found: _announce(args, found, out))
@@ -247,6 +247,8 @@ def _run(args: argparse.Namespace, out: IO[bytes], collecting: bool = True) -> i
     if collecting:  # built: reading makes garbage (cycles in HTTP responses, say), so the collector runs again
         gc.enable()
     if args.check:
+        from framework.protocol.check import check_connection
+
         ok, message = check_connection(connector)
         out.write(messages.encode(messages.connection_status(ok, message)))
         if not ok:  # protocol consumers read the message; `--check && run-manifest ...` must stop here

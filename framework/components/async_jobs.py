@@ -34,7 +34,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -45,6 +44,7 @@ import orjson
 
 from framework.components.http.requester import Requester
 from framework.components.http.transport import HttpResponse
+from framework.components.job_slots import LEASE_SECONDS, SERVICE, JobSlots, offer_job_slots, prefetch, release
 from framework.components.pagination import Paginator
 from framework.components.records import DpathExtractor
 from framework.components.records.decoders import ResponseDecoder
@@ -64,11 +64,8 @@ __all__ = ["LEASE_SECONDS", "MAX_ATTEMPTS", "POLL_SECONDS", "AsyncJobRetriever",
 MAX_ATTEMPTS = 3
 #: Seconds between two polls of the running jobs (airbyte-cdk's wait); FRAMEWORK_ASYNC_POLL_SECONDS changes it.
 POLL_SECONDS = 5.0
-#: Seconds a slot stays taken without being renewed (its task died): then it is free again.
-LEASE_SECONDS = 300.0
 #: The minutes after which a running job times out, when the manifest says nothing (airbyte-cdk's).
 DEFAULT_TIMEOUT_MINUTES = 60
-SERVICE = "async_job_slots"
 
 RUNNING, COMPLETED, FAILED, TIMEOUT, SKIPPED = "running", "completed", "failed", "timeout", "skipped"
 _WAITING, _GIVEN_UP = "waiting", "given up"
@@ -81,73 +78,6 @@ def poll_seconds() -> float:
         return max(0.0, float(text)) if text else POLL_SECONDS
     except ValueError:
         raise ConfigError(f"FRAMEWORK_ASYNC_POLL_SECONDS must be a number of seconds, got {text!r}") from None
-
-
-class JobSlots:
-    """The sync-wide slots of running jobs: a service (thread-safe; payloads and answers are tuples).
-
-    ``("acquire", holder)`` answers True when ``holder`` has (or now takes) a
-    slot; ``("release", holder)`` gives it back; ``("renew", holders)``
-    extends their leases; ``("peak",)`` answers the most slots ever taken at
-    once. Leases older than ``lease`` seconds are dropped first.
-    """
-
-    def __init__(self, limit: int, lease: float = LEASE_SECONDS, now: Callable[[], float] = time.monotonic):
-        self.limit = max(1, limit)
-        self.lease = lease
-        self._now = now
-        self._held: dict[str, float] = {}
-        self._lock = threading.Lock()
-        self.peak = 0
-
-    def __call__(self, payload: tuple) -> Any:
-        op = payload[0]
-        with self._lock:
-            now = self._now()
-            for holder, at in list(self._held.items()):
-                if now - at > self.lease:
-                    del self._held[holder]
-            if op == "acquire":
-                holder = payload[1]
-                if holder not in self._held and len(self._held) >= self.limit:
-                    return False
-                self._held[holder] = now
-                self.peak = max(self.peak, len(self._held))
-                return True
-            if op == "release":
-                self._held.pop(payload[1], None)
-                return None
-            if op == "renew":
-                for holder in payload[1]:
-                    if holder in self._held:
-                        self._held[holder] = now
-                return None
-            if op == "peak":
-                return self.peak
-        raise ValueError(f"unknown job slot operation {op!r}")
-
-
-def _has_async(value: Any) -> bool:
-    if isinstance(value, Mapping):
-        return value.get("type") == "AsyncRetriever" or any(_has_async(item) for item in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_has_async(item) for item in value)
-    return False
-
-
-def offer_job_slots(ctx: BuildContext, source: Any, manifest: Any) -> None:
-    """Offer the sync's :class:`JobSlots` (``max_concurrent_async_job_count`` rendered; 1 when left out, as in
-    airbyte-cdk) before any stream is built, when the manifest has an AsyncRetriever: every AsyncRetriever of
-    the connector shares it, and the Spark driver serves it to the tasks."""
-    if not _has_async(manifest):
-        return
-    limit = source.max_concurrent_async_job_count
-    value = 1 if limit is None else ctx.render(limit, source.parameters, "integer")
-    try:
-        count = int(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"max_concurrent_async_job_count must be a whole number, got {value!r}") from None
-    ctx.service(SERVICE, JobSlots(count))
 
 
 @dataclass(frozen=True)
@@ -470,20 +400,6 @@ class AsyncJobRetriever:
 
     def release(self, slices: Iterable[StreamSlice]) -> None:
         self.board.release(slices)
-
-
-def prefetch(stream: Any, slices: Iterable[StreamSlice], config: Mapping[str, Any]) -> None:
-    """Submit the jobs of ``slices`` together when ``stream`` reads through asynchronous jobs (else nothing)."""
-    retriever = getattr(stream, "retriever", None)
-    if isinstance(retriever, AsyncJobRetriever):
-        retriever.submit(slices, config)
-
-
-def release(stream: Any, slices: Iterable[StreamSlice]) -> None:
-    """Forget the jobs of ``slices`` left unread (abort them, free their slots)."""
-    retriever = getattr(stream, "retriever", None)
-    if isinstance(retriever, AsyncJobRetriever):
-        retriever.release(slices)
 
 
 def _path_of(extractor: Any, ctx: BuildContext, path: tuple, name: str) -> tuple[str, ...]:

@@ -26,10 +26,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qs, urlsplit
-
-import isodate
 
 from framework.components.http.client import (
     RETRY_LOG,
@@ -59,6 +57,9 @@ from framework.models import (
     SimpleRetriever,
 )
 from framework.temporal.durations import parse_duration
+
+if TYPE_CHECKING:  # pragma: no cover
+    import isodate  # loaded with the first duration parsed (framework.temporal.durations)
 
 SliceOptions = Callable[[RequestParts, StreamSlice], None]
 _SEND = object()  # no first page held by a parent record: request it
@@ -151,7 +152,7 @@ class WindowSplits:
             return None
         span = high - low
         floor = self.min_split
-        if isinstance(floor, isodate.Duration):
+        if floor is not None and not isinstance(floor, timedelta):  # an isodate.Duration: months or years
             floor = floor.totimedelta(start=low)
         if floor is not None and span <= floor:
             return None

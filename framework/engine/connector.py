@@ -23,10 +23,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from framework.components.async_jobs import offer_job_slots
 from framework.components.custom.loader import CodeLoader, custom_code_allowed
 from framework.components.delegating import Delegation, listed_streams
 from framework.components.dynamic import Templates, resolve_templates
+from framework.components.job_slots import offer_job_slots
 from framework.components.query_properties import with_catalog
 from framework.components.registry import BuildContext
 from framework.components.state_migrations import build_state_migrations

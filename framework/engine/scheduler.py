@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from framework.components.async_jobs import prefetch, release
+from framework.components.job_slots import prefetch, release
 
 if TYPE_CHECKING:
     from framework.engine.plan import Sync

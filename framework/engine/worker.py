@@ -27,9 +27,9 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from framework.components.async_jobs import prefetch, release
 from framework.components.custom.loader import materialize
 from framework.components.dynamic import Templates
+from framework.components.job_slots import prefetch, release
 from framework.components.partitions import parents_of
 from framework.components.query_properties import resolved_query_properties, with_resolved_query_properties
 from framework.components.retriever import PAGE_WATCH

@@ -18,17 +18,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TypeAlias
-
-import isodate
+from typing import TYPE_CHECKING, TypeAlias
 
 from framework.errors import ConfigError, DurationError
 
 __all__ = ["MAX_WINDOWS", "Clamp", "Step", "clamp_of", "clamped_windows", "datetime_windows", "describe_duration",
            "shift"]
 
+if TYPE_CHECKING:  # pragma: no cover
+    import isodate  # loaded with the first duration parsed (framework.temporal.durations)
+
 #: A window size or a lookback: a fixed length, or calendar months and years.
-Step: TypeAlias = timedelta | isodate.Duration
+Step: TypeAlias = "timedelta | isodate.Duration"
 
 #: More windows than this is a mistake (a one-second step over decades, say), not a sync.
 MAX_WINDOWS = 1_000_000
@@ -38,6 +39,8 @@ _ZERO = timedelta(0)
 
 def describe_duration(duration: Step) -> str:
     """``duration`` in ISO 8601 (``P1D``), for messages."""
+    import isodate
+
     try:
         return isodate.duration_isoformat(duration)
     except (TypeError, ValueError):  # pragma: no cover - isodate formats every duration it makes

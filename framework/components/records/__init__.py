@@ -15,19 +15,40 @@ Runtimes of the manifest's record components, with their builders:
 * :func:`compile_normalizer` (:mod:`.schema_normalization`): ``schema_normalization: Default``.
 """
 
-from framework.components.records.expansion import RecordExpander
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from framework.components.records.extraction import DpathExtractor, decode_body, find_records
-from framework.components.records.reshaping import (
-    DpathFlattenFields,
-    FlattenFields,
-    KeysReplace,
-    KeysToLower,
-    KeysToSnakeCase,
-)
 from framework.components.records.schema_normalization import compile_cast, compile_normalizer
 from framework.components.records.schemas import PERMISSIVE_SCHEMA, default_schema_path, load_schema
 from framework.components.records.selection import RecordFilter, RecordSelector
 from framework.components.records.transformations import AddFields, RemoveFields, Transformation
+
+if TYPE_CHECKING:  # pragma: no cover
+    from framework.components.records.expansion import RecordExpander
+    from framework.components.records.reshaping import (
+        DpathFlattenFields,
+        FlattenFields,
+        KeysReplace,
+        KeysToLower,
+        KeysToSnakeCase,
+    )
+
+# Loaded on first use (their builders with the first manifest that names their types: the registry's
+# ``_ON_DEMAND``), so that a manifest without them does not pay for their import at start-up.
+_LATER = {
+    "RecordExpander": "framework.components.records.expansion",
+    **dict.fromkeys(("DpathFlattenFields", "FlattenFields", "KeysReplace", "KeysToLower", "KeysToSnakeCase"),
+                    "framework.components.records.reshaping"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LATER.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "AddFields",
