@@ -114,9 +114,11 @@ def class_archive(environ: Mapping[str, str] | None = None) -> ClassArchive | No
     if given.lower() in _OFF:
         return None
     java = _java(environ)
+    from framework.spark.launch_home import launch_home
     from framework.spark.session import _pip_spark_home
 
-    home = environ.get("SPARK_HOME") or _pip_spark_home()
+    # the home a local driver JVM is launched from (framework.spark.launch_home): its class path is the archive's
+    home = environ.get("SPARK_HOME") or launch_home(environ) or _pip_spark_home()
     if java is None or not home:
         return None
     jars = os.path.join(home, "jars")
