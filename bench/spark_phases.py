@@ -1,7 +1,7 @@
 """Where the time of a Spark-mode sync goes: its phases from the JSON log, and a cProfile of the driver.
 
     python bench/spark_phases.py [--records 200000] [--shards 16] [--runs 1] [--top 12]
-    python bench/spark_phases.py --cpu [--records 2000000] [--option=--conf=KEY=VALUE ...]
+    python bench/spark_phases.py --cpu [--records 2000000] [--timeline 0.5] [--option=--conf=KEY=VALUE ...]
 
 Starts ``bench/api_server.py`` with N records (``bench/pipeline.py``'s
 manifest: 16 shards, pages of 1,000, a typed schema) and runs ``run-manifest
@@ -20,6 +20,8 @@ added to run-manifest): the CPU seconds of the driver, of its JVM (split by
 thread: JIT compilers, GC, task threads, the rest with their busiest names)
 and of Spark's Python daemon and workers, sampled from /proc every 0.1 s, and
 the API server's. CPU seconds move much less than wall seconds with the load.
+``--timeline S`` adds the CPU seconds each of them took in each S seconds of
+the sync: when the JVM starts, when the workers do, what runs at the end.
 See bench/README.md.
 """
 
