@@ -335,7 +335,9 @@ class SessionPlan:
 
 def session_plan(master: str | None = None, conf: Mapping[str, str] | None = None, *, full_jit: bool = False,
                  jdbc: bool = False, environ: Mapping[str, str] | None = None) -> SessionPlan:
-    """The master and settings of a session (see the module docs); pure but for reading spark-defaults.conf."""
+    """The master and settings of a session (see the module docs); pure but for reading spark-defaults.conf
+    and, on a local master, finding (the first time, making) the Spark home the JVM is launched from
+    (:func:`framework.spark.launch_home.launch_home`) and its class-data archive."""
     environ = os.environ if environ is None else environ
     conf = dict(conf or {})
     given = {**spark_defaults(environ), **submit_conf(environ)}  # what Spark reads itself: ours never replace it
