@@ -1,7 +1,7 @@
 """Where the time of a Spark-mode sync goes: its phases from the JSON log, and a cProfile of the driver.
 
     python bench/spark_phases.py [--records 200000] [--shards 16] [--runs 1] [--top 12]
-    python bench/spark_phases.py --cpu [--records 2000000] [--option=--conf=KEY=VALUE ...]
+    python bench/spark_phases.py --cpu [--records 2000000] [--timeline 0.5] [--option=--conf=KEY=VALUE ...]
 
 Starts ``bench/api_server.py`` with N records (``bench/pipeline.py``'s
 manifest: 16 shards, pages of 1,000, a typed schema) and runs ``run-manifest
@@ -20,6 +20,8 @@ added to run-manifest): the CPU seconds of the driver, of its JVM (split by
 thread: JIT compilers, GC, task threads, the rest with their busiest names)
 and of Spark's Python daemon and workers, sampled from /proc every 0.1 s, and
 the API server's. CPU seconds move much less than wall seconds with the load.
+``--timeline S`` adds the CPU seconds each of them took in each S seconds of
+the sync: when the JVM starts, when the workers do, what runs at the end.
 See bench/README.md.
 """
 
@@ -127,9 +129,11 @@ def _thread_seconds(pid: int) -> dict[int, tuple[str, float]]:
     return {tid: (stat[1], stat[2]) for tid, stat in found.items() if stat is not None}
 
 
-def cpu_run(manifest: str, config: str, folder: Path, more: list[str], api_pid: int) -> tuple[list[str], float]:
+def cpu_run(manifest: str, config: str, folder: Path, more: list[str], api_pid: int,
+            step: float = 0.0) -> tuple[list[str], float]:
     """One sync (no profiler) with the CPU seconds of each of its processes, and of the JVM's threads by
-    kind, sampled from /proc every 0.1 s (the last sample of a process that ended counts)."""
+    kind, sampled from /proc every 0.1 s (the last sample of a process that ended counts). ``step`` > 0: a
+    timeline too, the CPU seconds each role took in each ``step`` seconds of the wall clock."""
     output = folder / "output"
     command = [*run_manifest_command(), manifest, "--config", config, "--output", str(output),
                "--log-format", "json", *more]
@@ -147,6 +151,7 @@ def cpu_run(manifest: str, config: str, folder: Path, more: list[str], api_pid: 
     threads: dict[int, tuple[str, float]] = {}  # the JVM's tid -> name, CPU seconds
     api_before = _proc_stats().get(api_pid, (0, "", 0.0))[2]
     api_after = api_before
+    timeline: list[tuple[float, dict[str, float]]] = []  # (seconds since began, CPU seconds by role so far)
     while process.poll() is None:
         stats = _proc_stats()
         api_after = stats.get(api_pid, (0, "", api_after))[2]
@@ -171,6 +176,11 @@ def cpu_run(manifest: str, config: str, folder: Path, more: list[str], api_pid: 
                 role = f"other ({name})"
             if cpu >= seen.get(pid, ("", -1.0))[1]:
                 seen[pid] = (role, cpu)
+        if step > 0:
+            totals: dict[str, float] = {"API server": api_after - api_before}
+            for role, cpu in seen.values():
+                totals[role] = totals.get(role, 0.0) + cpu
+            timeline.append((time.perf_counter() - began, totals))
         time.sleep(0.1)
     wall = time.perf_counter() - began
     reader.join(timeout=5)
@@ -192,7 +202,29 @@ def cpu_run(manifest: str, config: str, folder: Path, more: list[str], api_pid: 
     lines += [f"    {cpu:7.2f}      {name}" for name, cpu in sorted(others.items(), key=lambda item: -item[1])[:6]]
     lines.append(f"    {api_after - api_before:7.2f}  the API server")
     lines.append(f"    {sum(by_role.values()):7.2f}  in all (the sync's processes)")
+    if step > 0:
+        lines += _timeline(timeline, step)
     return lines, wall
+
+
+_SHORT = {"driver (Python)": "driver", "JVM": "JVM", "Python daemon and workers": "workers", "API server": "API"}
+
+
+def _timeline(samples: list[tuple[float, dict[str, float]]], step: float) -> list[str]:
+    """The CPU seconds each role took in each ``step`` seconds (from cumulative samples)."""
+    roles = [role for role in _SHORT if any(role in totals for _, totals in samples)]
+    lines = ["  CPU seconds in each interval:" + "".join(f"  {_SHORT[role]:>7}" for role in roles)]
+    before: dict[str, float] = {}
+    edge = step
+    for at, totals in samples:
+        if at < edge and (at, totals) != samples[-1]:
+            continue
+        lines.append(f"    {edge - step:5.1f}-{min(edge, at):5.1f} s" + "".join(
+            f"  {totals.get(role, 0.0) - before.get(role, 0.0):7.2f}" for role in roles))
+        before = dict(totals)
+        while edge <= at:
+            edge += step
+    return lines
 
 
 def main() -> int:
@@ -204,6 +236,8 @@ def main() -> int:
     parser.add_argument("--cpu", action="store_true",
                         help="no profiler: each run's CPU seconds by process (driver, JVM by kind of thread, "
                              "Python workers, the API server), default variant only")
+    parser.add_argument("--timeline", type=float, default=0.0, metavar="SECONDS",
+                        help="--cpu: also the CPU seconds of each role (driver, JVM, workers, API) every SECONDS")
     parser.add_argument("--option", action="append", default=[], metavar="ARG",
                         help="--cpu: another argument for run-manifest (repeatable), e.g. --option=--conf=K=V")
     args = parser.parse_args()
@@ -215,7 +249,7 @@ def main() -> int:
                 folder = Path(tmp, f"{number}-cpu")
                 folder.mkdir()
                 api_pid = api.process.pid if api.process else 0
-                lines, wall = cpu_run(manifest, config, folder, list(args.option), api_pid)
+                lines, wall = cpu_run(manifest, config, folder, list(args.option), api_pid, args.timeline)
                 print(f"\n{' '.join(args.option) or 'default'}, {args.records:,} records, run {number}: "
                       f"{wall:.2f} s wall")
                 print("\n".join(lines))

@@ -13,7 +13,9 @@ start and the first job took 2.2 s less (7.2 s to 5.0 s, bench/README.md).
   ``$XDG_CACHE_HOME/manifest-framework`` or ``~/.cache/manifest-framework``.
   The key is a digest of the ``java`` that Spark's launcher runs (its path and
   the JDK's ``release`` file), Spark's jars folder (its path, file names and
-  time of change) and its configuration folder: a new Java or Spark gets an archive of its own.
+  time of change: the folder of the home the JVM is launched from,
+  :mod:`framework.spark.launch_home`) and its configuration folder: a new Java
+  or Spark gets an archive of its own.
   ``FRAMEWORK_SPARK_CLASS_ARCHIVE=off`` turns all of it off. Making one
   removes the folder's other archives made over a week ago.
 * **Made in the background.** A sync that finds no archive runs without one
@@ -114,9 +116,11 @@ def class_archive(environ: Mapping[str, str] | None = None) -> ClassArchive | No
     if given.lower() in _OFF:
         return None
     java = _java(environ)
+    from framework.spark.launch_home import launch_home
     from framework.spark.session import _pip_spark_home
 
-    home = environ.get("SPARK_HOME") or _pip_spark_home()
+    # the home a local driver JVM is launched from (framework.spark.launch_home): its class path is the archive's
+    home = environ.get("SPARK_HOME") or launch_home(environ) or _pip_spark_home()
     if java is None or not home:
         return None
     jars = os.path.join(home, "jars")

@@ -15,7 +15,9 @@ pipeline): ``validate-manifest`` and protocol mode never pay for it.
   key set in any of those.
 * On a local master only, the defaults quiet a short run: the web UI and the
   console progress bar off, the driver JVM logging errors only, the quick JIT
-  tier (unless ``full_jit``), 8 shuffle partitions. On any other master
+  tier (unless ``full_jit``), 8 shuffle partitions; the driver JVM is
+  launched from a Spark home without ``spark-mllib`` unless ``SPARK_HOME``
+  names one (:mod:`framework.spark.launch_home`). On any other master
   nothing is forced: the cluster's settings stand. Arrow for PySpark is on
   everywhere unless a setting says otherwise.
 * JDBC drivers (for the PostgreSQL target of normalization) join
@@ -51,7 +53,7 @@ import sys
 import tempfile
 import threading
 import urllib.parse
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -328,11 +330,14 @@ class SessionPlan:
     settings: Mapping[str, str]
     quiet: bool
     archive: str | None = None  # the class-data archive the driver JVM maps (framework.spark.class_archive)
+    home: str | None = None  # the Spark home the driver JVM is launched from (framework.spark.launch_home)
 
 
 def session_plan(master: str | None = None, conf: Mapping[str, str] | None = None, *, full_jit: bool = False,
                  jdbc: bool = False, environ: Mapping[str, str] | None = None) -> SessionPlan:
-    """The master and settings of a session (see the module docs); pure but for reading spark-defaults.conf."""
+    """The master and settings of a session (see the module docs); pure but for reading spark-defaults.conf
+    and, on a local master, finding (the first time, making) the Spark home the JVM is launched from
+    (:func:`framework.spark.launch_home.launch_home`) and its class-data archive."""
     environ = os.environ if environ is None else environ
     conf = dict(conf or {})
     given = {**spark_defaults(environ), **submit_conf(environ)}  # what Spark reads itself: ours never replace it
@@ -365,11 +370,15 @@ def session_plan(master: str | None = None, conf: Mapping[str, str] | None = Non
         if java_options:
             settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
     settings = {key: value for key, value in settings.items() if key not in given and key not in conf}
-    archive = None
+    archive = home = None
+    if local:
+        from framework.spark.launch_home import launch_home
+
+        home = launch_home(environ)
     if local and "spark.driver.defaultJavaOptions" not in given and "spark.driver.defaultJavaOptions" not in conf:
         from framework.spark.class_archive import class_archive
 
-        found = class_archive(environ)
+        found = class_archive(environ)  # of the class path launch_home gives, as the JVM's
         if found is not None and found.usable():
             settings["spark.driver.defaultJavaOptions"] = found.java_options()
             archive = found.path
@@ -379,7 +388,7 @@ def session_plan(master: str | None = None, conf: Mapping[str, str] | None = Non
         conf["spark.jars"] = f"{present},{jars}" if present else jars
     settings.update(conf)
     quiet = local and "spark.log.level" not in given and "spark.log.level" not in conf
-    return SessionPlan(to_set, local, settings, quiet, archive)
+    return SessionPlan(to_set, local, settings, quiet, archive, home)
 
 
 def spark_defaults(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -456,11 +465,17 @@ def known_master(master: str | None = None, conf: Mapping[str, str] | None = Non
 
 
 def _pip_spark_home() -> str | None:
+    """The folder of the installed pyspark package (pip's Spark home), found without importing it (about 0.1 s
+    of a sync's start that a sync which never starts Spark does not pay)."""
+    import importlib.util
+
     try:
-        import pyspark  # the package only: no JVM starts
-    except ImportError:
+        spec = importlib.util.find_spec("pyspark")
+    except (ImportError, ValueError):
         return None
-    return os.path.dirname(os.path.abspath(pyspark.__file__))
+    if spec is None or not spec.origin:
+        return None
+    return os.path.dirname(os.path.abspath(spec.origin))
 
 
 def _under_spark_submit(environ: Mapping[str, str] | None = None) -> bool:
@@ -537,17 +552,18 @@ def _launch_jvm(plan: SessionPlan, app_name: str,
                                  name="jvm-stderr", daemon=True)
     forwarder.start()
     try:
-        try:
-            gateway = launch_gateway(conf, popen_kwargs=_popen_kwargs(write_end))
-        except Exception:
-            if not plan.archive or stopped():
-                raise
-            # a class-data archive the JVM did not start with: dropped (made again later), started without it
-            from framework.spark.class_archive import ClassArchive
+        with _spark_home(plan.home):
+            try:
+                gateway = launch_gateway(conf, popen_kwargs=_popen_kwargs(write_end))
+            except Exception:
+                if not plan.archive or stopped():
+                    raise
+                # a class-data archive the JVM did not start with: dropped (made again later), started without it
+                from framework.spark.class_archive import ClassArchive
 
-            ClassArchive(plan.archive).remove()
-            conf.set("spark.driver.defaultJavaOptions", "")
-            gateway = launch_gateway(conf, popen_kwargs=_popen_kwargs(write_end))
+                ClassArchive(plan.archive).remove()
+                conf.set("spark.driver.defaultJavaOptions", "")
+                gateway = launch_gateway(conf, popen_kwargs=_popen_kwargs(write_end))
     except BaseException as exc:
         os.close(write_end)
         forwarder.join(timeout=5)  # the JVM's last words (why it did not start) reach stderr first
@@ -557,6 +573,24 @@ def _launch_jvm(plan: SessionPlan, app_name: str,
     os.close(write_end)  # the JVM holds its own copy
     SparkContext._ensure_initialized(gateway=gateway)
     return getattr(gateway, "proc", None)
+
+
+@contextlib.contextmanager
+def _spark_home(home: str | None) -> Iterator[None]:
+    """``SPARK_HOME`` set to ``home`` while the driver JVM is launched (pyspark's launcher takes the environment
+    whole: its ``spark-submit`` then builds the class path from that home), as it was afterwards."""
+    if home is None:
+        yield
+        return
+    before = os.environ.get("SPARK_HOME")
+    os.environ["SPARK_HOME"] = home
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("SPARK_HOME", None)
+        else:
+            os.environ["SPARK_HOME"] = before
 
 
 def _popen_kwargs(stderr: int) -> dict[str, Any]:
