@@ -116,18 +116,15 @@ def class_archive(environ: Mapping[str, str] | None = None) -> ClassArchive | No
     if given.lower() in _OFF:
         return None
     java = _java(environ)
-    from framework.spark.launch_home import launch_home
+    from framework.spark.launch_home import cache_folder, jars_of, launch_home
     from framework.spark.session import _pip_spark_home
 
     # the home a local driver JVM is launched from (framework.spark.launch_home): its class path is the archive's
     home = environ.get("SPARK_HOME") or launch_home(environ) or _pip_spark_home()
     if java is None or not home:
         return None
-    jars = os.path.join(home, "jars")
-    try:
-        names = sorted(os.listdir(jars))
-        changed = os.stat(jars).st_mtime_ns  # a jar added, removed or replaced (pip removes, then writes)
-    except OSError:
+    jars = jars_of(home)
+    if jars is None:
         return None
     java_home = os.path.dirname(os.path.dirname(java))
     try:
@@ -136,11 +133,9 @@ def class_archive(environ: Mapping[str, str] | None = None) -> ClassArchive | No
     except OSError:
         release = b""
     conf_dir = environ.get("SPARK_CONF_DIR") or os.path.join(home, "conf")
-    key = hashlib.sha256(json.dumps([java, release.decode(errors="replace"), os.path.realpath(jars), names, changed,
+    key = hashlib.sha256(json.dumps([java, release.decode(errors="replace"), *jars,
                                      os.path.realpath(conf_dir)]).encode()).hexdigest()[:20]
-    folder = given or os.path.join(environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-                                   "manifest-framework")
-    return ClassArchive(os.path.join(folder, f"spark-{key}.jsa"))
+    return ClassArchive(os.path.join(cache_folder(environ, given), f"spark-{key}.jsa"))
 
 
 def _java(environ: Mapping[str, str]) -> str | None:

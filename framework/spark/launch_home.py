@@ -55,21 +55,35 @@ def launch_home(environ: Mapping[str, str] | None = None) -> str | None:
     pip_home = _pip_spark_home()
     if not pip_home:
         return None
-    jars = os.path.join(pip_home, "jars")
-    try:
-        names = sorted(os.listdir(jars))
-        changed = os.stat(jars).st_mtime_ns
-    except OSError:
+    jars = jars_of(pip_home)
+    if jars is None:
         return None
+    names = jars[1]
     if not any(name.startswith(_LEFT_OUT) for name in names):
         return None  # nothing to leave out: pip's home as it is
-    key = hashlib.sha256(json.dumps([os.path.realpath(jars), names, changed]).encode()).hexdigest()[:20]
-    folder = given or os.path.join(environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-                                   "manifest-framework")
-    home = os.path.join(folder, f"spark-home-{key}")
+    key = hashlib.sha256(json.dumps(list(jars)).encode()).hexdigest()[:20]
+    home = os.path.join(cache_folder(environ, given), f"spark-home-{key}")
     if os.path.isdir(os.path.join(home, "jars")):
         return home
     return home if _make(home, pip_home, names) else None
+
+
+def cache_folder(environ: Mapping[str, str], given: str = "") -> str:
+    """Where the framework keeps its Spark files (launch homes, class-data archives): ``given`` (a folder the
+    user named), else ``$XDG_CACHE_HOME/manifest-framework``, else ``~/.cache/manifest-framework``."""
+    cache = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return given or os.path.join(cache, "manifest-framework")
+
+
+def jars_of(home: str) -> tuple[str, list[str], int] | None:
+    """The jars folder of the Spark ``home``: its real path, its file names (sorted) and its time of change (a
+    jar added, removed or replaced: pip removes, then writes), what a cached file made from it is keyed on;
+    None when it cannot be read."""
+    jars = os.path.join(home, "jars")
+    try:
+        return os.path.realpath(jars), sorted(os.listdir(jars)), os.stat(jars).st_mtime_ns
+    except OSError:
+        return None
 
 
 def _make(home: str, pip_home: str, names: list[str]) -> bool:
@@ -96,4 +110,4 @@ def _make(home: str, pip_home: str, names: list[str]) -> bool:
             shutil.rmtree(temp)
 
 
-__all__ = ["ENVIRONMENT", "launch_home"]
+__all__ = ["ENVIRONMENT", "cache_folder", "jars_of", "launch_home"]
