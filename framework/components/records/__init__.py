@@ -34,18 +34,14 @@ if TYPE_CHECKING:  # pragma: no cover
         KeysToSnakeCase,
     )
 
-# Loaded on first use (their builders with the first manifest that names their types: the registry's
-# ``_ON_DEMAND``), so that a manifest without them does not pay for their import at start-up.
-_LATER = {
-    "RecordExpander": "framework.components.records.expansion",
-    **dict.fromkeys(("DpathFlattenFields", "FlattenFields", "KeysReplace", "KeysToLower", "KeysToSnakeCase"),
-                    "framework.components.records.reshaping"),
-}
-
-
+# RecordExpander and the reshaping transformations load on first use (their builders with the first manifest
+# that names their types: the registry's ``_ON_DEMAND``, which says from which module), so that a manifest
+# without them does not pay for their import at start-up.
 def __getattr__(name: str) -> Any:
-    module = _LATER.get(name)
-    if module is None:
+    from framework.components.registry import _ON_DEMAND
+
+    module = _ON_DEMAND.get(name, "")
+    if not module.startswith(f"{__name__}."):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)
 
