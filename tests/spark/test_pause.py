@@ -121,9 +121,12 @@ def test_only_children_leading_a_group_of_their_own_and_running_spark_are_found(
             process.wait()
 
 
+# SIGHUP at its default in the driver, so in its child: under `nohup` (ignored, and inherited) the kernel's SIGHUP
+# to an orphaned group would not end the sleeper (a JVM still ends then: its gateway's stdin closes at SIGCONT).
 DRIVER = """
-import subprocess, sys, time
+import signal, subprocess, sys, time
 from framework.spark.pause import StartPause
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 child = subprocess.Popen([sys.executable, "-c", {sleeper!r}], process_group=0)
 time.sleep(0.3)
 StartPause(lambda: [child.pid]).pause()
