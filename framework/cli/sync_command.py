@@ -129,6 +129,10 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
     from framework.spark import require_spark_extra
 
     require_spark_extra()  # before anything else: the fix, not an ImportError
+    if not connector.runs_own_code:  # only the framework's code here: pyarrow need not import pandas
+        from framework.typed.pandas_lookup import settle_without_pandas
+
+        settle_without_pandas()
     from framework.spark.connect import describe
     from framework.spark.pause import LAUNCH_HOLD_S
     from framework.spark.pipeline import PipelineOptions, run_pipeline

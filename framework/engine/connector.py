@@ -91,6 +91,11 @@ class Connector:
     def custom_code_allowed(self) -> bool:
         return self.context.code.allowed
 
+    @property
+    def runs_own_code(self) -> bool:
+        """Whether the manifest's custom components loaded Python code of their own into this process."""
+        return self.context.code.loaded_any
+
     def with_catalog(self, catalog: Mapping[str, Any] | None) -> Connector:
         """This connector asking each stream's API for what the configured ``catalog`` selects (a
         JsonSchemaPropertySelector narrows its query properties to the catalog's schema)."""

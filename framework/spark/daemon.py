@@ -26,6 +26,11 @@ def _preload() -> None:
     # Its validator waits for the models its fields name: built here once (with pydantic's plugin scan), not
     # by every forked worker's first task.
     DestinationSettings.model_rebuild()
+    # pyarrow's first conversion imports pandas to ask whether its input is a pandas object: asked here once,
+    # not by every forked worker on its first page (a task may run a manifest's own code, which may use pandas)
+    from framework.typed.pandas_lookup import settle_with_pandas
+
+    settle_with_pandas()
 
     gc.collect()
     gc.freeze()  # what is loaded now stays out of the workers' garbage collections

@@ -282,6 +282,7 @@ def test_a_worker_builds_the_connector_from_the_shipped_package_files_when_the_f
     path.write_text(yaml.safe_dump(document, sort_keys=False))
 
     driver = open_connector(str(path), {"base_url": fake_api.url}, allow_custom_code=True)
+    assert driver.runs_own_code  # so its driver leaves pyarrow's pandas lookup as it is (typed/pandas_lookup.py)
     assert sorted(driver.shipped_files) == ["source_things/components.py", "source_things/parts/__init__.py",
                                             "source_things/parts/base.py"]
     source = pickle.loads(pickle.dumps(ConnectorSource.of_connector(driver, str(path), path.read_text())))

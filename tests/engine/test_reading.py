@@ -151,6 +151,7 @@ def test_get_renders_parameters_and_headers_from_config_parameters_and_drops_emp
     ))
     result = run(manifest, {"region": "eu", "page_size": 7})
     assert result.records() == ITEMS[:2]
+    assert not result.connector.runs_own_code  # a manifest without custom components runs no code of its own
     (request,) = fake_api.requests
     assert request.method == "GET"
     assert request.path == "/eu/items"

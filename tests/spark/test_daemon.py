@@ -10,7 +10,8 @@ pytestmark = pytest.mark.spark
 def _preloaded(_: object) -> bool:
     import sys
 
-    return all(name in sys.modules for name in ("framework.spark.tasks", "pydantic", "pyarrow.parquet"))
+    # pandas: pyarrow's lookup of it was made before the fork (framework.typed.pandas_lookup)
+    return all(name in sys.modules for name in ("framework.spark.tasks", "pydantic", "pyarrow.parquet", "pandas"))
 
 
 def test_every_worker_starts_with_the_framework_imported(spark):

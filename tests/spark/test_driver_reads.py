@@ -170,14 +170,19 @@ def test_run_manifest_lands_the_same_with_and_without_wait_for_spark_and_leaves_
     runs = {}
     for name, more in (("early", []), ("waiting", ["--wait-for-spark"])):
         marker = f"speed-test-{uuid.uuid4().hex[:8]}"
-        command = [sys.executable, "-m", "framework.cli.run", str(manifest), "--config", str(config),
+        # -X importtime: the driver's imports, to see that pyarrow's lookup of pandas found none (pyspark imports
+        # pandas itself when its JVM starts; pyarrow's pandas layer stays unloaded: framework/typed/pandas_lookup.py)
+        command = [sys.executable, "-X", "importtime", "-m", "framework.cli.run", str(manifest), "--config", str(config),
                    "--output", str(tmp_path / name), "--log-format", "json", "--conf", f"spark.test.marker={marker}",
                    *more]
         done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300,
                               env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
         assert done.returncode == 0, done.stderr
         events = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
-        noise = [line for line in done.stderr.splitlines() if not line.startswith("{")
+        imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()
+                    if line.startswith("import time:")]
+        assert "framework.typed.pandas_lookup" in imported and "pyarrow.pandas_compat" not in imported
+        noise = [line for line in done.stderr.splitlines() if not line.startswith(("{", "import time:"))
                  and "incubator modules" not in line]  # the JVM's own start-up line, as in every Spark run
         assert noise == [], done.stderr
         runs[name] = events

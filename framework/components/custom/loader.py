@@ -199,6 +199,11 @@ class CodeLoader:
         """The shipped files loaded so far: path relative to the manifest folder's parent -> text."""
         return dict(self._shipped)
 
+    @property
+    def loaded_any(self) -> bool:
+        """Whether a class was loaded (a custom component's: the manifest's own Python code runs here)."""
+        return bool(self._classes)
+
     def load_class(self, ref: ClassRef, what: str, place: str | None) -> type:
         """The class ``ref`` names; ``what`` says which component it is for messages (``record extractor``)."""
         found = self._classes.get(ref.class_name)
