@@ -17,3 +17,14 @@ def _preloaded(_: object) -> bool:
 def test_every_worker_starts_with_the_framework_imported(spark):
     assert spark.conf.get("spark.python.daemon.module") == "framework.spark.daemon"
     assert spark.sparkContext.parallelize(range(4), 4).map(_preloaded).collect() == [True] * 4
+
+
+def _pyspark_file(_: object) -> str:
+    import pyspark
+
+    return str(pyspark.__file__)
+
+
+def test_workers_import_the_installed_pyspark_not_sparks_zip_of_the_same_version(spark):
+    (found,) = set(spark.sparkContext.parallelize(range(2), 2).map(_pyspark_file).collect())
+    assert ".zip" not in found and found.endswith("pyspark/__init__.py")
