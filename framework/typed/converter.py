@@ -22,7 +22,7 @@ import pyarrow as pa
 from framework.typed import arrow as a
 from framework.typed import types as t
 from framework.typed.avro import AvroSchema, avro_records, build_avro_schema
-from framework.typed.columns import Changes, TopField, column_for
+from framework.typed.columns import Changes, TopField, column_for, lookup_keys
 from framework.typed.raw_ids import random_uuids
 
 _CHANGE_FIELDS = list(a.CHANGE_TYPE)
@@ -38,7 +38,8 @@ class RecordConverter:
         self.schema: pa.Schema = a.arrow_schema(record_type, stream)
         self._fields = a.data_fields(record_type, stream)
         self._whole_record = not isinstance(record_type, t.Object)
-        self._columns = [(name, column_for(kind), TopField(name)) for name, kind in self._fields]
+        self._names = [name for name, _ in self._fields]
+        self._columns = [(column_for(kind), TopField(name)) for name, kind in self._fields]
         self._avro: AvroSchema | None = None
         #: How many values the last :meth:`convert` nulled.
         self.last_nulled = 0
@@ -63,8 +64,9 @@ class RecordConverter:
                              "pass one entry (None for no changes) per record")
         changes = Changes()
         data = []
-        for name, column, where in self._columns:
-            values = list(records) if self._whole_record else list(map(dict.get, records, repeat(name)))
+        keys = self._names if self._whole_record else lookup_keys(records, self._names)
+        for key, (column, where) in zip(keys, self._columns):
+            values = list(records) if self._whole_record else list(map(dict.get, records, repeat(key)))
             data.append(column.build(values, where, changes))
         self.last_nulled = changes.count
         envelope = [
