@@ -80,6 +80,9 @@ _ON_DEMAND: dict[str, str] = {
     "FileUploader": "framework.components.records.file_upload",
     "AsyncRetriever": "framework.components.async_jobs",
     "RecordExpander": "framework.components.records.expansion",
+    # the response formats other than JSON (a top-level JsonDecoder is read by the extractor itself)
+    **dict.fromkeys(("CsvDecoder", "GzipDecoder", "IterableDecoder", "JsonDecoder", "JsonItemsDecoder",
+                     "JsonlDecoder", "XmlDecoder", "ZipfileDecoder"), "framework.components.records.decoders"),
     **dict.fromkeys(("DpathFlattenFields", "FlattenFields", "KeysReplace", "KeysToLower", "KeysToSnakeCase"),
                     "framework.components.records.reshaping"),
     **dict.fromkeys(("ConfigAddFields", "ConfigMigration", "ConfigRemapField", "ConfigRemoveFields",

@@ -42,7 +42,6 @@ from framework.components.pagination import NoPaginator, Paginator
 from framework.components.partitions import LAZY_KEY, embedded_response
 from framework.components.query_properties import Fetched, QueryPropertiesReader, build_query_properties
 from framework.components.records import DpathExtractor, RecordSelector
-from framework.components.records.decoders import ResponseDecoder, XmlDocument, pagination_capable
 from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
 from framework.errors import ConfigError, InterpolationError, ReadError, UnreadableBodyError, place_suffix
@@ -60,6 +59,9 @@ from framework.temporal.durations import parse_duration
 
 if TYPE_CHECKING:  # pragma: no cover
     import isodate  # loaded with the first duration parsed (framework.temporal.durations)
+
+    # the formats other than JSON load with the first manifest that names one (the registry's _ON_DEMAND)
+    from framework.components.records.decoders import ResponseDecoder
 
 SliceOptions = Callable[[RequestParts, StreamSlice], None]
 _SEND = object()  # no first page held by a parent record: request it
@@ -379,8 +381,11 @@ class Retriever:
                     # one batch, so `page` is the whole page)
                     more = pager.advance(response.with_json({}), page, variables)
                 else:
-                    if isinstance(decoder, XmlDocument) and not isinstance(self.paginator, NoPaginator):
-                        response = response.with_json(decoder.pagination_body(response.content))
+                    if decoder is not None and not isinstance(self.paginator, NoPaginator):
+                        from framework.components.records.decoders import XmlDocument  # loaded: it built `decoder`
+
+                        if isinstance(decoder, XmlDocument):
+                            response = response.with_json(decoder.pagination_body(response.content))
                     more = pager.advance(response, page, variables)  # judged by the page as the API sent it
                     if watch is not None:
                         watch(response if decoder is None else None, page, records)
@@ -480,6 +485,8 @@ def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> R
     selector = ctx.build(model.record_selector, path + ("record_selector",))
     decoder: ResponseDecoder | None = None
     if model.decoder is not None and not isinstance(model.decoder, (CustomDecoder, JsonDecoder)):
+        from framework.components.records.decoders import pagination_capable  # with a format other than JSON only
+
         if isinstance(paginator_model, DefaultPaginator) and not pagination_capable(model.decoder):
             raise ConfigError(
                 f"a DefaultPaginator cannot read {model.decoder.type} responses"
