@@ -27,7 +27,6 @@ from framework.components.custom.loader import CodeLoader, custom_code_allowed
 from framework.components.delegating import Delegation, listed_streams
 from framework.components.dynamic import Templates, resolve_templates
 from framework.components.job_slots import offer_job_slots
-from framework.components.query_properties import with_catalog
 from framework.components.registry import BuildContext
 from framework.components.state_migrations import build_state_migrations
 from framework.components.stream import Stream
@@ -96,6 +95,8 @@ class Connector:
         JsonSchemaPropertySelector narrows its query properties to the catalog's schema)."""
         if catalog is None:
             return self
+        from framework.components.query_properties import with_catalog  # loaded by the first catalog only
+
         return dataclasses.replace(self, streams=with_catalog(self.streams, catalog))
 
     def migrate_state(self, stream: str, state: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
