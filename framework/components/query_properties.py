@@ -241,13 +241,6 @@ def _chunk_variables(stream_slice: StreamSlice) -> dict[str, Any]:
     return found
 
 
-def plain_parameters(params: Any) -> Any:
-    """``request_parameters`` without its QueryProperties (the retriever sends those, chunk by chunk)."""
-    if isinstance(params, Mapping) and any(isinstance(v, QueryProperties) for v in params.values()):
-        return {k: v for k, v in params.items() if not isinstance(v, QueryProperties)}
-    return params
-
-
 # --- building ------------------------------------------------------------------------------------------
 
 
@@ -375,5 +368,5 @@ def with_resolved_query_properties(streams: Mapping[str, Stream],
 
 
 __all__ = ["Chunking", "PropertiesEndpoint", "PropertySelector", "QueryPropertiesReader", "build_query_properties",
-           "deep_merge", "merge_by_key", "plain_parameters", "property_name", "resolved_query_properties",
+           "deep_merge", "merge_by_key", "property_name", "resolved_query_properties",
            "with_catalog", "with_resolved_query_properties"]

@@ -45,6 +45,7 @@ _MODULES = (
     "framework.components.http.error_handler",
     "framework.components.pagination",
     "framework.components.records",
+    "framework.components.records.transformations",  # AddFields and RemoveFields: on demand (issue 21)
     "framework.components.records.reshaping",  # its types and RecordExpander's load on demand (issue 21)
     "framework.components.records.expansion",
     "framework.components.records.dynamic_schema",
@@ -80,6 +81,10 @@ _ON_DEMAND: dict[str, str] = {
     "FileUploader": "framework.components.records.file_upload",
     "AsyncRetriever": "framework.components.async_jobs",
     "RecordExpander": "framework.components.records.expansion",
+    **dict.fromkeys(("AddFields", "RemoveFields"), "framework.components.records.transformations"),
+    # the response formats other than JSON (a top-level JsonDecoder is read by the extractor itself)
+    **dict.fromkeys(("CsvDecoder", "GzipDecoder", "IterableDecoder", "JsonDecoder", "JsonItemsDecoder",
+                     "JsonlDecoder", "XmlDecoder", "ZipfileDecoder"), "framework.components.records.decoders"),
     **dict.fromkeys(("DpathFlattenFields", "FlattenFields", "KeysReplace", "KeysToLower", "KeysToSnakeCase"),
                     "framework.components.records.reshaping"),
     **dict.fromkeys(("ConfigAddFields", "ConfigMigration", "ConfigRemapField", "ConfigRemoveFields",

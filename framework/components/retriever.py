@@ -36,13 +36,11 @@ from framework.components.http.client import (
     RequestWindowSplitRequired,
 )
 from framework.components.http.request import RequestParts
-from framework.components.http.requester import Requester
+from framework.components.http.requester import Requester, asks_for_properties
 from framework.components.http.transport import HttpResponse
 from framework.components.pagination import NoPaginator, Paginator
 from framework.components.partitions import LAZY_KEY, embedded_response
-from framework.components.query_properties import Fetched, QueryPropertiesReader, build_query_properties
 from framework.components.records import DpathExtractor, RecordSelector
-from framework.components.records.decoders import ResponseDecoder, XmlDocument, pagination_capable
 from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
 from framework.errors import ConfigError, InterpolationError, ReadError, UnreadableBodyError, place_suffix
@@ -60,6 +58,10 @@ from framework.temporal.durations import parse_duration
 
 if TYPE_CHECKING:  # pragma: no cover
     import isodate  # loaded with the first duration parsed (framework.temporal.durations)
+
+    # loaded only for a requester with QueryProperties, and a manifest that names a format other than JSON
+    from framework.components.query_properties import Fetched, QueryPropertiesReader
+    from framework.components.records.decoders import ResponseDecoder
 
 SliceOptions = Callable[[RequestParts, StreamSlice], None]
 _SEND = object()  # no first page held by a parent record: request it
@@ -379,8 +381,11 @@ class Retriever:
                     # one batch, so `page` is the whole page)
                     more = pager.advance(response.with_json({}), page, variables)
                 else:
-                    if isinstance(decoder, XmlDocument) and not isinstance(self.paginator, NoPaginator):
-                        response = response.with_json(decoder.pagination_body(response.content))
+                    if decoder is not None and not isinstance(self.paginator, NoPaginator):
+                        from framework.components.records.decoders import XmlDocument  # loaded: it built `decoder`
+
+                        if isinstance(decoder, XmlDocument):
+                            response = response.with_json(decoder.pagination_body(response.content))
                     more = pager.advance(response, page, variables)  # judged by the page as the API sent it
                     if watch is not None:
                         watch(response if decoder is None else None, page, records)
@@ -471,6 +476,15 @@ def _drop_params_in_url(parts: RequestParts) -> None:
                 del parts.params[name]
 
 
+def _query_properties(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> QueryPropertiesReader | None:
+    """The requester's QueryProperties, their runtime loaded only for a requester that has them."""
+    if not asks_for_properties(model.requester):
+        return None
+    from framework.components.query_properties import build_query_properties
+
+    return build_query_properties(model, ctx, path)
+
+
 @builds("SimpleRetriever")
 def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> Retriever:
     paginator_model = model.paginator
@@ -480,6 +494,8 @@ def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> R
     selector = ctx.build(model.record_selector, path + ("record_selector",))
     decoder: ResponseDecoder | None = None
     if model.decoder is not None and not isinstance(model.decoder, (CustomDecoder, JsonDecoder)):
+        from framework.components.records.decoders import pagination_capable  # with a format other than JSON only
+
         if isinstance(paginator_model, DefaultPaginator) and not pagination_capable(model.decoder):
             raise ConfigError(
                 f"a DefaultPaginator cannot read {model.decoder.type} responses"
@@ -499,7 +515,7 @@ def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> R
         slice_options_on_every_page=not model.ignore_stream_slicer_parameters_on_paginated_requests,
         decode=ctx.build(model.decoder, path + ("decoder",)).decoded if isinstance(model.decoder, CustomDecoder)
         else None,
-        query_properties=build_query_properties(model, ctx, path),
+        query_properties=_query_properties(model, ctx, path),
         resets=_resets(model.pagination_reset, ctx.place(path + ("pagination_reset",))),
         page_sizes=_page_sizes(model.page_size_reduction, ctx, path + ("page_size_reduction",)),
         windows=_windows(model.request_window_splitting, ctx.place(path + ("request_window_splitting",))),

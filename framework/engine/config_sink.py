@@ -29,7 +29,6 @@ from typing import IO, Any
 
 import orjson
 
-from framework.engine.config_migration import control_message
 from framework.protocol import messages
 
 #: Changes to a config: the value to set at each path (a tuple of keys; missing objects are created).
@@ -99,6 +98,8 @@ def control_message_sink(config: Mapping[str, Any], out: IO[bytes],
     """
 
     def save(updated: dict[str, Any]) -> None:
+        from framework.engine.config_migration import control_message  # loaded by the first save only
+
         out.write(messages.encode(control_message(updated, now_ms())))
         out.flush()
 

@@ -21,19 +21,16 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from framework.components.custom.loader import CodeLoader, custom_code_allowed
 from framework.components.delegating import Delegation, listed_streams
 from framework.components.dynamic import Templates, resolve_templates
 from framework.components.job_slots import offer_job_slots
-from framework.components.query_properties import with_catalog
 from framework.components.registry import BuildContext
-from framework.components.state_migrations import build_state_migrations
 from framework.components.stream import Stream
 from framework.components.stream_groups import StreamGroups, build_stream_groups
 from framework.engine.config_fit import surely_fits
-from framework.engine.config_migration import NormalizedConfig, has_rules, normalize_config, validate_config
 from framework.engine.config_sink import ConfigSink
 from framework.errors import ConfigError, FrameworkError, ManifestError
 from framework.interpolation import TemplateEngine
@@ -47,6 +44,9 @@ from framework.manifest.config_check import (
 from framework.masking import Masker
 from framework.models import CheckDynamicStream, DeclarativeSource
 from framework.temporal.clock import Clock, SystemClock
+
+if TYPE_CHECKING:  # pragma: no cover
+    from framework.engine.config_migration import NormalizedConfig  # loaded only for a spec with config rules
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,8 @@ class Connector:
         JsonSchemaPropertySelector narrows its query properties to the catalog's schema)."""
         if catalog is None:
             return self
+        from framework.components.query_properties import with_catalog  # loaded by the first catalog only
+
         return dataclasses.replace(self, streams=with_catalog(self.streams, catalog))
 
     def migrate_state(self, stream: str, state: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -260,7 +262,9 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
             # a StateDelegatingStream's saved state is read by its incremental definition: its migrations apply
             owner, where = (model.incremental_stream, path + ("incremental_stream",)) \
                 if model.type == "StateDelegatingStream" else (model, path)
-            if owner.state_migrations:
+            if owner.state_migrations:  # their module loads only for a stream that has some
+                from framework.components.state_migrations import build_state_migrations
+
                 migrations[model.name] = build_state_migrations(owner, context.within_stream(model.name), where)
     except FrameworkError as exc:  # a template rendered a secret into a value that is wrong where it went
         masked = mask(str(exc))
@@ -291,7 +295,9 @@ def prepare_config(checked: Any, config: Mapping[str, Any], config_path: str | C
     spec = source.spec_.connection_specification if source.spec_ is not None else None
     mask = Masker.of(secret_values(spec, config)) if spec else Masker()
     normalized = None
-    if has_rules(source):
+    if _has_rules(source):
+        from framework.engine.config_migration import normalize_config
+
         rules_ctx = BuildContext(config=config, engine=TemplateEngine(clock), clock=clock, base_dir=code.manifest_dir,
                                  locate=checked.locate, mask=mask, code=code)
         normalized = normalize_config(source, config, rules_ctx)
@@ -310,10 +316,22 @@ def prepare_config(checked: Any, config: Mapping[str, Any], config_path: str | C
     elif spec and not surely_fits(spec, config, formats=False):
         check_config_value(spec, config, mask)
     if normalized is not None:
+        from framework.engine.config_migration import validate_config
+
         rules_ctx = BuildContext(config=config, engine=TemplateEngine(clock), clock=clock, base_dir=code.manifest_dir,
                                  locate=checked.locate, mask=mask, code=code)
         validate_config(source, config, rules_ctx)
     return config, normalized, mask
+
+
+def _has_rules(source: DeclarativeSource) -> bool:
+    """Whether the spec has config normalization rules; only then their module
+    (:mod:`framework.engine.config_migration`) is loaded."""
+    if source.spec_ is None or source.spec_.config_normalization_rules is None:
+        return False
+    from framework.engine.config_migration import has_rules
+
+    return has_rules(source)
 
 
 __all__ = ["Connector", "airbyte_spec", "open_connector", "open_connector_text", "prepare_config", "read_config"]

@@ -298,6 +298,12 @@ def stream_definition(manifest: Mapping[str, Any], name: str) -> Mapping[str, An
     return {}
 
 
+def pagination_strategy(manifest: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    """Stream ``name``'s pagination strategy in ``manifest`` (as written), or None."""
+    found = dig(stream_definition(manifest, name), "retriever", "paginator", "pagination_strategy")
+    return found if isinstance(found, Mapping) else None
+
+
 def dig(mapping: Any, *path: str) -> Any:
     """The value at ``path`` in nested mappings (a manifest as written), or None where a step is missing."""
     for part in path:
@@ -377,5 +383,5 @@ class UnitWatch:
 
 
 __all__ = ["FirstPages", "ReadFacts", "Signal", "UnitWatch", "empty_extraction", "missing_fields",
-           "next_page_fields", "outside_window", "pagination_stopped", "record_lists", "repeated_pages",
-           "stream_definition", "undeclared_fields"]
+           "next_page_fields", "outside_window", "pagination_stopped", "pagination_strategy", "record_lists",
+           "repeated_pages", "stream_definition", "undeclared_fields"]

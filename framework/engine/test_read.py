@@ -94,8 +94,7 @@ class StreamTestRead:
 
 def pagination_strategy(connector: Connector, name: str) -> Mapping[str, Any] | None:
     """The manifest's pagination strategy of stream ``name`` (as written), or None."""
-    found = signals.dig(_definition(connector, name), "retriever", "paginator", "pagination_strategy")
-    return found if isinstance(found, Mapping) else None
+    return signals.pagination_strategy(connector.manifest, name)
 
 
 def _definition(connector: Connector, name: str) -> Mapping[str, Any]:

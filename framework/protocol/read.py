@@ -30,7 +30,7 @@ from framework.engine.connector import Connector
 from framework.engine.plan import Sync, open_sync
 from framework.engine.report import StreamReport, any_failed
 from framework.engine.scheduler import Page, read_units
-from framework.engine.signals import FirstPages, ReadFacts, UnitWatch, stream_definition
+from framework.engine.signals import FirstPages, ReadFacts, UnitWatch, pagination_strategy, stream_definition
 from framework.errors import FrameworkError, ReadError
 from framework.protocol import messages
 from framework.protocol.catalog import Selection
@@ -99,10 +99,8 @@ def _read_stream(connector: Connector, selection: Selection, states: Mapping[str
     write(messages.encode(messages.stream_status(stream.name, "STARTED", float(_now_ms(connector)))))
     encoder = messages.RecordEncoder(stream.name)
     # the first pages, for the warnings of a normal run (framework.engine.signals)
-    from framework.engine.test_read import pagination_strategy  # here: --test-read's module is not needed else
-
     watch = FirstPages(stream.name, stream.primary_key, stream.cursor_field,
-                       pagination_strategy(connector, stream.name))
+                       pagination_strategy(connector.manifest, stream.name))
     bodies = UnitWatch(stream.name, ReadFacts.of(stream_definition(connector.manifest, stream.name)), (), None)
     sync: Sync | None = None
     last_state: Any = None

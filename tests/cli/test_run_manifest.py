@@ -428,8 +428,11 @@ def test_the_command_exits_2_on_a_bad_config_and_0_on_spec(tmp_path):
 # only when framework.engine.config_fit cannot vouch for the config) and durations' (isodate); nor the builders
 # of component types it does not use (framework.components.registry._ON_DEMAND). Each costs start-up time.
 NOT_IN_PROTOCOL_MODE = ("pyspark", "py4j", "pyarrow", "pandas", "jsonschema", "jwt", "cryptography", "isodate")
-# The framework's modules a read leaves out: the other commands' (--check, --discover).
-NOT_IN_A_READ = ("framework.protocol.check", "framework.protocol.discover")
+# The framework's modules a read leaves out: the other commands' (--check, --discover, --test-read), and those
+# of what the manifest does not have: QueryProperties, state migrations, config normalization rules.
+NOT_IN_A_READ = ("framework.protocol.check", "framework.protocol.discover", "framework.engine.test_read",
+                 "framework.components.query_properties", "framework.components.state_migrations",
+                 "framework.engine.config_migration")
 
 
 def _after_a_protocol_read(tmp_path, api, then: str) -> subprocess.CompletedProcess:

@@ -127,3 +127,16 @@ def test_a_unit_watch_keeps_a_bounded_number_of_pages():
         watch(None, [{"id": n}], [{"id": n}])
     assert len(watch.pages) == 2 and watch.responses == 50 and watch.empty == 0
     assert watch.signals() == []
+
+
+def test_pagination_strategy_is_the_streams_as_written_or_none():
+    strategy = {"type": "PageIncrement", "page_size": 10}
+    manifest = {"streams": [
+        {"name": "paged", "retriever": {"paginator": {"pagination_strategy": strategy}}},
+        {"name": "plain", "retriever": {"paginator": {"type": "NoPagination"}}},
+        {"name": "odd", "retriever": {"paginator": {"pagination_strategy": "not a mapping"}}},
+    ]}
+    assert signals.pagination_strategy(manifest, "paged") == strategy
+    assert signals.pagination_strategy(manifest, "plain") is None
+    assert signals.pagination_strategy(manifest, "odd") is None
+    assert signals.pagination_strategy(manifest, "missing") is None

@@ -20,12 +20,11 @@ from framework.components.http.client import Authenticator, HttpClient
 from framework.components.http.error_handler import ErrorHandler, default_error_handler
 from framework.components.http.request import HttpRequest, RequestParts, without_nulls
 from framework.components.http.transport import HttpResponse
-from framework.components.query_properties import plain_parameters
 from framework.components.registry import BuildContext, builds
 from framework.components.templates import TemplateValue
 from framework.errors import InterpolationError, ReadError
 from framework.masking import Mask, masking_credentials
-from framework.models import HttpRequester
+from framework.models import HttpRequester, QueryProperties
 
 
 @dataclass(frozen=True)
@@ -99,6 +98,24 @@ def _drop_empty(values: Any) -> dict:
     if not isinstance(values, Mapping):
         raise InterpolationError(f"request options must render to an object, got {type(values).__name__}")
     return {k: v for k, v in values.items() if v is not None and v != ""}
+
+
+def plain_parameters(params: Any) -> Any:
+    """``request_parameters`` without its QueryProperties (the retriever sends those, chunk by chunk)."""
+    if isinstance(params, Mapping) and any(isinstance(v, QueryProperties) for v in params.values()):
+        return {k: v for k, v in params.items() if not isinstance(v, QueryProperties)}
+    return params
+
+
+def asks_for_properties(model: Any) -> bool:
+    """Whether a requester model has QueryProperties (in ``request_parameters``, ``query_properties`` or
+    ``fetch_properties_from_endpoint``): only then the retriever loads their runtime
+    (:mod:`framework.components.query_properties`)."""
+    if not isinstance(model, HttpRequester):
+        return False
+    params = model.request_parameters
+    return (model.query_properties is not None or model.fetch_properties_from_endpoint is not None
+            or (isinstance(params, Mapping) and any(isinstance(v, QueryProperties) for v in params.values())))
 
 
 @builds("HttpRequester")

@@ -7,7 +7,7 @@ Runtimes of the manifest's record components, with their builders:
 * :class:`RecordFilter` and :class:`RecordSelector` (:mod:`.selection`): extract,
   transform and filter, then cast to the stream schema;
 * :class:`AddFields` and :class:`RemoveFields` (:mod:`.transformations`), both
-  :class:`Transformation` implementations, and those that reshape records
+  :class:`Transformation` implementations (:mod:`.conditions`), and those that reshape records
   (:mod:`.reshaping`): :class:`KeysToLower`, :class:`KeysToSnakeCase`,
   :class:`KeysReplace`, :class:`FlattenFields`, :class:`DpathFlattenFields`;
 * :class:`RecordExpander` (:mod:`.expansion`): the extractor's records into the items of a list in each;
@@ -18,11 +18,11 @@ Runtimes of the manifest's record components, with their builders:
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from framework.components.records.conditions import Transformation
 from framework.components.records.extraction import DpathExtractor, decode_body, find_records
 from framework.components.records.schema_normalization import compile_cast, compile_normalizer
 from framework.components.records.schemas import PERMISSIVE_SCHEMA, default_schema_path, load_schema
 from framework.components.records.selection import RecordFilter, RecordSelector
-from framework.components.records.transformations import AddFields, RemoveFields, Transformation
 
 if TYPE_CHECKING:  # pragma: no cover
     from framework.components.records.expansion import RecordExpander
@@ -33,10 +33,11 @@ if TYPE_CHECKING:  # pragma: no cover
         KeysToLower,
         KeysToSnakeCase,
     )
+    from framework.components.records.transformations import AddFields, RemoveFields
 
-# RecordExpander and the reshaping transformations load on first use (their builders with the first manifest
-# that names their types: the registry's ``_ON_DEMAND``, which says from which module), so that a manifest
-# without them does not pay for their import at start-up.
+# AddFields, RemoveFields, RecordExpander and the reshaping transformations load on first use (their builders
+# with the first manifest that names their types: the registry's ``_ON_DEMAND``, which says from which module),
+# so that a manifest without them does not pay for their import at start-up.
 def __getattr__(name: str) -> Any:
     from framework.components.registry import _ON_DEMAND
 

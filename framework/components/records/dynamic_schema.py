@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from framework.components.records.conditions import Condition, Transformation
 from framework.components.records.extraction import json_type_name
-from framework.components.records.transformations import Condition, Transformation
 from framework.components.registry import BuildContext, builds
 from framework.components.retriever import Retriever
 from framework.components.slices import StreamSlice

@@ -26,11 +26,14 @@ import dataclasses
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from framework.components.http.transport import HttpResponse
-from framework.components.records.decoders import BODY_ERRORS, ResponseDecoder
 from framework.errors import DecodeError, UnreadableBodyError
+
+if TYPE_CHECKING:  # pragma: no cover
+    # the formats other than JSON load with the first manifest that names one (the registry's _ON_DEMAND)
+    from framework.components.records.decoders import ResponseDecoder
 
 WILDCARD = "*"
 SHOWN_BODY_CHARS = 100
@@ -205,6 +208,8 @@ class DpathExtractor:
         if decoder is None:
             yield self.extract(response)
             return
+        from framework.components.records.decoders import BODY_ERRORS  # loaded: it built `decoder`
+
         body = response.body()
         try:
             for documents in decoder.batches(body):

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from framework.components.http.transport import HttpResponse
+from framework.components.records.conditions import Condition, Transformation
 from framework.components.records.extraction import DpathExtractor
 from framework.components.records.schema_normalization import compile_normalizer
-from framework.components.records.transformations import Condition, Transformation
 from framework.components.registry import BuildContext, builds
 from framework.interpolation import TemplateEngine
 from framework.models import records as models

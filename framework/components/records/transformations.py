@@ -1,6 +1,6 @@
 """Changing records: the runtimes of ``AddFields`` and ``RemoveFields``.
 
-A :class:`Transformation` changes a record in place and returns it. Work that
+A :class:`~framework.components.records.conditions.Transformation` changes a record in place and returns it. Work that
 does not depend on the record is done once, at build time: a value without
 template markup is evaluated then and reused, and a condition without markup
 is decided then. Templates see the read's variables plus ``record``;
@@ -19,56 +19,15 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from framework.components.records.conditions import Condition, Transformation
 from framework.components.records.extraction import WILDCARD, json_type_name
 from framework.components.registry import BuildContext, builds
 from framework.errors import DecodeError, FrameworkError
 from framework.interpolation import TemplateEngine
 from framework.interpolation.checks import has_markup
-from framework.interpolation.conversions import truthy
 from framework.models import records as models
-
-
-class Transformation(Protocol):
-    """Changes one record; may mutate it, and returns the record to keep."""
-
-    def apply(self, record: dict, variables: Mapping[str, Any]) -> dict: ...
-
-
-_ALWAYS = None  # a condition that is empty, or constant and true
-
-
-@dataclass(frozen=True)
-class Condition:
-    """A boolean template decided per value; ``never`` when it is constant and false."""
-
-    source: str
-    never: bool = False
-
-    @staticmethod
-    def of(source: str, engine: TemplateEngine) -> Condition | None:
-        """None when the condition always holds (empty, or constant and true)."""
-        if not source.strip():
-            return _ALWAYS
-        if not has_markup(source):
-            return _ALWAYS if truthy(source) else Condition(source, never=True)
-        engine.compile(source)  # syntax errors surface at build time
-        return Condition(source)
-
-    def holds(self, engine: TemplateEngine, context: dict, value: Any) -> bool:
-        if self.never:
-            return False
-        context["property"] = value
-        return engine.evaluate(self.source, context, "boolean")
-
-    def holds_for_field(self, engine: TemplateEngine, context: dict, value: Any, path: tuple[str, ...]) -> bool:
-        """AddFields' condition: the field's ``value`` (also ``property``) and its ``path``."""
-        if self.never:
-            return False
-        context["property"] = context["value"] = value
-        context["path"] = list(path)
-        return engine.evaluate(self.source, context, "boolean")
 
 
 def _context(variables: Mapping[str, Any], parameters: Mapping[str, Any], record: dict) -> dict:
