@@ -35,7 +35,7 @@ from framework.components.registry import BuildContext
 from framework.errors import ConfigError
 from framework.models import DeclarativeSource
 
-__all__ = ["NormalizedConfig", "control_message", "describe_rewrite", "has_rules", "normalize_config",
+__all__ = ["NormalizedConfig", "control_message", "describe_rewrite", "normalize_config",
            "rewrite_config_file", "validate_config"]
 
 _RULES_PATH = ("spec", "config_normalization_rules")
@@ -55,11 +55,6 @@ class NormalizedConfig:
     @property
     def changed(self) -> bool:
         return self.config != self.given
-
-
-def has_rules(source: DeclarativeSource) -> bool:
-    rules = source.spec_.config_normalization_rules if source.spec_ is not None else None
-    return rules is not None and bool(rules.config_migrations or rules.transformations or rules.validations)
 
 
 def normalize_config(source: DeclarativeSource, config: Mapping[str, Any], ctx: BuildContext) -> NormalizedConfig:

@@ -295,7 +295,7 @@ def prepare_config(checked: Any, config: Mapping[str, Any], config_path: str | C
     spec = source.spec_.connection_specification if source.spec_ is not None else None
     mask = Masker.of(secret_values(spec, config)) if spec else Masker()
     normalized = None
-    if _has_rules(source):
+    if has_rules(source):
         from framework.engine.config_migration import normalize_config
 
         rules_ctx = BuildContext(config=config, engine=TemplateEngine(clock), clock=clock, base_dir=code.manifest_dir,
@@ -324,14 +324,12 @@ def prepare_config(checked: Any, config: Mapping[str, Any], config_path: str | C
     return config, normalized, mask
 
 
-def _has_rules(source: DeclarativeSource) -> bool:
-    """Whether the spec has config normalization rules; only then their module
-    (:mod:`framework.engine.config_migration`) is loaded."""
-    if source.spec_ is None or source.spec_.config_normalization_rules is None:
-        return False
-    from framework.engine.config_migration import has_rules
-
-    return has_rules(source)
+def has_rules(source: DeclarativeSource) -> bool:
+    """Whether the spec has config normalization rules (migrations, transformations or validations); only
+    then their module (:mod:`framework.engine.config_migration`) is loaded."""
+    rules = source.spec_.config_normalization_rules if source.spec_ is not None else None
+    return rules is not None and bool(rules.config_migrations or rules.transformations or rules.validations)
 
 
-__all__ = ["Connector", "airbyte_spec", "open_connector", "open_connector_text", "prepare_config", "read_config"]
+__all__ = ["Connector", "airbyte_spec", "has_rules", "open_connector", "open_connector_text", "prepare_config",
+           "read_config"]

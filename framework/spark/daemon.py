@@ -55,13 +55,13 @@ def installed_over_zips(path: list[str]) -> list[str]:
     on a 2-core machine, and again in each worker for the modules it imports later). Same version: the
     package's ``version.py`` is the same text in the zip and installed; else the zip stays, as Spark put it."""
     kept = list(path)
+    others = [p for p in path if not p.endswith((".zip", ".jar"))]  # where an installed package is found
     for entry in path:
         name = os.path.basename(entry)
         package = next((p for prefix, p in _SPARK_ZIPS.items() if name.startswith(prefix) and name.endswith(".zip")),
                        None)
         if package is None:
             continue
-        others = [p for p in path if not p.endswith(".zip") and not p.endswith(".jar")]
         spec = PathFinder.find_spec(package, others)
         if spec is None or not spec.submodule_search_locations:
             continue

@@ -100,9 +100,14 @@ def _drop_empty(values: Any) -> dict:
     return {k: v for k, v in values.items() if v is not None and v != ""}
 
 
+def _holds_properties(params: Any) -> bool:
+    """Whether ``request_parameters`` hold QueryProperties among their values."""
+    return isinstance(params, Mapping) and any(isinstance(v, QueryProperties) for v in params.values())
+
+
 def plain_parameters(params: Any) -> Any:
     """``request_parameters`` without its QueryProperties (the retriever sends those, chunk by chunk)."""
-    if isinstance(params, Mapping) and any(isinstance(v, QueryProperties) for v in params.values()):
+    if _holds_properties(params):
         return {k: v for k, v in params.items() if not isinstance(v, QueryProperties)}
     return params
 
@@ -113,9 +118,8 @@ def asks_for_properties(model: Any) -> bool:
     (:mod:`framework.components.query_properties`)."""
     if not isinstance(model, HttpRequester):
         return False
-    params = model.request_parameters
     return (model.query_properties is not None or model.fetch_properties_from_endpoint is not None
-            or (isinstance(params, Mapping) and any(isinstance(v, QueryProperties) for v in params.values())))
+            or _holds_properties(model.request_parameters))
 
 
 @builds("HttpRequester")
