@@ -32,8 +32,9 @@ import secrets
 import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from framework.errors import FrameworkError
 
@@ -52,8 +53,7 @@ class CoordinatorError(FrameworkError):
     """A call to a sync-wide service failed: the driver could not be reached, or its handler raised."""
 
 
-@dataclass(frozen=True)
-class CoordinatorAddress:
+class CoordinatorAddress(Struct, frozen=True):
     """Where the tasks reach the driver's services, and the key that proves they belong to the sync."""
 
     host: str

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import quote, quote_plus
+
+from msgspec import Struct
 
 MASKED = "****"
 
@@ -42,8 +43,7 @@ def credential_spellings(secret: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-@dataclass(frozen=True)
-class Masker:
+class Masker(Struct, frozen=True):
     """Replaces each of ``secrets`` (kept longest first, no empty ones) by ``****``."""
 
     secrets: tuple[str, ...] = ()

@@ -60,6 +60,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
+from msgspec import Struct
 
 from framework.cdc.buckets import (
     Bucket,
@@ -188,8 +189,7 @@ def apply_changes(spark: SparkSession, storage: Storage, settings: DestinationSe
                        rewritten=len(planned.rewrite))
 
 
-@dataclass(frozen=True)
-class _Sizes:
+class _Sizes(Struct, frozen=True):
     """The bytes an apply reads: its staged files, the image's files (key -> bytes), and the cores to use."""
 
     staged: int

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+from msgspec import Struct
 
 MIN_BUCKETS = 16
 MAX_BUCKETS = 1024
@@ -92,8 +92,7 @@ def choose_buckets(first_bytes: int) -> int:
     return count
 
 
-@dataclass(frozen=True)
-class Bucket:
+class Bucket(Struct, frozen=True):
     """One bucket of the image: its files (base first, then deltas), its live rows, the rows of its deltas."""
 
     files: tuple[str, ...] = ()
@@ -114,8 +113,7 @@ class Bucket:
                    int(data.get("delta_rows", 0)))
 
 
-@dataclass(frozen=True)
-class BucketPlan:
+class BucketPlan(Struct, frozen=True):
     """What an apply does with each bucket it looks at."""
 
     rewrite: frozenset[int]  # read whole, written as a new base
@@ -143,8 +141,7 @@ def plan(layout: tuple[Bucket, ...], changes: Mapping[int, int], *, incremental:
     return BucketPlan(frozenset(rewrite), frozenset(delta))
 
 
-@dataclass(frozen=True)
-class BucketOutcome:
+class BucketOutcome(Struct, frozen=True):
     """What an apply did in one bucket: the files it wrote and the rows (live; written) it counted."""
 
     files: tuple[str, ...]

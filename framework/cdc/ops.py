@@ -25,10 +25,10 @@ running operation counts (:class:`OpCounts`).
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
+from msgspec import Struct
 
 from framework.formats.replicant import csv_cell
 
@@ -36,8 +36,7 @@ Text = str | None
 OpType = Literal["I", "U", "D"]
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(Struct, frozen=True):
     """One DML operation: its type and a ``(new, old, exists)`` triplet per field."""
 
     op: OpType
@@ -67,8 +66,7 @@ def derive(new: Sequence[Text] | None, old: Sequence[Text] | None, *, deleted: b
                              for i, (n, o) in enumerate(zip(new, old))))
 
 
-@dataclass
-class OpCounts:
+class OpCounts(Struct):
     """Operations so far, by type (``replaceCount`` is always 0: an API has no replace)."""
 
     inserts: int = 0
@@ -95,8 +93,7 @@ class OpCounts:
                 f'"deleteCount":{self.deletes},"replaceCount":0}}')
 
 
-@dataclass(frozen=True)
-class CursorInfo:
+class CursorInfo(Struct, frozen=True):
     """What every change's cursor shares within one apply; ``mut_id`` and ``part`` vary per change."""
 
     timestamp_ms: int

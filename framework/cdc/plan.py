@@ -20,8 +20,9 @@ variable (``<namespace>/<stream>/`` by default).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from framework.errors import ConfigError
 from framework.models.destination import DestinationSettings, ReplicantCsvFormat, ReplicantJsonFormat
@@ -35,8 +36,7 @@ if TYPE_CHECKING:
 CDC_ROOT = "_airbyte_cdc"
 
 
-@dataclass(frozen=True)
-class ChangeStream:
+class ChangeStream(Struct, frozen=True):
     """The change-data settings of one stream in one sync (picklable: it travels to the executors)."""
 
     stream: str

@@ -37,4 +37,5 @@ def lean_start(program: bool) -> Iterator[bool]:
             gc.disable()
             gc.freeze()
         elif collecting:
+            gc.unfreeze()  # what the run froze (framework.cli.run) is the caller's to collect again
             gc.enable()

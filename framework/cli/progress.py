@@ -80,11 +80,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import orjson
+from msgspec import Struct, field
 
 if TYPE_CHECKING:  # the pipeline and normalization need pyspark to run; only their result types are used here
     from framework.engine.report import StreamReport
@@ -111,8 +111,7 @@ class Reporter(Protocol):
         """A stream's normalization ended."""
 
 
-@dataclass(frozen=True)
-class Clocks:
+class Clocks(Struct, frozen=True):
     """Where reporters read the time: ``wall`` (epoch seconds, for ``time``) and ``monotonic`` (for rates)."""
 
     wall: Callable[[], float] = time.time
@@ -171,8 +170,7 @@ def summary_table(result: PipelineResult, output: str) -> str:
 # -- text -------------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class TextReporter:
+class TextReporter(Struct):
     """Lines for a person; see the module docs. ``tty`` redraws the running stream's line in place."""
 
     err: IO[str]
@@ -240,8 +238,7 @@ class TextReporter:
         self.err.flush()
 
 
-@dataclass
-class QuietReporter:
+class QuietReporter(Struct):
     """``--quiet``: failures and warnings only, one line each."""
 
     err: IO[str]
@@ -284,8 +281,7 @@ def stream_fields(result: StreamResult) -> dict[str, Any]:
     }
 
 
-@dataclass
-class JsonReporter:
+class JsonReporter(Struct):
     """One JSON object per line for every event; see the module docs for the keys. ``quiet``: failures only."""
 
     err: IO[str]

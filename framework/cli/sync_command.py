@@ -17,8 +17,9 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal
+
+from msgspec import Struct
 
 from framework.cli.progress import JsonReporter, Reporter, reporter_for
 from framework.cli.settings import FormatName, check_shared_output, destination_settings, normalization_settings
@@ -35,8 +36,7 @@ if TYPE_CHECKING:
     from framework.spark.session import SessionStart
 
 
-@dataclass(frozen=True)
-class SyncOptions:
+class SyncOptions(Struct, frozen=True):
     """What a Spark-mode ``run-manifest`` was asked to do (its flags, parsed)."""
 
     manifest: str  # the manifest's path (executors read it)

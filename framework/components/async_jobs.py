@@ -31,16 +31,15 @@ the API allows only so many at once:
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
+from msgspec import Struct, field
 
 from framework.components.http.requester import Requester
 from framework.components.http.transport import HttpResponse
@@ -56,6 +55,7 @@ from framework.errors import ConfigError, InterpolationError, ReadError, place_s
 from framework.models import AsyncRetriever, CustomDecoder, JsonDecoder, NoPagination
 from framework.models import DpathExtractor as DpathExtractorModel
 from framework.temporal.clock import Clock
+from framework.values import replace
 
 __all__ = ["LEASE_SECONDS", "MAX_ATTEMPTS", "POLL_SECONDS", "AsyncJobRetriever", "JobBoard", "JobSettings",
            "JobSlots", "offer_job_slots", "prefetch", "release"]
@@ -80,15 +80,14 @@ def poll_seconds() -> float:
         raise ConfigError(f"FRAMEWORK_ASYNC_POLL_SECONDS must be a number of seconds, got {text!r}") from None
 
 
-@dataclass(frozen=True)
-class JobSettings:
+class JobSettings(Struct, frozen=True):
     timeout: timedelta
     failed_wait: float | None  # failed_retry_wait_time_in_seconds
     poll: float = POLL_SECONDS
     max_attempts: int = MAX_ATTEMPTS
 
 
-class _JobSlice(StreamSlice):
+class _JobSlice(StreamSlice, frozen=True):
     """A slice whose templates also read the job's responses and download target (as Airbyte hands them)."""
 
     def template_variables(self) -> dict[str, Any]:
@@ -112,8 +111,7 @@ def response_context(response: HttpResponse) -> dict[str, Any]:
     return found
 
 
-@dataclass(eq=False)
-class Job:
+class Job(Struct, eq=False):
     """One partition's job: its state on the board, attempts, slot, and the responses templates read."""
 
     slice: StreamSlice
@@ -129,8 +127,7 @@ class Job:
     history: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class Requesters:
+class Requesters(Struct, frozen=True):
     creation: Requester
     polling: Requester
     download_target: Requester | None
@@ -364,8 +361,7 @@ def _key(one: StreamSlice) -> bytes:
     return orjson.dumps([one.partition, one.cursor_slice], option=orjson.OPT_SORT_KEYS, default=str)
 
 
-@dataclass(frozen=True)
-class AsyncJobRetriever:
+class AsyncJobRetriever(Struct, frozen=True):
     """The runtime of an AsyncRetriever: :meth:`read` answers a slice's downloaded records, page by page.
 
     ``selector`` is the record selector (with the download extractor), which the
@@ -386,7 +382,7 @@ class AsyncJobRetriever:
             board.done(stream_slice)
             return
         download = self.download if self.download.selector is self.selector \
-            else dataclasses.replace(self.download, selector=self.selector)
+            else replace(self.download, selector=self.selector)
         for target in board.targets(job):
             target_slice = _job_slice(stream_slice, download_target=target, creation_response=job.creation,
                                       polling_response=job.polling)
@@ -451,11 +447,11 @@ def build_async_retriever(model: AsyncRetriever, ctx: BuildContext, path: tuple)
         if isinstance(extractor, DpathExtractor):
             extractor = extractor.with_decoder(decoder)
         if decoder.streamed:
-            download_requester = dataclasses.replace(download_requester, stream=True)
+            download_requester = replace(download_requester, stream=True)
     elif isinstance(model.download_decoder, CustomDecoder):
         raise ConfigError("a CustomDecoder as `download_decoder` is not supported yet; use one of the decoders of "
                           f"the language{place_suffix(ctx.place(path + ('download_decoder',)))}")
-    selector = dataclasses.replace(selector, extractor=extractor)
+    selector = replace(selector, extractor=extractor)
     paginator: Paginator = ctx.build(model.download_paginator or NoPagination.model_construct(),
                                      path + ("download_paginator",))
     download = Retriever(requester=download_requester, selector=selector, paginator=paginator,

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Hashable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+from msgspec import Struct
 
 from framework.components.custom.builders import UserCall, user_component
 from framework.components.records.transformations import _remove
@@ -79,8 +80,7 @@ def _condition(engine: TemplateEngine, source: str, config: Mapping[str, Any], *
 # -- transformations ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class AddConfigFields:
+class AddConfigFields(Struct, frozen=True):
     fields: tuple[tuple[tuple[str, ...], str, str], ...]  # path, template, result type
     condition: str
     engine: TemplateEngine
@@ -106,8 +106,7 @@ class AddConfigFields:
             target[path[-1]] = value
 
 
-@dataclass(frozen=True)
-class RemapConfigField:
+class RemapConfigField(Struct, frozen=True):
     field_path: tuple[str, ...]
     map: Mapping[str, Any] | str
     engine: TemplateEngine
@@ -141,8 +140,7 @@ class RemapConfigField:
                 if isinstance(value, str) else value for key, value in self.map.items()}
 
 
-@dataclass(frozen=True)
-class RemoveConfigFields:
+class RemoveConfigFields(Struct, frozen=True):
     pointers: tuple[tuple[str, ...], ...]
     condition: str
     engine: TemplateEngine
@@ -165,8 +163,7 @@ class CustomConfigTransformer:
         self.call(self.user_object.transform, config)
 
 
-@dataclass(frozen=True)
-class Migration:
+class Migration(Struct, frozen=True):
     description: str | None
     transformations: tuple[ConfigTransformer, ...]
 
@@ -178,8 +175,7 @@ class Migration:
 # -- validations ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SchemaValidation:
+class SchemaValidation(Struct, frozen=True):
     schema: Mapping[str, Any] | str
     engine: TemplateEngine
     place: str | None = None
@@ -222,8 +218,7 @@ class CustomValidation:
             raise ValidationFailed(str(exc) or type(exc).__name__) from None
 
 
-@dataclass(frozen=True)
-class PathValidator:
+class PathValidator(Struct, frozen=True):
     field_path: tuple[str, ...]
     strategy: Any
     engine: TemplateEngine
@@ -237,8 +232,7 @@ class PathValidator:
                 raise ValidationFailed(exc.reason, where) from None
 
 
-@dataclass(frozen=True)
-class ValueValidator:
+class ValueValidator(Struct, frozen=True):
     value: Any
     strategy: Any
     engine: TemplateEngine

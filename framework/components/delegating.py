@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+from msgspec import Struct
 
 from framework.components.dynamic import Templates, resolve_templates, template_streams
 from framework.components.registry import BuildContext, builds
@@ -41,8 +42,7 @@ __all__ = ["NO_CURSOR_STATE_KEY", "Delegation", "listed_streams"]
 NO_CURSOR_STATE_KEY = "__ab_no_cursor_state_message"
 
 
-@dataclass(frozen=True)
-class Delegation:
+class Delegation(Struct, frozen=True):
     """The two definitions of a StateDelegatingStream, and the retention period (rendered) of its API."""
 
     name: str

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
+from msgspec import Struct
 from requests.structures import CaseInsensitiveDict
 from requests.utils import parse_header_links
 
@@ -125,8 +126,7 @@ def _headers(response: HttpResponse) -> CaseInsensitiveDict[Any]:
     return headers
 
 
-@dataclass(frozen=True)
-class _Templates:
+class _Templates(Struct, frozen=True):
     """Renders a strategy's response templates with the page's variables."""
 
     engine: TemplateEngine
@@ -157,8 +157,7 @@ def _reads_headers(engine: TemplateEngine, *sources: Any) -> bool:
 # request, ``following(...)`` those of the next request, or None when there is none.
 
 
-@dataclass(frozen=True)
-class CursorStrategy:
+class CursorStrategy(Struct, frozen=True):
     """The next token is rendered from the response (``cursor_value``)."""
 
     cursor_value: str
@@ -185,8 +184,7 @@ class CursorStrategy:
         return None, following
 
 
-@dataclass(frozen=True)
-class PageNumberStrategy:
+class PageNumberStrategy(Struct, frozen=True):
     """Pages numbered from ``start_from_page``; a short or empty page is the last."""
 
     start_from_page: int
@@ -209,8 +207,7 @@ class PageNumberStrategy:
         return state + 1, state + 1
 
 
-@dataclass(frozen=True)
-class OffsetStrategy:
+class OffsetStrategy(Struct, frozen=True):
     """Offsets grow by each page's record count; a short or empty page is the last.
 
     ``page_size`` is known at build time unless its template reads ``response``;
@@ -451,8 +448,7 @@ class _OnePage:
 _ONE_PAGE = _OnePage()
 
 
-@dataclass(frozen=True)
-class NoPaginator:
+class NoPaginator(Struct, frozen=True):
     """``NoPagination``: every slice is read with a single request."""
 
     def start(self) -> _OnePage:

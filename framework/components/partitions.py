@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
+from msgspec import Struct
 from requests.structures import CaseInsensitiveDict
 
 from framework.components.http.request import HttpRequest, Injection, RequestParts, injection_of
@@ -62,8 +62,7 @@ class Router(Protocol):
     def apply(self, parts: RequestParts, stream_slice: StreamSlice) -> None: ...
 
 
-@dataclass(frozen=True)
-class RoutedPartition:
+class RoutedPartition(Struct, frozen=True):
     """A partition and, for substreams, the parent units it came from (``tags``)."""
 
     partition: Mapping[str, Any]
@@ -71,8 +70,7 @@ class RoutedPartition:
     tags: tuple = ()
 
 
-@dataclass(frozen=True)
-class ListRouter:
+class ListRouter(Struct, frozen=True):
     """ListPartitionRouter: one partition per value."""
 
     values: tuple[Any, ...]
@@ -92,8 +90,7 @@ class ListRouter:
 LAZY_KEY = "child_response"
 
 
-@dataclass(frozen=True)
-class ParentConfig:
+class ParentConfig(Struct, frozen=True):
     """ParentStreamConfig at run time; ``parent_key`` and each extra field are paths (``a/b`` split);
     ``lazy`` the path of the child records in a parent record (``lazy_read_pointer``), empty when unset."""
 
@@ -126,8 +123,7 @@ def _dig(record: Any, path: Sequence[str]) -> Any:
     return record
 
 
-@dataclass(frozen=True)
-class SubstreamRouter:
+class SubstreamRouter(Struct, frozen=True):
     """SubstreamPartitionRouter: one partition per parent record (per parent, in order)."""
 
     parents: tuple[ParentConfig, ...]
@@ -158,8 +154,7 @@ def tag_partition(tag: Any) -> Mapping[str, Any]:
     return tag[2] if isinstance(tag, tuple) and len(tag) > 2 else {}
 
 
-@dataclass(frozen=True)
-class ProductRouter:
+class ProductRouter(Struct, frozen=True):
     """A list of routers: every combination of their partitions, the first router's varying slowest."""
 
     routers: tuple[Router, ...]
@@ -190,8 +185,7 @@ def _hashable(value: Any, what: str) -> Any:
     return value
 
 
-@dataclass(frozen=True)
-class GroupingRouter:
+class GroupingRouter(Struct, frozen=True):
     """GroupingPartitionRouter: ``group_size`` partitions of ``router`` per partition.
 
     A group's partition maps each key of its members (``parent_slice`` too) to
@@ -239,8 +233,7 @@ def _group(batch: list[RoutedPartition]) -> RoutedPartition:
     return RoutedPartition(partition, extra, tuple(tag for part in batch for tag in part.tags))
 
 
-@dataclass(frozen=True)
-class UnionRouter:
+class UnionRouter(Struct, frozen=True):
     """UnionPartitionRouter: the partitions of each router in turn, as ``{field: value}``, each value once.
 
     A child's other partition keys (a substream's ``parent_slice``) move to

@@ -21,13 +21,13 @@ property is asked for.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from msgspec import Struct
 
 from framework.components.registry import BuildContext, builds
 from framework.components.slices import EMPTY_SLICE, SliceView, StreamSlice
@@ -42,6 +42,7 @@ from framework.models import (
     QueryProperties,
     SimpleRetriever,
 )
+from framework.values import replace
 
 if TYPE_CHECKING:
     from framework.components.http.transport import HttpResponse
@@ -54,8 +55,7 @@ if TYPE_CHECKING:
 Fetched = tuple["HttpResponse | None", "list[dict] | None", list[dict]]  # page None: a streamed body left unread
 
 
-@dataclass(frozen=True)
-class Chunking:
+class Chunking(Struct, frozen=True):
     """PropertyChunking: how many properties (or characters) a request may carry, and the merge key."""
 
     limit_type: str  # "characters" or "property_count"
@@ -165,8 +165,7 @@ def property_name(record: Any, path: Sequence[str]) -> str:
     return str(node)
 
 
-@dataclass(frozen=True)
-class PropertySelector:
+class PropertySelector(Struct, frozen=True):
     """JsonSchemaPropertySelector: the properties a configured stream's schema selects."""
 
     transformations: tuple[Transformation, ...]
@@ -179,8 +178,7 @@ class PropertySelector:
         return frozenset(properties)
 
 
-@dataclass(frozen=True)
-class QueryPropertiesReader:
+class QueryPropertiesReader(Struct, frozen=True):
     """A requester's QueryProperties: the chunks of properties, and reading a page chunk by chunk.
 
     ``parameter`` is the request parameter the chunk goes into (None when templates place it);
@@ -256,7 +254,7 @@ def build_query_properties(model: SimpleRetriever, ctx: BuildContext, path: tupl
         for key, value in params.items():
             if isinstance(value, QueryProperties):
                 built: QueryPropertiesReader = ctx.build(value, where + ("request_parameters", key))
-                return dataclasses.replace(built, parameter=str(key))
+                return replace(built, parameter=str(key))
     if requester.query_properties is not None:
         return ctx.build(requester.query_properties, where + ("query_properties",))
     if requester.fetch_properties_from_endpoint is not None:
@@ -312,7 +310,7 @@ def _reader(stream: Stream) -> QueryPropertiesReader | None:
 
 def _with_reader(stream: Stream, reader: QueryPropertiesReader) -> Stream:
     assert stream.retriever is not None
-    return dataclasses.replace(stream, retriever=dataclasses.replace(stream.retriever, query_properties=reader))
+    return replace(stream, retriever=replace(stream.retriever, query_properties=reader))
 
 
 def with_catalog(streams: Mapping[str, Stream], catalog: Mapping[str, Any] | None) -> dict[str, Stream]:
@@ -329,7 +327,7 @@ def with_catalog(streams: Mapping[str, Stream], catalog: Mapping[str, Any] | Non
             continue
         schema = stream_entry.get("json_schema") if isinstance(stream_entry, Mapping) else None
         configured = reader.selector.select(schema if isinstance(schema, Mapping) else {})
-        out[stream.name] = _with_reader(stream, dataclasses.replace(reader, configured=configured))
+        out[stream.name] = _with_reader(stream, replace(reader, configured=configured))
     return out
 
 
@@ -361,7 +359,7 @@ def with_resolved_query_properties(streams: Mapping[str, Stream],
         if stream is None or reader is None:
             continue
         properties, configured = entry.get("properties"), entry.get("configured")
-        out[name] = _with_reader(stream, dataclasses.replace(
+        out[name] = _with_reader(stream, replace(
             reader, fetched=tuple(properties) if properties is not None else reader.fetched,
             configured=frozenset(configured) if configured is not None else reader.configured))
     return out

@@ -19,15 +19,15 @@ restarted pages may send some again), as in Airbyte.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qs, urlsplit
+
+from msgspec import Struct
 
 from framework.components.http.client import (
     RETRY_LOG,
@@ -55,6 +55,7 @@ from framework.models import (
     SimpleRetriever,
 )
 from framework.temporal.durations import parse_duration
+from framework.values import replace
 
 if TYPE_CHECKING:  # pragma: no cover
     import isodate  # loaded with the first duration parsed (framework.temporal.durations)
@@ -86,8 +87,7 @@ class Cursor(Protocol):
     def window_bounds(self, cursor_slice: Mapping[str, Any]) -> tuple[datetime, datetime]: ...
 
 
-@dataclass(frozen=True)
-class PaginationResets:
+class PaginationResets(Struct, frozen=True):
     """The runtime form of ``pagination_reset``: ``split`` for SPLIT_USING_CURSOR, ``limit`` in records."""
 
     split: bool = False
@@ -98,8 +98,7 @@ class PaginationResets:
 _RESET_BY_DEFAULT = PaginationResets()
 
 
-@dataclass(frozen=True)
-class PageSizes:
+class PageSizes(Struct, frozen=True):
     """The runtime form of ``page_size_reduction`` (see PageSizeReduction in the reference)."""
 
     factor: float
@@ -117,8 +116,7 @@ class PageSizes:
 MAX_SPLIT_DEPTH = 10
 
 
-@dataclass(frozen=True)
-class WindowSplits:
+class WindowSplits(Struct, frozen=True):
     """The runtime form of ``request_window_splitting``: a refused window is read again as two halves."""
 
     min_split: timedelta | isodate.Duration | None = None
@@ -298,8 +296,7 @@ def _no_options(parts: RequestParts, stream_slice: StreamSlice) -> None:
     return None
 
 
-@dataclass(frozen=True)
-class Retriever:
+class Retriever(Struct, frozen=True):
     requester: Requester
     selector: RecordSelector
     paginator: Paginator
@@ -503,9 +500,9 @@ def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> R
                 "and a GzipDecoder of JsonDecoder can be paged: remove the paginator or change the `decoder`")
         if isinstance(selector, RecordSelector) and isinstance(selector.extractor, DpathExtractor):
             decoder = ctx.build(model.decoder, path + ("decoder",))
-            selector = dataclasses.replace(selector, extractor=selector.extractor.with_decoder(decoder))
+            selector = replace(selector, extractor=selector.extractor.with_decoder(decoder))
             if decoder.streamed:
-                requester = dataclasses.replace(requester, stream=True)
+                requester = replace(requester, stream=True)
         # else a custom extractor, which reads the response its own way
     return Retriever(
         requester=requester,

@@ -13,8 +13,9 @@ executor needs to read its records.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 
 class SliceView(dict):
@@ -26,8 +27,7 @@ class SliceView(dict):
     extra_fields: Mapping[str, Any]
 
 
-@dataclass(frozen=True)
-class StreamSlice:
+class StreamSlice(Struct, frozen=True):
     partition: Mapping[str, Any] = field(default_factory=dict)
     cursor_slice: Mapping[str, Any] = field(default_factory=dict)
     extra_fields: Mapping[str, Any] = field(default_factory=dict)

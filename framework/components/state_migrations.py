@@ -16,8 +16,9 @@ through their own builder), each with ``apply(state) -> state``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from framework.components.registry import BuildContext
 from framework.errors import ConfigError, place_suffix
@@ -27,8 +28,7 @@ from framework.models.custom import CustomIncrementalSync, CustomPartitionRouter
 __all__ = ["LegacyToPerPartition", "build_state_migrations"]
 
 
-@dataclass(frozen=True)
-class LegacyToPerPartition:
+class LegacyToPerPartition(Struct, frozen=True):
     partition_field: str
     cursor_field: str
     parents: int

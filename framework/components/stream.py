@@ -8,13 +8,12 @@ config and the slice, which is what lets a Spark executor read one.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from msgspec import Struct, field
 from pydantic import BaseModel
 
 from framework.components.http.request import RequestParts
@@ -27,6 +26,7 @@ from framework.components.slices import StreamSlice
 from framework.errors import ConfigError, ReadError, place_suffix
 from framework.models import DeclarativeStream, StateDelegatingStream
 from framework.models.custom import CustomComponent, CustomPartitionRouter, CustomRequester, CustomRetriever
+from framework.values import replace
 
 if TYPE_CHECKING:
     from framework.components.incremental import Cursor
@@ -42,8 +42,7 @@ def key_paths(primary_key: Any) -> tuple[tuple[str, ...], ...]:
     return tuple((part,) if isinstance(part, str) else tuple(part) for part in primary_key)
 
 
-@dataclass(frozen=True)
-class Stream:
+class Stream(Struct, frozen=True):
     """A stream: ``bridge`` says why airbyte-cdk reads it (a custom retriever or requester), and then
     ``retriever`` is None: the engine reads it through :mod:`framework.engine.bridge`."""
 
@@ -73,7 +72,7 @@ class Stream:
         ``allow_catalog_defined_cursor_field``); itself when ``cursor_field`` is None or there is no cursor."""
         if cursor_field is None or self.cursor is None or cursor_field == self.cursor.cursor_field:
             return self
-        return dataclasses.replace(self, cursor=dataclasses.replace(self.cursor, cursor_field=cursor_field))
+        return replace(self, cursor=replace(self.cursor, cursor_field=cursor_field))
 
     def read_slice(self, stream_slice: StreamSlice, config: Mapping[str, Any],
                    stream_state: Mapping[str, Any] | None = None) -> Iterator[list[dict]]:
@@ -141,11 +140,11 @@ def build_stream(model: DeclarativeStream, ctx: BuildContext, path: tuple) -> St
         schema = file_schema(schema)
         selector = uploading(selector, ctx.build(model.file_uploader, path + ("file_uploader",)), model.name)
     if selector is not retriever.selector:
-        retriever = dataclasses.replace(retriever, selector=selector)
+        retriever = replace(retriever, selector=selector)
     cursor = ctx.build(model.incremental_sync, path + ("incremental_sync",)) if model.incremental_sync else None
     client_side = getattr(retriever.selector, "with_client_side_incremental", None)
     if getattr(cursor, "is_client_side_incremental", False) and client_side is not None:
-        retriever = dataclasses.replace(retriever, selector=client_side())  # transformations before the filter
+        retriever = replace(retriever, selector=client_side())  # transformations before the filter
     router = None
     routing = getattr(model.retriever, "partition_router", None)  # a CustomRetriever has none of ours
     if routing is not None:

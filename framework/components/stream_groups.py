@@ -21,7 +21,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from framework.components.partitions import parents_of
 from framework.components.registry import BuildContext, builds
@@ -33,8 +34,7 @@ from framework.models.stream_groups import StreamGroup
 __all__ = ["BlockSimultaneousReads", "StreamGroups", "build_stream_groups"]
 
 
-@dataclass(frozen=True)
-class BlockSimultaneousReads:
+class BlockSimultaneousReads(Struct, frozen=True):
     """A group's ``BlockSimultaneousSyncsAction``: its streams are read one at a time."""
 
 

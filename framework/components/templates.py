@@ -9,8 +9,10 @@ without touching Jinja, which is most of the values of most manifests.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
+from msgspec.structs import force_setattr
 
 from framework.interpolation import TemplateEngine
 from framework.interpolation.checks import has_markup
@@ -26,8 +28,7 @@ def holds_markup(value: Any) -> bool:
     return False
 
 
-@dataclass(frozen=True)
-class TemplateValue:
+class TemplateValue(Struct, frozen=True):
     """A manifest value rendered with per-request variables.
 
     ``result`` is how a template string at the top is typed (see the engine);
@@ -40,12 +41,13 @@ class TemplateValue:
     engine: TemplateEngine
     result: str = "string"
     inner: str = "string"
+    constant: bool = False  # no template anywhere in ``value``: set from it, whatever is given
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "constant", not holds_markup(self.value))
+        force_setattr(self, "constant", not holds_markup(self.value))
 
     def render(self, variables: Mapping[str, Any]) -> Any:
-        if self.constant:  # type: ignore[attr-defined]
+        if self.constant:
             return self.value
         return self._render(self.value, variables, self.result)
 

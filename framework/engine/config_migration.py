@@ -26,10 +26,10 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from msgspec import Struct
 
 from framework.components.registry import BuildContext
 from framework.errors import ConfigError
@@ -41,8 +41,7 @@ __all__ = ["NormalizedConfig", "control_message", "describe_rewrite", "normalize
 _RULES_PATH = ("spec", "config_normalization_rules")
 
 
-@dataclass(frozen=True)
-class NormalizedConfig:
+class NormalizedConfig(Struct, frozen=True):
     given: Mapping[str, Any]
     migrated: dict[str, Any]
     config: dict[str, Any]

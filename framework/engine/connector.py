@@ -16,7 +16,6 @@ loaded are kept (:attr:`Connector.shipped_files`) for Spark executors.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -44,6 +43,7 @@ from framework.manifest.config_check import (
 from framework.masking import Masker
 from framework.models import CheckDynamicStream, DeclarativeSource
 from framework.temporal.clock import Clock, SystemClock
+from framework.values import replace
 
 if TYPE_CHECKING:  # pragma: no cover
     from framework.engine.config_migration import NormalizedConfig  # loaded only for a spec with config rules
@@ -103,7 +103,7 @@ class Connector:
             return self
         from framework.components.query_properties import with_catalog  # loaded by the first catalog only
 
-        return dataclasses.replace(self, streams=with_catalog(self.streams, catalog))
+        return replace(self, streams=with_catalog(self.streams, catalog))
 
     def migrate_state(self, stream: str, state: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
         """``state`` after the stream's state migrations (each applied when it says it should)."""

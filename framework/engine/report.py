@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from framework.engine.signals import Signal
 
 __all__ = ["StreamReport", "any_failed"]
 
 
-@dataclass
-class StreamReport:
+class StreamReport(Struct):
     """Counts so far (records, pages, planned units), the seconds it took, and the masked reason it failed.
 
     Protocol mode reports exactly this; the Spark pipeline adds what it wrote

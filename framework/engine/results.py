@@ -14,12 +14,13 @@ its task wrote. :func:`to_arrow` and :func:`from_arrow` are its one Arrow form
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
 import pyarrow as pa
+from msgspec import Struct
+from msgspec.structs import asdict
 
 from framework.engine.signals import Signal
 
@@ -42,8 +43,7 @@ RESULT_SCHEMA = pa.schema([
 ])
 
 
-@dataclass(frozen=True)
-class UnitResult:
+class UnitResult(Struct, frozen=True):
     """One unit read: ``unit`` is its index in the plan; ``error`` (masked) says it is not done.
 
     ``latest`` is the latest cursor value read in the unit, or for a stream
@@ -108,8 +108,7 @@ def failed_group(units: Iterable[Any], message: str) -> list[UnitResult]:
     return [UnitResult(unit.index, error=message) for unit in units]
 
 
-@dataclass(frozen=True)
-class GroupTotals:
+class GroupTotals(Struct, frozen=True):
     """What a group's results added up to: the units that finished, their counts, every file, the first error."""
 
     units_done: int = 0

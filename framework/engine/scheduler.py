@@ -21,8 +21,9 @@ import queue
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from framework.components.job_slots import prefetch, release
 
@@ -35,28 +36,24 @@ __all__ = ["Page", "UnitEnd", "read_units"]
 JOIN_SECONDS = 2.0
 
 
-@dataclass(frozen=True, slots=True)
-class Page:
+class Page(Struct, frozen=True):
     """A page of ``unit``'s records (never empty)."""
 
     unit: Any  # a unit of the sync's plan
     records: list[dict[str, Any]]
 
 
-@dataclass(frozen=True, slots=True)
-class UnitEnd:
+class UnitEnd(Struct, frozen=True):
     """Every page of ``unit`` has been handed over."""
 
     unit: Any
 
 
-@dataclass(frozen=True, slots=True)
-class _Failed:
+class _Failed(Struct, frozen=True):
     error: BaseException
 
 
-@dataclass(frozen=True, slots=True)
-class _Quit:
+class _Quit(Struct, frozen=True):
     """A worker is done."""
 
 

@@ -19,10 +19,10 @@ import json
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from msgspec import Struct
 
 #: Keys whose value often names the next page (a token, a cursor, a URL) in a response.
 _NEXT_KEY = re.compile(r"(^|_|-|\b)(next|cursor|continuation|page_?token|after|more|nextpage|next_?url)"
@@ -31,8 +31,7 @@ _MAX_DEPTH = 4
 _SHOW = 60  # characters of a value shown in a message
 
 
-@dataclass(frozen=True)
-class Signal:
+class Signal(Struct, frozen=True):
     """One thing that looks wrong in a stream's data: what (``kind``), where it was seen, and the fix."""
 
     stream: str
@@ -265,8 +264,7 @@ class FirstPages:
         found.extend(missing_fields(self.stream, records, self.primary_key, self.cursor_field))
         return found  # undeclared fields: --test-read only (many schemas list some fields on purpose)
 
-@dataclass(frozen=True)
-class ReadFacts:
+class ReadFacts(Struct, frozen=True):
     """What the checks of a normal run need to know of a stream's manifest (as written): the extractor's
     ``field_path``, the pagination strategy, whether it pages at all, and its ``cursor_value``."""
 

@@ -57,9 +57,10 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
+
+from msgspec import Struct
 
 from framework.components.incremental import CountCursor, Cursor, DatetimeCursor
 from framework.components.incremental.date_ranges import Closed, is_range_state
@@ -82,8 +83,7 @@ PARENT_READERS = 4
 _NO_WINDOW: list[tuple[tuple[None, None], dict]] = [((None, None), {})]
 
 
-@dataclass(frozen=True)
-class Unit:
+class Unit(Struct, frozen=True):
     """One partition times one window: the unit of work, of checkpointing, and of Spark tasks.
 
     ``prior`` is the partition's saved cursor value (None on a first read).
@@ -165,8 +165,7 @@ def read_unit(stream: Stream, config: Mapping[str, Any], unit: Unit) -> Iterator
         pages.close()
 
 
-@dataclass
-class _Partition:
+class _Partition(Struct):
     routed: RoutedPartition
     progress: WindowProgress
     units_left: int

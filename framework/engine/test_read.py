@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from framework.components.http.request import HttpRequest
 from framework.components.http.transport import DEFAULT_TIMEOUT, HttpResponse, Transport
@@ -26,8 +27,7 @@ from framework.errors import FrameworkError
 from framework.protocol.catalog import Selection
 
 
-@dataclass(frozen=True)
-class Exchange:
+class Exchange(Struct, frozen=True):
     """One request and its response, as the test read shows them (secrets masked)."""
 
     request: str
@@ -67,15 +67,13 @@ class RecordingTransport:
             self.exchanges.append(exchange)
 
 
-@dataclass
-class PageSeen:
+class PageSeen(Struct):
     number: int
     records: list[dict]
     exchanges: list[Exchange]
 
 
-@dataclass
-class StreamTestRead:
+class StreamTestRead(Struct):
     """What the test read of one stream saw."""
 
     name: str

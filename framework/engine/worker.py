@@ -16,16 +16,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 import pyarrow as pa
+from msgspec import Struct, field
 
 from framework.components.custom.loader import materialize
 from framework.components.dynamic import Templates
@@ -41,12 +40,12 @@ from framework.engine.sync import read_unit
 from framework.formats import raw_batch
 from framework.typed import RecordConverter
 from framework.typed.raw_ids import random_uuids
+from framework.values import replace
 
 __all__ = ["ConnectorSource", "PageTyper", "all_schemas", "read_group", "worker_connector"]
 
 
-@dataclass(frozen=True)
-class ConnectorSource:
+class ConnectorSource(Struct, frozen=True):
     """A connector as text: what a worker builds it from (small and picklable; nothing read from disk).
 
     ``shipped`` holds the custom components' files the driver loaded (path
@@ -81,7 +80,7 @@ class ConnectorSource:
         """The source of ``connector`` (opened from ``manifest_path``): every schema and the code it loaded."""
         source = cls.of(manifest_path, manifest_text, connector.given_config, all_schemas(connector),
                         shipped=connector.shipped_files, allow_custom_code=connector.custom_code_allowed)
-        return dataclasses.replace(source, templates=connector.templates)
+        return replace(source, templates=connector.templates)
 
     def with_query_properties(self, connector: Connector, stream: str) -> ConnectorSource:
         """This source carrying the query properties ``connector`` asks ``stream``'s API for: a
@@ -90,7 +89,7 @@ class ConnectorSource:
         found = resolved_query_properties({stream: connector.stream(stream)})
         if not found:
             return self
-        return dataclasses.replace(self, query_properties={**self.query_properties, **found})
+        return replace(self, query_properties={**self.query_properties, **found})
 
     def open(self) -> Connector:
         """A new connector from this source (on the driver: schema files are read where ``schemas`` lack them)."""
@@ -102,7 +101,7 @@ class ConnectorSource:
                                         allow_custom_code=self.allow_custom_code, templates=self.templates)
         if not self.query_properties:
             return connector
-        return dataclasses.replace(connector, streams=with_resolved_query_properties(connector.streams,
+        return replace(connector, streams=with_resolved_query_properties(connector.streams,
                                                                                      self.query_properties))
 
     def _code_dir(self) -> str | None:
@@ -156,8 +155,7 @@ def all_schemas(connector: Connector) -> dict[str, dict]:
     return found
 
 
-@dataclass(frozen=True)
-class PageTyper:
+class PageTyper(Struct, frozen=True):
     """A page of records as the batch the sink writes: typed by ``converter``, or (None) raw JSON for JSONL and CSV.
 
     Called with the records and their extraction time, it answers the batch and

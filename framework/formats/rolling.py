@@ -26,11 +26,12 @@ task that outlived its driver) stays staged and is removed by the next sync
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 import pyarrow as pa
+from msgspec import Struct
+from msgspec.structs import asdict
 
 from framework.errors import StorageError
 from framework.formats import FormatWriter, open_format_writer
@@ -44,8 +45,7 @@ if TYPE_CHECKING:
 _MIB = 1024 * 1024
 
 
-@dataclass(frozen=True)
-class WrittenFile:
+class WrittenFile(Struct, frozen=True):
     """A committed file: its key, where it is, how many records and bytes, its part number, and where it was
     committed when it was staged (it is under ``key`` only once :func:`publish` moved it)."""
 
@@ -60,8 +60,7 @@ class WrittenFile:
         return asdict(self)
 
 
-@dataclass
-class _Pending:
+class _Pending(Struct):
     key: str
     part_number: int
     target: ObjectWriter

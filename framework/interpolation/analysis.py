@@ -5,12 +5,12 @@ rendering anything. Validators use it to report problems with a line number.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
 from jinja2 import meta, nodes
 from jinja2.exceptions import TemplateError, TemplateSyntaxError
+from msgspec import Struct
 
 from framework.interpolation import checks
 from framework.interpolation.environment import SandboxEnvironment, build_environment
@@ -24,8 +24,7 @@ __all__ = ["TemplateInfo", "TemplateProblem", "analyze_template"]
 _LEXER_POSITION = re.compile(r" at (\d+)$")
 
 
-@dataclass(frozen=True)
-class TemplateProblem:
+class TemplateProblem(Struct, frozen=True):
     """One problem in a template.
 
     ``line`` and ``column`` are 1-based and relative to the template text;
@@ -43,8 +42,7 @@ class TemplateProblem:
     severity: Literal["error", "warning"] = "error"
 
 
-@dataclass(frozen=True)
-class TemplateInfo:
+class TemplateInfo(Struct, frozen=True):
     """What :func:`analyze_template` found.
 
     * ``is_template`` - the text contains Jinja markup at all.

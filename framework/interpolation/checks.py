@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass
 
 from jinja2 import nodes
+from msgspec import Struct
 
 __all__ = [
     "Finding",
@@ -32,8 +32,7 @@ _FORBIDDEN_TAGS: dict[type[nodes.Node], tuple[str, str]] = {
 }
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(Struct, frozen=True):
     """Something found in the tree: what (``name``), why (``reason``), on which
     line, and a word (``needle``) to look for on that line to place it."""
 

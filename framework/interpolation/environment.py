@@ -25,7 +25,6 @@ Every failure raises :class:`~framework.errors.InterpolationError`; its
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -33,6 +32,7 @@ from jinja2 import ChainableUndefined, Template, meta, nodes
 from jinja2.exceptions import SecurityError, TemplateError, TemplateSyntaxError, UndefinedError
 from jinja2.runtime import Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+from msgspec import Struct
 
 from framework.errors import FrameworkError, InterpolationError
 from framework.interpolation import checks, limits
@@ -121,8 +121,7 @@ def build_environment(clock: Clock) -> SandboxEnvironment:
     return env
 
 
-@dataclass(frozen=True, eq=False)
-class CompiledTemplate:
+class CompiledTemplate(Struct, frozen=True, eq=False):
     """A template compiled once and reused.
 
     ``names`` are the top-level names it reads (macros excluded). ``template``

@@ -9,8 +9,9 @@ problem found. ``load_manifest(path)`` returns the frozen
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from framework.diagnostics import Diagnostic
 from framework.errors import ManifestError
@@ -23,8 +24,7 @@ from framework.manifest.yaml_source import SourceDocument, parse_text, read_docu
 from framework.models import DeclarativeSource
 
 
-@dataclass(frozen=True)
-class CheckedManifest:
+class CheckedManifest(Struct, frozen=True):
     """The outcome of reading one manifest: the model (when valid) and every problem."""
 
     path: str

@@ -24,9 +24,9 @@ import difflib
 import types
 import typing
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from msgspec import Struct, field
 from pydantic import BaseModel
 
 from framework.diagnostics import Diagnostic, json_path
@@ -53,8 +53,7 @@ TYPO_CUTOFF = 0.8  # similarity above which an unknown key is taken for a misspe
 IGNORED_SPELLINGS = {("Spec", "documentationUrl"): "documentation_url"}
 
 
-@dataclass(frozen=True)
-class Site:
+class Site(Struct, frozen=True):
     """A component found in the manifest: its model, its path, and its mapping."""
 
     model: type[Component]
@@ -62,8 +61,7 @@ class Site:
     data: dict
 
 
-@dataclass
-class Placement:
+class Placement(Struct):
     """Finds the file place of a resolved path through the origin tree."""
 
     doc: SourceDocument
@@ -134,8 +132,7 @@ def field_aliases(model: type[Component]) -> dict[str, str]:
     return {(info.alias or name): name for name, info in model.model_fields.items()}
 
 
-@dataclass
-class Preparation:
+class Preparation(Struct):
     place: Placement
     strict: bool = False
     problems: list[Diagnostic] = field(default_factory=list)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from msgspec import Struct
 
 from framework.diagnostics import Diagnostic, json_path
 from framework.errors import ConfigError
@@ -20,8 +20,7 @@ from framework.manifest.yaml_source import SourceDocument, parse_text
 from framework.masking import Masker, credential_spellings
 
 
-@dataclass(frozen=True)
-class ConfigFile:
+class ConfigFile(Struct, frozen=True):
     """A connector config file, read once (``--config /dev/stdin`` works): its data and the place of each value."""
 
     path: str

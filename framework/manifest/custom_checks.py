@@ -13,7 +13,8 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from framework.components.custom.names import ClassRef, resolve_class_name
 from framework.components.custom.source import (
@@ -41,8 +42,7 @@ AIRBYTE_CDK_BRINGS = frozenset({
 _OWN_KEYS = ("type", "class_name", PARAMETERS_KEY)
 
 
-@dataclass
-class _Run:
+class _Run(Struct):
     place: Placement
     manifest_dir: str
     reported_imports: set[str] = field(default_factory=set)  # each missing package or broken module once

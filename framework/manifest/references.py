@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from framework.diagnostics import Diagnostic, json_path
 from framework.manifest.yaml_source import MAX_NODES, SourceDocument
@@ -36,8 +37,7 @@ MAX_EXPANDED = 50_000_000
 _OLD_REF = re.compile(r"^\*ref\((?P<path>[^)]*)\)$")
 
 
-@dataclass
-class Origin:
+class Origin(Struct):
     """Where a resolved value came from: a source path, and the origins of its children."""
 
     src: tuple
@@ -76,8 +76,7 @@ class _TooLarge(Exception):
         self.src = src
 
 
-@dataclass
-class _Resolver:
+class _Resolver(Struct):
     doc: SourceDocument
     problems: list = field(default_factory=list)
     budget: int = MAX_NODES

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+from msgspec import Struct, field
 
 from framework.diagnostics import Diagnostic
 
@@ -40,8 +40,7 @@ _TextLoader.yaml_implicit_resolvers = {
 }
 
 
-@dataclass
-class SourceDocument:
+class SourceDocument(Struct):
     """A parsed file: its data and the place of every value in it."""
 
     file: str

@@ -15,9 +15,9 @@ at the bottom); tests/models/test_startup_cost.py keeps those few.
 
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
+from msgspec import Struct
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
@@ -42,8 +42,7 @@ ASYNC_JOB = frozenset({"creation_response", "polling_response", "download_target
 _REQUIRED: Any = ...
 
 
-@dataclass(frozen=True)
-class TemplateSpec:
+class TemplateSpec(Struct, frozen=True):
     """A field whose strings are Jinja templates.
 
     ``variables``: the names a template in this field may use (macros aside).
@@ -135,8 +134,7 @@ def default_type_of(info: FieldInfo) -> str | None:
     return value if isinstance(value, str) else None
 
 
-@dataclass(frozen=True)
-class AirbyteSecret:
+class AirbyteSecret(Struct, frozen=True):
     """Marks a field as a credential: ``airbyte_secret: true`` in its JSON Schema, so UIs mask it."""
 
     def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> Any:

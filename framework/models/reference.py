@@ -19,9 +19,9 @@ import sys
 import types
 import typing
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from msgspec import Struct
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
@@ -75,8 +75,7 @@ GROUPS: tuple[tuple[str, str, str], ...] = (
 _PARAMETERS = "$parameters"
 
 
-@dataclass(frozen=True)
-class FieldRow:
+class FieldRow(Struct, frozen=True):
     """One field of a model as the reference shows it."""
 
     key: str

@@ -39,9 +39,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from msgspec import Struct
+
 from framework import typed as t
 from framework.errors import ConfigError
 from framework.normalization import naming
+from framework.values import replace
 
 AB_ID, EMITTED_AT, NORMALIZED_AT = "_airbyte_ab_id", "_airbyte_emitted_at", "_airbyte_normalized_at"
 START_AT, END_AT, ACTIVE_ROW = "_airbyte_start_at", "_airbyte_end_at", "_airbyte_active_row"
@@ -51,8 +54,7 @@ SCD_COLUMNS = (START_AT, END_AT, ACTIVE_ROW, UNIQUE_KEY, UNIQUE_KEY_SCD)
 SCALAR_TYPES = ("string", "bigint", "double", "boolean", "timestamp", "date", "json")
 
 
-@dataclass(frozen=True)
-class Column:
+class Column(Struct, frozen=True):
     """A data column: its ``name`` in the table, the JSON ``key`` it comes from and its type."""
 
     name: str
@@ -60,8 +62,7 @@ class Column:
     type: str  # one of SCALAR_TYPES
 
 
-@dataclass(frozen=True)
-class TablePlan:
+class TablePlan(Struct, frozen=True):
     """One table: the stream's own (``kind`` ``root``) or a child (``object``, ``array``, ``scalars``).
 
     ``key`` is the JSON key of the nested column in the parent record (None
@@ -202,7 +203,7 @@ class _Planner:
             child_short = naming.normalize_identifier(prop, self.dialect)
             child, grand = self.table(name, kind, prop, plan.json_path + (prop,), prop_type, child_short, short)
             made.append(self.children(child, grand, child_short))
-        return TablePlan(**{**plan.__dict__, "children": tuple(made)})
+        return replace(plan, children=tuple(made))
 
 
 def plan_catalog(entries: Sequence[Mapping[str, Any]], dialect: str,

@@ -29,12 +29,12 @@ keeps only rows emitted after that instant (an incremental run).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from msgspec import Struct
 
 from framework import typed as t
 from framework.errors import ConfigError
@@ -58,8 +58,7 @@ if TYPE_CHECKING:
 JSON_TIMESTAMP = "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"
 
 
-@dataclass(frozen=True)
-class RawRows:
+class RawRows(Struct, frozen=True):
     """The raw rows of a stream (``frame``), and the cached part of them to :meth:`release` when done."""
 
     frame: DataFrame

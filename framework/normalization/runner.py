@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from framework.errors import ConfigError, FrameworkError
 from framework.models.normalization import NormalizationSettings
@@ -59,8 +60,7 @@ if TYPE_CHECKING:
     from framework.models.destination import DestinationSettings
 
 
-@dataclass(frozen=True)
-class StreamOutcome:
+class StreamOutcome(Struct, frozen=True):
     """What normalization did with one stream."""
 
     stream: str
@@ -71,8 +71,7 @@ class StreamOutcome:
     error: str | None = None
 
 
-@dataclass(frozen=True)
-class NormalizationResult:
+class NormalizationResult(Struct, frozen=True):
     streams: tuple[StreamOutcome, ...]
 
     @property

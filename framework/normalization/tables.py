@@ -21,12 +21,12 @@ in both ways.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from msgspec import Struct
 
 from framework.normalization.plan import AB_ID, DATA, EMITTED_AT, StreamPlan, TablePlan
 from framework.normalization.transform import RECORD_DATA, nested_column, record_frame
@@ -35,8 +35,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(Struct, frozen=True):
     """What :func:`split` needs to cut a record frame batch into tables (small, picklable for the executors).
 
     ``schemas``: each table's Arrow schema (the raw table, then the stream's tables depth first).

@@ -14,15 +14,15 @@ mapping ``{"orders": {...}}``. Both come back as ``{stream name: state}``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from framework.components.incremental import with_catalog_cursor_field
 from framework.errors import ConfigError, StateError
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(Struct, frozen=True):
     """One stream to read, and whether incrementally; ``cursor_field`` the catalog's cursor field where the
     stream's cursor lets the catalog choose it (``allow_catalog_defined_cursor_field``)."""
 

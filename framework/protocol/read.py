@@ -21,8 +21,9 @@ import sys
 import time
 import traceback
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import IO, Any
+
+from msgspec import Struct, field
 
 from framework.components.retriever import PAGE_WATCH
 from framework.components.stream import Stream
@@ -36,8 +37,7 @@ from framework.protocol import messages
 from framework.protocol.catalog import Selection
 
 
-@dataclass
-class ReadReport:
+class ReadReport(Struct):
     streams: list[StreamReport] = field(default_factory=list)
 
     @property

@@ -40,7 +40,6 @@ start and the first job took 2.2 s less (7.2 s to 5.0 s, bench/README.md).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import json
 import os
@@ -49,8 +48,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 ENVIRONMENT = "FRAMEWORK_SPARK_CLASS_ARCHIVE"
 _OFF = ("off", "0", "false", "no")
@@ -61,8 +61,7 @@ _OLD_DAYS = 7.0
 _RETRY_AFTER_S = 24 * 3600
 
 
-@dataclass(frozen=True)
-class ClassArchive:
+class ClassArchive(Struct, frozen=True):
     """The archive for this Java and Spark: ``path`` (the ``.jsa``), whether or not it exists yet."""
 
     path: str
@@ -212,6 +211,7 @@ def build(archive: ClassArchive, timeout: float = _BUILD_TIMEOUT_S) -> bool:
     """Make ``archive``: a local session with ``-XX:ArchiveClassesAtExit``, one ``mapInArrow`` job, the JVM's
     exit; True when the archive is in place (False: another builder is at it, or the JVM wrote nothing)."""
     from framework.spark.session import _classic_session, session_plan
+    from framework.values import replace
 
     with _locked(archive) as mine:
         if not mine or archive.usable():
@@ -221,7 +221,7 @@ def build(archive: ClassArchive, timeout: float = _BUILD_TIMEOUT_S) -> bool:
         settings = dict(plan.settings)
         settings["spark.driver.defaultJavaOptions"] = f"-XX:ArchiveClassesAtExit={temp} {_QUIET}"
         try:
-            session = _classic_session(dataclasses.replace(plan, settings=settings), "class-archive")
+            session = _classic_session(replace(plan, settings=settings), "class-archive")
             import pyarrow as pa
             from pyspark import SparkContext
 

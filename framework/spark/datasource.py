@@ -46,14 +46,13 @@ with the reason (secrets masked).
 from __future__ import annotations
 
 import base64
-import dataclasses
 import pickle
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 import pyarrow as pa
+from msgspec import Struct
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
@@ -65,6 +64,7 @@ from framework.engine.results import UnitResult
 from framework.engine.worker import ConnectorSource, PageTyper, all_schemas, read_group, worker_connector
 from framework.errors import ConfigError
 from framework.typed import RecordConverter, parse_schema
+from framework.values import replace
 
 FORMAT_NAME = "manifest"
 #: Input partitions when the ``partitions`` option is not given: units are read in this many contiguous groups.
@@ -118,8 +118,7 @@ def _decode(text: str) -> ConnectorSource:
     return source
 
 
-@dataclass(frozen=True)
-class _Source:
+class _Source(Struct, frozen=True):
     """What executors need to read a stream: everything in memory, nothing from the driver's disk."""
 
     connector: ConnectorSource
@@ -179,7 +178,7 @@ class ManifestDataSource(DataSource):
         source = self._source()
         connector = source.connector.open()
         connector.stream(source.stream)  # an unknown stream fails here, on the driver
-        source = dataclasses.replace(source, connector=dataclasses.replace(
+        source = replace(source, connector=replace(
             source.connector, schemas=all_schemas(connector), shipped=connector.shipped_files,
             allow_custom_code=connector.custom_code_allowed, templates=connector.templates,
         ).with_query_properties(connector, source.stream))

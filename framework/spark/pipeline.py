@@ -44,7 +44,6 @@ generation the next overwrite deletes.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import itertools
 import queue
 import threading
@@ -54,11 +53,11 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent import futures
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from msgspec import Struct, field
 
 from framework import coordination
 from framework.engine.connector import Connector
@@ -86,6 +85,7 @@ from framework.storage.state_store import (
     merge_stream,
 )
 from framework.typed import RecordConverter, parse_schema
+from framework.values import replace
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -93,7 +93,6 @@ if TYPE_CHECKING:
     from framework.cdc import ChangeStream
 
 
-@dataclass
 class StreamResult(StreamReport):
     """A stream's report plus what the pipeline wrote: units done, files, nulled values, whether state was saved."""
 
@@ -111,8 +110,7 @@ class StreamResult(StreamReport):
         return sum(int(f.get("bytes", 0)) for f in self.files)
 
 
-@dataclass
-class PipelineResult:
+class PipelineResult(Struct):
     sync_id: int
     streams: list[StreamResult]
     spark_seconds: float = 0.0
@@ -122,8 +120,7 @@ class PipelineResult:
         return any_failed(self.streams)
 
 
-@dataclass(frozen=True)
-class PipelineOptions:
+class PipelineOptions(Struct, frozen=True):
     sync_mode: str = "append"  # or "overwrite": read everything again, then delete the older generations
     tasks_per_core: int = 2
     namespace: str = ""
@@ -152,8 +149,7 @@ WARM_UP_WORTH_S = 4.0
 SPARK_WORTH_CPU_S = 4.0
 
 
-@dataclass
-class _Reading:
+class _Reading(Struct):
     """The stream the driver reads: when it began, its units planned and done, and whether its plan is whole."""
 
     result: StreamResult
@@ -183,8 +179,7 @@ class _Reading:
         return (planned - done) * spent / done
 
 
-@dataclass
-class _Run:
+class _Run(Struct):
     """What every stream of one pipeline run shares."""
 
     connector: Connector
@@ -626,7 +621,7 @@ def _run_groups(run: _Run, job: TaskJob, groups: Iterable[list[Any]]) -> Iterato
         connect.tag_jobs(spark, job_group, f"sync of stream {job.stream}")
         try:
             frame = spark.createDataFrame(encode_units(group)).coalesce(1)
-            task = task_function(dataclasses.replace(job, part_start=start), lane)
+            task = task_function(replace(job, part_start=start), lane)
             return from_arrow(frame.mapInArrow(task, result_struct()).toArrow())
         finally:
             connect.untag_jobs(spark, job_group)
@@ -636,7 +631,7 @@ def _run_groups(run: _Run, job: TaskJob, groups: Iterable[list[Any]]) -> Iterato
         cpu = time.thread_time()
         try:
             batches = iter(encode_units(group).to_batches())
-            return [r for batch in run_task(dataclasses.replace(job, part_start=start), batches, lane)
+            return [r for batch in run_task(replace(job, part_start=start), batches, lane)
                     for r in from_arrow(batch)]
         except Exception as exc:  # noqa: BLE001 - reported as the group's failure
             return failed_group(group, f"reading on the driver failed: {type(exc).__name__}: {exc}")

@@ -28,17 +28,17 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from msgspec import Struct
+
 G = TypeVar("G")  # a group
 R = TypeVar("R")  # what a group's run answers
 
 
-@dataclass(frozen=True)
-class _Woken:
+class _Woken(Struct, frozen=True):
     """The session is up (or failed): look at the state again."""
 
 
-@dataclass(frozen=True)
-class _Failed:
+class _Failed(Struct, frozen=True):
     """The session could not start: ``error`` is why."""
 
     error: BaseException

@@ -55,8 +55,9 @@ import threading
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from framework.errors import ConfigError
 from framework.spark.pause import StartPause, children, jvm_groups, spark_children
@@ -320,8 +321,7 @@ def _check_reachable(url: str) -> None:
                           "SPARK_REMOTE") from None
 
 
-@dataclass(frozen=True)
-class SessionPlan:
+class SessionPlan(Struct, frozen=True):
     """What :func:`spark_session` hands the builder: the master to set (None: Spark's own), the settings to
     set, and whether the driver's log level goes down to errors."""
 

@@ -22,16 +22,15 @@ those units.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import gc
 import pickle
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+from msgspec import Struct
 
 from framework import coordination
 from framework.components.records.file_upload import landing, stream_landing
@@ -44,6 +43,7 @@ from framework.storage import storage_for
 from framework.storage.layout import PartNumbers, StreamLayout
 from framework.storage.state_store import staging_prefix
 from framework.typed import RecordConverter, parse_schema
+from framework.values import replace
 
 #: The young generation's threshold while a task reads (Python's default is 700 allocations).
 YOUNG_OBJECTS = 50_000
@@ -63,8 +63,7 @@ def result_struct() -> Any:
 TYPED_FORMATS = ("Parquet", "Avro", "replicant_csv", "replicant_json")
 
 
-@dataclass(frozen=True)
-class TaskJob:
+class TaskJob(Struct, frozen=True):
     source: ConnectorSource  # the connector as text: the manifest, the config and every stream's schema
     stream: str
     destination: Mapping[str, Any]  # DestinationSettings as JSON-able data
@@ -140,12 +139,12 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
                 files = writer.commit()
             except StorageError as exc:  # a full disk: each unit fails with where, and nothing of the task appears
                 failed = str(exc)
-                results = [dataclasses.replace(r, error=failed) for r in results]
+                results = [replace(r, error=failed) for r in results]
         if failed is not None:
             writer.abort()
             files = []
             # The units read before the failure shared the task's files, which are gone: they are not done.
-            results = [r if r.error else dataclasses.replace(
+            results = [r if r.error else replace(
                 r, error=f"not written, another partition of its task failed: {failed}") for r in results]
     except BaseException:
         gc.set_threshold(*threshold)
@@ -155,7 +154,7 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
     gc.set_threshold(*threshold)
     gc.unfreeze()
     if results:
-        results[0] = dataclasses.replace(results[0], files=tuple(f.as_dict() for f in files))
+        results[0] = replace(results[0], files=tuple(f.as_dict() for f in files))
     yield to_arrow(results)
 
 

@@ -49,6 +49,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+from msgspec import Struct
+
 from framework.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -197,8 +199,7 @@ def next_part_number(storage: Storage, layout: StreamLayout | DestinationSetting
     return highest + 1
 
 
-@dataclass(frozen=True)
-class PartNumbers:
+class PartNumbers(Struct, frozen=True):
     """Part numbers for one of several parallel writers: ``start + offset``, then every ``stride``-th.
 
     Task ``i`` of ``T`` uses ``PartNumbers(start, T, i)``: no two tasks ever get the same number.

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from msgspec import Struct, field
 
 from framework.errors import StateError, StorageError
 
@@ -48,8 +48,7 @@ def staging_prefix(sync_id: int, attempt: str) -> str:
     return f"{STAGING_PREFIX}sync-{sync_id}/{attempt}/"
 
 
-@dataclass
-class ConnectionState:
+class ConnectionState(Struct):
     sync_id: int = 0
     streams: dict[str, dict[str, Any]] = field(default_factory=dict)
     publishing: list[dict[str, str]] = field(default_factory=list)  # staged files the state covers, not moved yet

@@ -39,10 +39,11 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Literal
+
+from msgspec import Struct
 
 from framework.errors import DatetimeFormatError
 
@@ -97,8 +98,7 @@ _PLATFORM_ONLY: dict[str, str] = {
 _GNU_FLAGS = "-_0^#"
 
 
-@dataclass(frozen=True)
-class FormatProblem:
+class FormatProblem(Struct, frozen=True):
     """Something wrong with a datetime format string.
 
     ``offset`` is the 0-based index in the format where the directive starts,
@@ -114,8 +114,7 @@ class FormatProblem:
     severity: Literal["error", "warning"] = "error"
 
 
-@dataclass(frozen=True)
-class _Token:
+class _Token(Struct, frozen=True):
     """One piece of a format: literal ``text`` or a ``directive`` code (no ``%``)."""
 
     kind: Literal["text", "directive"]

@@ -511,6 +511,26 @@ def test_a_protocol_read_leaves_a_page_to_the_collector_young_and_puts_it_back(t
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
 
 
+def test_no_collection_after_start_up_walks_what_start_up_made(tmp_path, api):
+    """The collector is off while the connector is built; once it is on again, the objects of start-up are
+    frozen first. Otherwise the first young collection walks every one of them (30 ms of a 0.33 s read)."""
+    manifest, config = _files(tmp_path, api)
+    api.route("GET", "/broken", {"data": []})
+    frozen: list[int] = []
+
+    def note(phase: str, info: dict) -> None:
+        if phase == "start":
+            frozen.append(gc.get_freeze_count())
+
+    gc.callbacks.append(note)
+    try:
+        assert main([str(manifest), "--config", str(config), "--protocol"], out=io.BytesIO()) == 0
+    finally:
+        gc.callbacks.remove(note)
+    assert all(count > 1000 for count in frozen), frozen
+    assert gc.get_freeze_count() == 0  # and a caller that goes on gets nothing left frozen
+
+
 # -- the shipped manifests ----------------------------------------------------------
 
 SHIPPED = [EXAMPLE, *sorted((REPO / "manifests").glob("*.yaml"))]

@@ -8,7 +8,6 @@ stderr but the progress, and no JVM left behind when the sync was over before Sp
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -27,6 +26,7 @@ from framework.engine.connector import open_connector
 from framework.protocol.catalog import select_streams
 from framework.spark.pipeline import PipelineOptions, PipelineResult, run_pipeline
 from framework.spark.session import SessionStart, local_cores, session_plan
+from framework.values import replace
 
 pytestmark = pytest.mark.spark
 
@@ -283,7 +283,7 @@ def test_spark_is_ready_for_groups_once_a_warm_up_job_ran_and_a_failed_start_sta
     tracker = spark.sparkContext.statusTracker()
     warm_ups = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(tag)]
     assert [info.status for info in warm_ups] == ["SUCCEEDED"]  # one job, done before the groups may go
-    broken = warmed(_done(spark), dataclasses.replace(source, manifest_text="not: [a manifest"), 2, "test-broken")
+    broken = warmed(_done(spark), replace(source, manifest_text="not: [a manifest"), 2, "test-broken")
     assert broken.result(timeout=240) is spark  # the groups' own jobs say what is wrong with the connector
     failed: Future = Future()
     failed.set_exception(SparkStartFailed("Spark could not start: no java"))

@@ -34,8 +34,9 @@ import copy
 import importlib.util
 import logging
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct, field
 
 from framework.components.slices import SliceView, StreamSlice
 from framework.errors import ConfigError, DecodeError, place_suffix
@@ -253,8 +254,7 @@ def state_from_airbyte(state: Any) -> Any:
 
 # -- one stream, read by airbyte-cdk's reader, a partition at a time ---------------------------------
 
-@dataclass(frozen=True)
-class AirbyteUnit:
+class AirbyteUnit(Struct, frozen=True):
     """One Airbyte partition (stream slice) of a bridged stream: the unit of work, of checkpointing, of Spark tasks.
 
     Plain JSON values, so it travels to executors and back; :meth:`slice`

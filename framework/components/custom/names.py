@@ -23,8 +23,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-from dataclasses import dataclass
 from typing import Literal
+
+from msgspec import Struct
 
 from framework.errors import ConfigError
 
@@ -38,8 +39,7 @@ _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
 Origin = Literal["beside-manifest", "package-folder", "installed"]
 
 
-@dataclass(frozen=True)
-class ClassRef:
+class ClassRef(Struct, frozen=True):
     """A resolved ``class_name``.
 
     ``module`` is the module's dotted name as the code knows it

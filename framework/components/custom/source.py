@@ -24,8 +24,9 @@ import importlib.util
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from functools import lru_cache
+
+from msgspec import Struct, field
 
 __all__ = ["AIRBYTE_CDK", "Base", "ClassFacts", "Import", "MissingImport", "ModuleSource", "class_names",
            "find_class", "is_installed", "missing_imports", "module_file", "read_module"]
@@ -37,8 +38,7 @@ _BUILTIN_BASES = frozenset({"object", "Exception", "BaseException", "ValueError"
 _MAX_DEPTH = 20  # base classes and re-exports followed at most this deep
 
 
-@dataclass(frozen=True)
-class Import:
+class Import(Struct, frozen=True):
     """One import statement's target: ``module`` (dotted, may be empty for ``from . import x``), its ``level``
     (dots of a relative import), the ``names`` taken from it (empty for ``import x``), its line, and whether
     it sits at the module's top level unguarded (not inside ``try``, ``if`` or a function)."""
@@ -50,8 +50,7 @@ class Import:
     unguarded: bool
 
 
-@dataclass(frozen=True)
-class Binding:
+class Binding(Struct, frozen=True):
     """What a name bound by an import means: ``module`` imported whole, or ``name`` taken from ``module``."""
 
     module: str
@@ -59,8 +58,7 @@ class Binding:
     name: str | None
 
 
-@dataclass(frozen=True)
-class ClassSource:
+class ClassSource(Struct, frozen=True):
     """A class statement as written: its name, line, base expressions and what its body defines."""
 
     name: str
@@ -73,8 +71,7 @@ class ClassSource:
     nested: dict[str, ClassSource] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class ModuleSource:
+class ModuleSource(Struct, frozen=True):
     """A parsed module file: its classes, imports, the names its imports bind, and a syntax error if any."""
 
     file: str
@@ -85,16 +82,14 @@ class ModuleSource:
     syntax_error: tuple[int, str] | None = None
 
 
-@dataclass(frozen=True)
-class Base:
+class Base(Struct, frozen=True):
     """A base class that cannot be seen into: from ``airbyte_cdk`` (``airbyte``) or another installed module."""
 
     name: str  # dotted, as far as it is known (``airbyte_cdk.sources...RecordExtractor``)
     airbyte: bool
 
 
-@dataclass(frozen=True)
-class ClassFacts:
+class ClassFacts(Struct, frozen=True):
     """What a class and the bases we can read define.
 
     ``members``: names defined by the class and its local bases. ``fields``: the keyword arguments it
@@ -123,8 +118,7 @@ class ClassFacts:
         return tuple(name for name in methods if name not in self.members)
 
 
-@dataclass(frozen=True)
-class MissingImport:
+class MissingImport(Struct, frozen=True):
     """A package imported at a module's top level that is not installed, or a local module file that is missing."""
 
     package: str  # top-level name (``airbyte_cdk``), or the dotted local module
@@ -281,8 +275,7 @@ def is_installed(top: str) -> bool:
         return False
 
 
-@dataclass
-class _Gather:
+class _Gather(Struct):
     root: str
     members: set[str] = field(default_factory=set)
     fields: list[str] = field(default_factory=list)

@@ -41,6 +41,8 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
+from msgspec import Struct
+
 from framework.components.http.client import Authenticator, HttpClient
 from framework.components.http.error_handler import ExponentialBackoff, Resolution, retry_after_seconds
 from framework.components.http.request import (
@@ -98,8 +100,7 @@ _MAX_BACKOFF = 60.0  # seconds; a longer Retry-After is cut to this
 # --- static credentials ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class NoAuth:
+class NoAuth(Struct, frozen=True):
     """Requests carry no credentials."""
 
     def apply(self, parts: RequestParts) -> None:
@@ -207,8 +208,7 @@ def _text(value: Any) -> str:
 # --- tokens obtained at run time --------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Token:
+class _Token(Struct, frozen=True):
     """A token and when to stop using it (``renew_at``; None: until a 401); when it expires, and which
     generation of the sync's token it is (:mod:`~framework.components.http.token_service`)."""
 
@@ -429,8 +429,7 @@ def _find(body: Any, key: str, depth: int = 0) -> Any:
     return None
 
 
-@dataclass(frozen=True)
-class _Refusal:
+class _Refusal(Struct, frozen=True):
     """Which token answers mean the refresh token was refused (``refresh_token_error_*``)."""
 
     statuses: frozenset[int]
@@ -476,8 +475,7 @@ class TokenRotation:
         return updated
 
 
-@dataclass(frozen=True)
-class _Rotating:
+class _Rotating(Struct, frozen=True):
     """A ``refresh_token_updater``: the answer's key of the new refresh token and the config paths."""
 
     refresh_token_name: str

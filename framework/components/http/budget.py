@@ -40,10 +40,11 @@ import re
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+
+from msgspec import Struct, field
 
 from framework.components.http.request import HttpRequest
 from framework.components.http.transport import HttpResponse
@@ -75,8 +76,7 @@ _EPOCH_FLOOR = 1_000_000_000
 # --- matching requests (each task) -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Matcher:
+class Matcher(Struct, frozen=True):
     """One ``HttpRequestRegexMatcher``, ready to test requests."""
 
     method: str | None = None
@@ -106,8 +106,7 @@ class Matcher:
         return True
 
 
-@dataclass(frozen=True)
-class Policy:
+class Policy(Struct, frozen=True):
     """A policy's matchers and kind (``moving``, ``fixed`` or ``unlimited``) as the tasks see it."""
 
     kind: str
@@ -126,8 +125,7 @@ class Policy:
 # --- the windows (the ledger) ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Ask:
+class Ask(Struct, frozen=True):
     """A task's ask to the ledger: up to ``wanted`` permits (at least ``least``) of policy ``policy``.
 
     ``returned`` hands back permits of expired leases (lease id, count); ``seen`` is the latest reading
@@ -140,8 +138,7 @@ class Ask:
     seen: Reading | None = None
 
 
-@dataclass(frozen=True)
-class Reading:
+class Reading(Struct, frozen=True):
     """What a response said of the API's window: calls remaining, when it resets (epoch seconds),
     whether it was a rate-limit hit, and when it was seen (epoch seconds)."""
 
@@ -155,8 +152,7 @@ class Reading:
         return self.hit or self.remaining == 0
 
 
-@dataclass(frozen=True)
-class Grant:
+class Grant(Struct, frozen=True):
     """The ledger's answer: ``count`` permits (lease ``lease``) usable for ``valid_for`` seconds, or none
     and ``retry_after`` seconds to wait before asking again."""
 
@@ -326,16 +322,14 @@ class Ledger:
 # --- the tasks' side ---------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Lease:
+class _Lease(Struct):
     id: int
     left: int
     granted: int
     expires: float
 
 
-@dataclass
-class _Pocket:
+class _Pocket(Struct):
     """A task's permits of one policy: its leases, the next lease size, what to tell the ledger."""
 
     size: int = 1
@@ -345,8 +339,7 @@ class _Pocket:
     seen: Reading | None = None
 
 
-@dataclass(frozen=True)
-class Ticket:
+class Ticket(Struct, frozen=True):
     """What :meth:`ApiBudget.acquire` hands the client for :meth:`ApiBudget.observe`: the policy applied."""
 
     policy: int

@@ -20,8 +20,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from msgspec import Struct
 
 from framework.errors import TransportError
 
@@ -39,8 +40,7 @@ class CircuitOpenError(TransportError):
     default_failure_type = "system_error"
 
 
-@dataclass
-class _Host:
+class _Host(Struct):
     first_failure: float
     failures: int = 0
     last_reason: str = ""

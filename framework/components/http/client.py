@@ -43,7 +43,6 @@ every thread.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -54,6 +53,7 @@ from framework.components.http.request import HttpRequest, RequestParts
 from framework.components.http.transport import DEFAULT_TIMEOUT, HttpResponse, Transport
 from framework.errors import HttpStatusError, ReadError, TransportError
 from framework.masking import Mask, masking_credentials
+from framework.values import replace
 
 if TYPE_CHECKING:
     from framework.components.http.budget import ApiBudget
@@ -292,7 +292,7 @@ class HttpClient:
     def _prepare(self, parts: RequestParts) -> HttpRequest:
         if self.authenticator is None:
             return parts.to_request()
-        own = dataclasses.replace(
+        own = replace(
             parts,
             params=dict(parts.params),
             headers=dict(parts.headers),

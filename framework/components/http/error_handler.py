@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import timezone
 from email.utils import parsedate_to_datetime
 from http import HTTPStatus
 from typing import Any, Protocol
+
+from msgspec import Struct
 
 from framework.components.http.transport import HttpResponse
 from framework.components.registry import BuildContext, builds
@@ -51,8 +52,7 @@ _MAX_EXPONENT = 60  # 2**60 seconds is forever already; keeps the float finite
 ACTIONS = ("SUCCESS", "FAIL", "RETRY", "IGNORE", "RATE_LIMITED")
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(Struct, frozen=True):
     """What to do with a response: ``action``, how a failure is reported, and a message."""
 
     action: str  # "SUCCESS" | "FAIL" | "RETRY" | "IGNORE" | "RATE_LIMITED"
@@ -135,8 +135,7 @@ def _decoded(response: HttpResponse) -> Any:
     return {} if body is None else body
 
 
-@dataclass(frozen=True)
-class ResponseFilter:
+class ResponseFilter(Struct, frozen=True):
     """The runtime form of an ``HttpResponseFilter`` (templates rendered per response)."""
 
     action: str | None
@@ -190,16 +189,14 @@ class BackoffStrategy(Protocol):
     def wait(self, response: HttpResponse | None, attempt: int) -> float | None: ...
 
 
-@dataclass(frozen=True)
-class ConstantBackoff:
+class ConstantBackoff(Struct, frozen=True):
     seconds: float
 
     def wait(self, response: HttpResponse | None, attempt: int) -> float | None:
         return max(0.0, self.seconds)
 
 
-@dataclass(frozen=True)
-class ExponentialBackoff:
+class ExponentialBackoff(Struct, frozen=True):
     """``factor * 2**attempt`` seconds."""
 
     factor: float = DEFAULT_BACKOFF_FACTOR
@@ -256,8 +253,7 @@ def retry_after_seconds(response: HttpResponse | None, clock: Clock) -> float | 
     return max(0.0, (when - clock.now()).total_seconds())
 
 
-@dataclass(frozen=True)
-class WaitFromHeader:
+class WaitFromHeader(Struct, frozen=True):
     """Waits the seconds a header asks for; longer than ``max_wait`` is an error."""
 
     header: str
@@ -274,8 +270,7 @@ class WaitFromHeader:
         return seconds
 
 
-@dataclass(frozen=True)
-class WaitUntilFromHeader:
+class WaitUntilFromHeader(Struct, frozen=True):
     """Waits until the epoch time (seconds) a header names, at least ``min_wait``.
 
     A time already past means no wait (or ``min_wait``)."""

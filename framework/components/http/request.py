@@ -10,9 +10,10 @@ RequestOption: *where* a value goes, kept apart from *what* the value is.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
+
+from msgspec import Struct, field
 
 if TYPE_CHECKING:  # pragma: no cover - the registry imports request options' users
     from framework.components.registry import BuildContext
@@ -25,8 +26,7 @@ def _no_mask(text: str) -> str:
     return text
 
 
-@dataclass(frozen=True)
-class HttpRequest:
+class HttpRequest(Struct, frozen=True):
     """One HTTP request, ready to send. ``params`` are query parameters in order."""
 
     method: str
@@ -48,8 +48,7 @@ class HttpRequest:
         return mask(f"{self.method} {self.full_url()}")
 
 
-@dataclass
-class RequestParts:
+class RequestParts(Struct):
     """A request being assembled; components add their parts, then it is frozen.
 
     ``path`` is the path below the base URL; ``url`` when set (a next-page URL
@@ -112,8 +111,7 @@ def join_url(base: str, path: str) -> str:
     return base.rstrip("/") + "/" + path.lstrip("/")
 
 
-@dataclass(frozen=True)
-class Injection:
+class Injection(Struct, frozen=True):
     """Where a value goes: the runtime form of a manifest RequestOption.
 
     ``inject_into`` is ``request_parameter``, ``header``, ``body_data`` or

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from framework.components.http.client import Authenticator, HttpClient
 from framework.components.http.error_handler import ErrorHandler, default_error_handler
@@ -27,8 +28,7 @@ from framework.masking import Mask, masking_credentials
 from framework.models import HttpRequester, QueryProperties
 
 
-@dataclass(frozen=True)
-class Requester:
+class Requester(Struct, frozen=True):
     method: str
     url_base: TemplateValue
     path: TemplateValue
@@ -58,7 +58,7 @@ class Requester:
                 body = self.body_json.render(variables)
                 # a constant body is shared by every request (its nulls were left out when built):
                 # options are put into a copy of it
-                constant = self.body_json.constant  # type: ignore[attr-defined]
+                constant = self.body_json.constant
                 if body and not constant:
                     body = without_nulls(body)
                 parts.json = (copy.deepcopy(dict(body)) if constant else dict(body)) if body else None

@@ -31,19 +31,19 @@ would be used by several tasks (the sync fails on the second refresh).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Generic, Protocol, TypeVar
 
 import orjson
+from msgspec import Struct
 
 from framework.engine.config_sink import ConfigSink
 from framework.temporal.clock import Clock
+from framework.values import replace
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +67,7 @@ class TokenLike(Protocol):
 T = TypeVar("T", bound=TokenLike)
 
 
-@dataclass(frozen=True)
-class TokenAsk:
+class TokenAsk(Struct, frozen=True):
     """A call of a token service: the generation the caller holds (None: none yet), and whether the API
     rejected it (answered 401)."""
 
@@ -94,7 +93,7 @@ class TokenKeeper(Generic[T]):
         self._clock = clock
         self._fetchable = fetchable
         self._lock = threading.Lock()
-        self._token: T | None = dataclasses.replace(initial, generation=1) if initial is not None else None  # type: ignore[type-var]
+        self._token: T | None = replace(initial, generation=1) if initial is not None else None
         self.refreshes = 0  # tokens fetched (for tests and reports)
 
     def __call__(self, ask: TokenAsk) -> T:
@@ -105,7 +104,7 @@ class TokenKeeper(Generic[T]):
                 generation = token.generation + 1 if token is not None else 1
                 fetched = self._fetch()
                 self.refreshes += 1
-                token = self._token = dataclasses.replace(fetched, generation=generation)  # type: ignore[type-var]
+                token = self._token = replace(fetched, generation=generation)
             return token
 
     def _due(self, token: T) -> bool:
@@ -126,7 +125,7 @@ class SharedToken(Generic[T]):
         if held is not None and token.generation == held.generation and token.renew_at is not None \
                 and now >= token.renew_at:
             # The driver's clock says it is not due yet: use it a little longer instead of asking on every request.
-            token = dataclasses.replace(token, renew_at=now + RECHECK)  # type: ignore[type-var]
+            token = replace(token, renew_at=now + RECHECK)
         return token
 
 

@@ -6,7 +6,6 @@ Importing this package registers the builders of ``DatetimeBasedCursor``,
 engine asks the same of both.
 """
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any, TypeAlias
 
@@ -15,6 +14,7 @@ from framework.components.incremental.datetime_cursor import DatetimeCursor
 from framework.components.incremental.min_max import DEFAULT_FORMAT, MinMax, min_max_of
 from framework.components.incremental.windows import MAX_WINDOWS, Step, datetime_windows
 from framework.errors import ConfigError
+from framework.values import replace
 
 #: A stream's cursor at run time.
 Cursor: TypeAlias = DatetimeCursor | CountCursor
@@ -31,7 +31,7 @@ def with_catalog_cursor_field(cursor: Cursor, catalog_field: Sequence[str] | Non
     if len(catalog_field) > 1:
         raise ConfigError(f"the configured catalog names the nested cursor field {list(catalog_field)!r}; "
                           "name one top-level field")
-    changed: Any = dataclasses.replace(cursor, cursor_field=str(catalog_field[0]))
+    changed: Any = replace(cursor, cursor_field=str(catalog_field[0]))
     return changed
 
 __all__ = ["DEFAULT_FORMAT", "MAX_WINDOWS", "CountCursor", "Cursor", "DatetimeCursor", "MinMax", "Step",

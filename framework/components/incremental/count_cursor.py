@@ -25,8 +25,9 @@ engine's per-partition state, with no lookback (there is no time to look back by
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from framework.components.http.request import Injection, RequestParts, injection_of
 from framework.components.registry import BuildContext, builds
@@ -55,8 +56,7 @@ def as_count(value: Any) -> int | None:
     return None
 
 
-@dataclass(frozen=True)
-class CountCursor:
+class CountCursor(Struct, frozen=True):
     """The runtime form of an IncrementingCountCursor (see the module docstring)."""
 
     cursor_field: str

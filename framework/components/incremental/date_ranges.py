@@ -25,9 +25,10 @@ unfinished window, the plain shape is written again.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+from msgspec import Struct
 
 from framework.components.incremental.windows import Step, shift
 from framework.errors import StateError
@@ -40,8 +41,7 @@ RANGE_STATE_TYPE = "date-range"
 
 
 
-@dataclass(frozen=True, order=True)
-class Closed:
+class Closed(Struct, frozen=True, order=True):
     """A finished interval: every record with a cursor value in ``start .. end`` (both inclusive) is synced;
     ``latest`` is the latest cursor value read in it (None when it had no record)."""
 

@@ -16,9 +16,10 @@ from January 31 the windows start on Jan 31, Feb 28, Mar 31, Apr 30, ...
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, TypeAlias
+
+from msgspec import Struct
 
 from framework.errors import ConfigError, DurationError
 
@@ -135,8 +136,7 @@ def _midnight(instant: datetime) -> datetime:
     return instant.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-@dataclass(frozen=True)
-class Clamp:
+class Clamp(Struct, frozen=True):
     """A DatetimeBasedCursor's ``clamping``: ``DAY``, ``WEEK`` (weeks starting on ``weekday``, 0 = Monday)
     or ``MONTH``, with airbyte-cdk's rounding (facts matched, quirks included):
 

@@ -8,8 +8,9 @@ those does not load their runtime (the registry's ``_ON_DEMAND`` loads it with a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+from msgspec import Struct
 
 from framework.interpolation import TemplateEngine
 from framework.interpolation.checks import has_markup
@@ -25,8 +26,7 @@ class Transformation(Protocol):
 _ALWAYS = None  # a condition that is empty, or constant and true
 
 
-@dataclass(frozen=True)
-class Condition:
+class Condition(Struct, frozen=True):
     """A boolean template decided per value; ``never`` when it is constant and false."""
 
     source: str

@@ -41,12 +41,12 @@ import re
 import zipfile
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from itertools import chain, islice, repeat
 from typing import IO, Any, Protocol, cast
 from xml.parsers.expat import ExpatError
 
 import orjson
+from msgspec import Struct
 
 from framework.components.registry import BuildContext, builds
 from framework.errors import ConfigError, DecodeError, place_suffix
@@ -90,8 +90,7 @@ def _loads(data: bytes | str) -> Any:
         return json.loads(data)
 
 
-@dataclass(frozen=True)
-class JsonDocument:
+class JsonDocument(Struct, frozen=True):
     """``JsonDecoder`` inside gzip or zip: the body is one JSON document; a list gives its items."""
 
     name: str = "JsonDecoder"
@@ -106,8 +105,7 @@ class JsonDocument:
         yield document if type(document) is list else [document]
 
 
-@dataclass(frozen=True)
-class JsonLines:
+class JsonLines(Struct, frozen=True):
     """``JsonlDecoder``: a JSON document per line; lines that are not JSON are skipped (and logged)."""
 
     name: str = "JsonlDecoder"
@@ -148,8 +146,7 @@ def _json_lines(lines: list[bytes]) -> list[Any]:
     return documents
 
 
-@dataclass(frozen=True)
-class TextLines:
+class TextLines(Struct, frozen=True):
     """``IterableDecoder``: ``{"record": line}`` for each line of UTF-8 text (``\\n``, ``\\r\\n`` or ``\\r``)."""
 
     name: str = "IterableDecoder"
@@ -164,8 +161,7 @@ class TextLines:
             yield [{"record": line[:-1] if line.endswith("\n") else line} for line in lines]
 
 
-@dataclass(frozen=True)
-class CsvRows:
+class CsvRows(Struct, frozen=True):
     """``CsvDecoder``: a header row, then ``{column: text}`` per row (as Python's ``csv.DictReader`` reads them)."""
 
     encoding: str = "utf-8"
@@ -224,8 +220,7 @@ def _short_row(header: list[str], row: list[str]) -> dict:
     return document
 
 
-@dataclass(frozen=True)
-class XmlDocument:
+class XmlDocument(Struct, frozen=True):
     """``XmlDecoder``: the body as one document (attributes as ``@name``, text beside them as ``#text``)."""
 
     name: str = "XmlDecoder"
@@ -249,8 +244,7 @@ class XmlDocument:
             return {}
 
 
-@dataclass(frozen=True)
-class JsonItems:
+class JsonItems(Struct, frozen=True):
     """``JsonItemsDecoder``: the elements of the array at ``items_path`` (``item`` steps into arrays).
 
     The document is read whole (orjson) and then walked; streaming it would need an incremental
@@ -284,8 +278,7 @@ def _walk(value: Any, steps: tuple[str, ...], found: list[Any]) -> None:
             _walk(item, rest, found)
 
 
-@dataclass(frozen=True)
-class Gunzip:
+class Gunzip(Struct, frozen=True):
     """``GzipDecoder``: gzip unpacked (when the body starts with gzip's magic bytes), then ``inner``."""
 
     inner: ResponseDecoder
@@ -301,8 +294,7 @@ class Gunzip:
             yield from self.inner.batches(buffered)
 
 
-@dataclass(frozen=True)
-class Unzip:
+class Unzip(Struct, frozen=True):
     """``ZipfileDecoder``: every file of a zip archive, in the archive's order, read by ``inner``."""
 
     inner: ResponseDecoder

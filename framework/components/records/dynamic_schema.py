@@ -21,8 +21,9 @@ from __future__ import annotations
 import copy
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from framework.components.records.conditions import Condition, Transformation
 from framework.components.records.extraction import json_type_name
@@ -59,8 +60,7 @@ class SchemaTypeError(ReadError):
     default_failure_type = "config_error"
 
 
-@dataclass(frozen=True)
-class ComplexType:
+class ComplexType(Struct, frozen=True):
     """``field_type`` with ``items`` (a name or another complex type)."""
 
     field_type: str
@@ -70,8 +70,7 @@ class ComplexType:
 Target = str | tuple[str, ...] | ComplexType
 
 
-@dataclass(frozen=True)
-class TypeMapping:
+class TypeMapping(Struct, frozen=True):
     """``current`` (as the API names it) becomes ``target`` where ``condition`` holds (None: always)."""
 
     current: str | tuple[str, ...]
@@ -102,8 +101,7 @@ def _shown(pointer: Sequence[str]) -> str:
     return f"`{'.'.join(pointer)}`" if pointer else "the record itself"
 
 
-@dataclass(frozen=True)
-class DynamicSchema:
+class DynamicSchema(Struct, frozen=True):
     """Reads the schema record and makes the stream's JSON Schema of it (see the module's doc)."""
 
     retriever: Retriever

@@ -24,8 +24,9 @@ nor the other items.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from framework.components.records.extraction import WILDCARD
 from framework.components.registry import BuildContext, builds
@@ -100,8 +101,7 @@ def _lookup(record: Any, path: tuple[str, ...]) -> Any:
     return value
 
 
-@dataclass(frozen=True)
-class ParentField:
+class ParentField(Struct, frozen=True):
     """Copies the value at ``parent_path`` of a record to ``record_path`` of an item."""
 
     parent_path: tuple[str, ...]
@@ -147,8 +147,7 @@ def _is_index(key: str) -> bool:
     return key.isascii() and key.isdigit()
 
 
-@dataclass(frozen=True)
-class RecordExpander:
+class RecordExpander(Struct, frozen=True):
     field_path: tuple[str, ...]
     remain_original_record: bool = False
     merge_parent: bool = False

@@ -22,14 +22,15 @@ and an empty object found there is no record, as in Airbyte.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from framework.components.http.transport import HttpResponse
 from framework.errors import DecodeError, UnreadableBodyError
+from framework.values import replace
 
 if TYPE_CHECKING:  # pragma: no cover
     # the formats other than JSON load with the first manifest that names one (the registry's _ON_DEMAND)
@@ -180,8 +181,7 @@ def records_of(documents: list[Any], field_path: tuple[str, ...]) -> list[Any]:
     return found
 
 
-@dataclass(frozen=True)
-class DpathExtractor:
+class DpathExtractor(Struct, frozen=True):
     """Takes the records at ``field_path`` out of a response (JSON, or the retriever's ``decoder``)."""
 
     field_path: tuple[str, ...] = ()
@@ -191,7 +191,7 @@ class DpathExtractor:
     decoder: ResponseDecoder | None = None  # None: JSON
 
     def with_decoder(self, decoder: ResponseDecoder | None) -> DpathExtractor:
-        return dataclasses.replace(self, decoder=decoder)
+        return replace(self, decoder=decoder)
 
     def extract(self, response: HttpResponse) -> list[dict]:
         if self.decoder is not None:

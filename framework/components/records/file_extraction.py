@@ -23,9 +23,10 @@ import tempfile
 import typing
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from email.message import Message
 from typing import IO, Any
+
+from msgspec import Struct
 
 from framework.components.http.transport import HttpResponse
 from framework.components.registry import BuildContext, builds
@@ -117,8 +118,7 @@ def csv_records(text: IO[str], na_words: frozenset[str]) -> Iterator[dict[str, A
         yield record
 
 
-@dataclass(frozen=True)
-class ResponseToFile:
+class ResponseToFile(Struct, frozen=True):
     """Extracts the records of a CSV response through a temporary file."""
 
     preserve_na_values: bool = False

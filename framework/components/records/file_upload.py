@@ -20,13 +20,13 @@ else ``/tmp/airbyte-file-transfer``), under ``<stream>/<name>``.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import uuid
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from framework.components.http.requester import Requester
 from framework.components.http.transport import HttpResponse
@@ -59,8 +59,7 @@ class FileNameError(ReadError):
     default_failure_type = "config_error"
 
 
-@dataclass(frozen=True)
-class FileLanding:
+class FileLanding(Struct, frozen=True):
     """Where downloaded files go: ``storage`` under ``prefix`` (None: ``<stream>/``), each written in one step."""
 
     storage: Storage
@@ -120,8 +119,7 @@ def safe_file_name(name: str) -> str | None:
     return name
 
 
-@dataclass(frozen=True)
-class FileUploader:
+class FileUploader(Struct, frozen=True):
     """Downloads the file of one record and records where it landed (see the module's doc)."""
 
     requester: Requester
@@ -166,8 +164,7 @@ class FileUploader:
         return name
 
 
-@dataclass(frozen=True)
-class UploadingSelector(RecordSelector):
+class UploadingSelector(RecordSelector, frozen=True):
     """A record selector that downloads the file of every record it keeps."""
 
     uploader: FileUploader | None = None
@@ -184,7 +181,7 @@ class UploadingSelector(RecordSelector):
 
 def uploading(selector: RecordSelector, uploader: FileUploader, stream: str) -> RecordSelector:
     """``selector`` that also downloads each kept record's file with ``uploader``."""
-    fields = {f.name: getattr(selector, f.name) for f in dataclasses.fields(RecordSelector)}
+    fields = {name: getattr(selector, name) for name in RecordSelector.__struct_fields__}
     return UploadingSelector(**fields, uploader=uploader, stream=stream)
 
 

@@ -38,8 +38,9 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from framework.components.records.extraction import WILDCARD
 from framework.components.registry import BuildContext, builds
@@ -55,8 +56,7 @@ _KEY_CACHE = 65536  # distinct keys remembered per renaming rule
 # ------------------------------------------------------------------ KeysToLower
 
 
-@dataclass(frozen=True)
-class KeysToLower:
+class KeysToLower(Struct, frozen=True):
     """Lower-cases the top-level keys."""
 
     def apply(self, record: dict, variables: Mapping[str, Any]) -> dict:
@@ -99,8 +99,7 @@ def _rename_nested(record: dict, rename: Callable[[str], str]) -> dict:
             for key, value in record.items()}
 
 
-@dataclass(frozen=True)
-class KeysToSnakeCase:
+class KeysToSnakeCase(Struct, frozen=True):
     """Renames every key (recursively through objects) to snake case."""
 
     def apply(self, record: dict, variables: Mapping[str, Any]) -> dict:
@@ -132,8 +131,7 @@ def _rendered_text(engine: TemplateEngine, source: str, context: Mapping[str, An
     return str(literal(text)) if text.strip() else text
 
 
-@dataclass(frozen=True)
-class KeysReplace:
+class KeysReplace(Struct, frozen=True):
     """Replaces ``old`` by ``new`` in every key; constant texts are decided at build time."""
 
     old: str
@@ -181,8 +179,7 @@ def flatten(record: dict, flatten_lists: bool = True) -> dict:
     return flat
 
 
-@dataclass(frozen=True)
-class FlattenFields:
+class FlattenFields(Struct, frozen=True):
     flatten_lists: bool = True
 
     def apply(self, record: dict, variables: Mapping[str, Any]) -> dict:
@@ -223,8 +220,7 @@ def _delete(node: Any, path: tuple[str, ...], depth: int = 0) -> None:
                 node[index] = None
 
 
-@dataclass(frozen=True)
-class DpathFlattenFields:
+class DpathFlattenFields(Struct, frozen=True):
     field_path: tuple[str, ...]
     delete_origin_value: bool = False
     replace_record: bool = False

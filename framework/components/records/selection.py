@@ -13,10 +13,10 @@ list is returned as it is.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from framework.components.http.transport import HttpResponse
 from framework.components.records.conditions import Condition, Transformation
@@ -25,10 +25,10 @@ from framework.components.records.schema_normalization import compile_normalizer
 from framework.components.registry import BuildContext, builds
 from framework.interpolation import TemplateEngine
 from framework.models import records as models
+from framework.values import replace
 
 
-@dataclass(frozen=True)
-class RecordFilter:
+class RecordFilter(Struct, frozen=True):
     """Keeps the records for which ``condition`` is true (``None``: a constant condition)."""
 
     condition: Condition | None
@@ -53,8 +53,7 @@ class RecordFilter:
         return kept
 
 
-@dataclass(frozen=True)
-class RecordSelector:
+class RecordSelector(Struct, frozen=True):
     """Extracts, transforms, filters and normalizes the records of one response."""
 
     extractor: DpathExtractor
@@ -68,21 +67,21 @@ class RecordSelector:
 
     def with_transformations(self, transformations: Sequence[Transformation]) -> RecordSelector:
         """A selector that also applies ``transformations`` (after those it has)."""
-        return dataclasses.replace(self, transformations=self.transformations + tuple(transformations))
+        return replace(self, transformations=self.transformations + tuple(transformations))
 
     def with_client_side_incremental(self) -> RecordSelector:
         """A selector for a stream whose cursor filters client-side: transformations first unless the manifest says."""
         if self.transform_before_filtering is not None:
             return self
-        return dataclasses.replace(self, transform_before_filtering=True)
+        return replace(self, transform_before_filtering=True)
 
     def with_schema(self, schema: Mapping[str, Any]) -> RecordSelector:
         """A selector that casts records to ``schema``; itself when normalization is off."""
         if self.custom_normalizer is not None:
-            return dataclasses.replace(self, normalizer=self.custom_normalizer(schema))
+            return replace(self, normalizer=self.custom_normalizer(schema))
         if not self.normalize:
             return self
-        return dataclasses.replace(self, normalizer=compile_normalizer(schema))
+        return replace(self, normalizer=compile_normalizer(schema))
 
     def select(self, response: HttpResponse, variables: Mapping[str, Any]) -> list[dict]:
         return self.select_page(response, variables)[1]

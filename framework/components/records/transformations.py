@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from framework.components.records.conditions import Condition, Transformation
 from framework.components.records.extraction import WILDCARD, json_type_name
@@ -41,8 +42,7 @@ def _context(variables: Mapping[str, Any], parameters: Mapping[str, Any], record
 _UNSET: Any = object()
 
 
-@dataclass(frozen=True)
-class AddedField:
+class AddedField(Struct, frozen=True):
     """One field to add: where, its template, its result type and, when it has no markup, its value."""
 
     path: tuple[str, ...]
@@ -63,8 +63,7 @@ class AddedField:
         return engine.evaluate(self.source, context, self.result), context
 
 
-@dataclass(frozen=True)
-class AddFields:
+class AddFields(Struct, frozen=True):
     """Sets each field's path in the record to its value (creating objects on the way)."""
 
     fields: tuple[AddedField, ...]
@@ -103,8 +102,7 @@ def _set(record: dict, path: tuple[str, ...], value: Any, place: str | None) -> 
     target[path[-1]] = value
 
 
-@dataclass(frozen=True)
-class RemoveFields:
+class RemoveFields(Struct, frozen=True):
     """Deletes the values at each pointer (``*`` matching every key or item) when present."""
 
     pointers: tuple[tuple[str, ...], ...]

@@ -47,9 +47,10 @@ import re
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from framework.errors import FrameworkError
 from framework.models.normalization import NormalizationSettings
@@ -313,8 +314,7 @@ class PostgresTarget:
         return text.replace(self._password, "***") if self._password else text
 
 
-@dataclass(frozen=True)
-class _Plan:
+class _Plan(Struct, frozen=True):
     """One table of a publish: its columns, their PostgreSQL types, the DataFrame and the staging table."""
 
     table: str
