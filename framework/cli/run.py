@@ -288,6 +288,10 @@ def _run(args: argparse.Namespace, out: IO[bytes], collecting: bool = True) -> i
         from framework.cli.sync_command import run_sync
 
         return run_sync(_sync_options(args), connector, selections, states)
+    if out is sys.stdout.buffer:  # a consumer's pipe: room for a few pages (framework.protocol.pipe)
+        from framework.protocol.pipe import widen
+
+        widen(out.fileno())
     report = read(connector, selections, states, out, concurrency=args.concurrency)
     return 1 if report.failed else 0
 

@@ -9,6 +9,7 @@ end. Every failure must be one message that names the stream, the request
 from __future__ import annotations
 
 import base64
+import fcntl
 import gc
 import io
 import json
@@ -408,6 +409,23 @@ def test_the_command_reads_every_stream_and_exits_1_for_the_failed_one(tmp_path,
     assert "HTTP 404 Not Found" in error["message"]
     assert done.stderr.strip() == f"run-manifest: {error['message']}"
     result.assert_no(SECRET)
+
+
+@pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="pipes are resized on Linux only")
+def test_the_command_widens_the_pipe_its_records_go_through(tmp_path, api):
+    """framework.protocol.pipe: a page of RECORD lines fits in the consumer's pipe."""
+    from framework.protocol.pipe import SIZE
+
+    api.route("GET", "/broken", {"data": []})
+    manifest, config = _files(tmp_path, api)
+    process = subprocess.Popen([*venv_command(), str(manifest), "--config", str(config), "--protocol"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO,
+                               env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert process.stdout is not None
+    with process.stdout:
+        assert b'"RECORD"' in process.stdout.read()
+        assert fcntl.fcntl(process.stdout.fileno(), fcntl.F_GETPIPE_SZ) == SIZE  # the pipe it wrote to
+    assert process.wait(timeout=60) == 0
 
 
 def test_the_command_exits_2_on_a_bad_config_and_0_on_spec(tmp_path):
