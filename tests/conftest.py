@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import textwrap
 from pathlib import Path
 
@@ -10,6 +11,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "shop" / "manifest.yaml"
+
+#: Linux alone resizes pipes (framework.protocol.pipe); there such a test asserts, whatever fcntl offers.
+LINUX_ONLY = pytest.mark.skipif(sys.platform != "linux", reason="pipes are resized on Linux only")
 
 # The tests neither make nor map the per-user class-data archive of Spark's classes
 # (framework.spark.class_archive): every Spark test starts its JVM the same way, whatever ran before it, and

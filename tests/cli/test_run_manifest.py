@@ -23,6 +23,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import LINUX_ONLY
 from fakes.api_server import Reply, paged
 
 from framework.cli.run import main
@@ -411,7 +412,7 @@ def test_the_command_reads_every_stream_and_exits_1_for_the_failed_one(tmp_path,
     result.assert_no(SECRET)
 
 
-@pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="pipes are resized on Linux only")
+@LINUX_ONLY
 def test_the_command_widens_the_pipe_its_records_go_through(tmp_path, api):
     """framework.protocol.pipe: a page of RECORD lines fits in the consumer's pipe."""
     from framework.protocol.pipe import SIZE

@@ -6,13 +6,12 @@ import fcntl
 import os
 
 import pytest
+from conftest import LINUX_ONLY
 
 from framework.protocol.pipe import SIZE, widen
 
-linux = pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="pipes are resized on Linux only")
 
-
-@linux
+@LINUX_ONLY
 def test_a_pipe_is_widened_and_never_narrowed():
     read_end, write_end = os.pipe()
     try:
@@ -24,7 +23,7 @@ def test_a_pipe_is_widened_and_never_narrowed():
         os.close(write_end)
 
 
-@linux
+@LINUX_ONLY
 def test_a_refused_size_leaves_the_pipe_as_it_was(monkeypatch):
     """Over ``pipe-max-size`` without the privilege, or past the user's pipe memory, Linux says EPERM."""
     read_end, write_end = os.pipe()
