@@ -4,7 +4,7 @@ An API's limits and tokens belong to the whole sync, not to one task: N tasks
 that each refreshed their own OAuth token would invalidate each other's
 rotating refresh tokens, and N per-task rate limiters would send N times the
 allowed rate. So a component that needs sync-wide state offers a *service*
-while it is built (:meth:`BuildContext.service <framework.components.registry.BuildContext.service>`):
+while it is built (:meth:`BuildContext.service <framework.components.context.BuildContext.service>`):
 a named handler taking one picklable payload and returning one picklable
 answer. On the driver (and in protocol mode, one process) the handler runs in
 place. The Spark pipeline serves the driver connector's handlers from a

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from framework import coordination
-from framework.components.registry import BuildContext
+from framework.components.context import BuildContext
 from framework.coordination import Coordinator, CoordinatorAddress, CoordinatorError
 
 

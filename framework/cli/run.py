@@ -61,8 +61,8 @@ from framework.errors import ConfigError, FrameworkError, ManifestError, Storage
 if TYPE_CHECKING:
     from framework.cli.progress import JsonReporter
     from framework.cli.sync_command import SyncOptions
+    from framework.components.config_sink import ConfigSink
     from framework.engine.config_migration import NormalizedConfig
-    from framework.engine.config_sink import ConfigSink
 
 
 def _json_reporter() -> type[JsonReporter]:
@@ -299,7 +299,8 @@ def _run(args: argparse.Namespace, out: IO[bytes], collecting: bool = True) -> i
 def _config_sink(args: argparse.Namespace, config: dict[str, Any], out: IO[bytes]) -> ConfigSink:
     """Where a config changed during the run (rotated OAuth tokens) is saved: protocol modes print a CONTROL
     message; Spark mode rewrites the --config file (with a backup) and says so on stderr."""
-    from framework.engine.config_sink import config_file_sink, control_message_sink
+    from framework.engine.config_sink import config_file_sink
+    from framework.protocol.control import control_message_sink
 
     if args.protocol or args.check:
         return control_message_sink(config, out)
@@ -320,8 +321,9 @@ def _announce(args: argparse.Namespace, normalized: NormalizedConfig, out: IO[by
     rewritten atomically with a backup (in protocol modes a file that cannot be written is only logged,
     the platform keeps the CONTROL message's config). Spark mode says it on stderr.
     """
-    from framework.engine.config_migration import control_message, describe_rewrite, rewrite_config_file
+    from framework.engine.config_migration import describe_rewrite, rewrite_config_file
     from framework.protocol import messages
+    from framework.protocol.control import control_message
 
     if not normalized.migrated_changed:
         return

@@ -1,7 +1,7 @@
 """The runtime components of the manifest language, each with its builder beside it.
 
 A manifest's typed models (:mod:`framework.models`) become these objects through
-the registry keyed by ``type`` (:mod:`framework.components.registry`):
+the registry keyed by ``type`` (:mod:`framework.components.context`):
 
 * :mod:`.http` - requests as values, the transport seam, authentication, error
   handling and retries, and the HttpRequester;

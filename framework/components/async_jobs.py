@@ -41,6 +41,7 @@ from typing import Any
 import orjson
 from msgspec import Struct, field
 
+from framework.components.context import BuildContext, builds
 from framework.components.http.requester import Requester
 from framework.components.http.transport import HttpResponse
 from framework.components.job_slots import LEASE_SECONDS, SERVICE, JobSlots, offer_job_slots, prefetch, release
@@ -48,7 +49,6 @@ from framework.components.pagination import Paginator
 from framework.components.records import DpathExtractor
 from framework.components.records.decoders import ResponseDecoder
 from framework.components.records.extraction import decode_body, find_records
-from framework.components.registry import BuildContext, builds
 from framework.components.retriever import Retriever
 from framework.components.slices import StreamSlice
 from framework.errors import ConfigError, InterpolationError, ReadError, place_suffix

@@ -30,9 +30,9 @@ from typing import Any, Protocol
 
 from msgspec import Struct
 
+from framework.components.context import BuildContext, builds
 from framework.components.custom.builders import UserCall, user_component
 from framework.components.records.transformations import _remove
-from framework.components.registry import BuildContext, builds
 from framework.errors import ConfigError, FrameworkError
 from framework.interpolation import TemplateEngine
 from framework.interpolation.checks import has_markup

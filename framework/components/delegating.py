@@ -28,8 +28,8 @@ from typing import Any
 
 from msgspec import Struct
 
+from framework.components.context import BuildContext, builds
 from framework.components.dynamic import Templates, resolve_templates, template_streams
-from framework.components.registry import BuildContext, builds
 from framework.components.stream import Stream, _bridged_stream, _is_airbyte_class, bridge_reason
 from framework.errors import ConfigError, StateError, place_suffix
 from framework.models import ConditionalStreams, DeclarativeSource, StateDelegatingStream

@@ -28,8 +28,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from framework.components.context import BuildContext
 from framework.components.partitions import ParentConfig, ParentPages, build_router
-from framework.components.registry import BuildContext
 from framework.components.slices import StreamSlice
 from framework.errors import ConfigError, ReadError, place_suffix
 from framework.models import (

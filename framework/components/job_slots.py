@@ -2,7 +2,7 @@
 
 Kept apart from :mod:`framework.components.async_jobs` so that the engine (connector, scheduler, Spark
 worker) can call these for every stream without importing the asynchronous jobs' runtime: that loads only
-when a manifest has an AsyncRetriever (its builder is on demand, :mod:`framework.components.registry`).
+when a manifest has an AsyncRetriever (its builder is on demand, :mod:`framework.components.context`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from framework.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from framework.components.registry import BuildContext
+    from framework.components.context import BuildContext
     from framework.components.slices import StreamSlice
 
 __all__ = ["LEASE_SECONDS", "SERVICE", "JobSlots", "offer_job_slots", "prefetch", "release"]

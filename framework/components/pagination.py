@@ -41,13 +41,12 @@ from msgspec import Struct
 from requests.structures import CaseInsensitiveDict
 from requests.utils import parse_header_links
 
+from framework.components.context import BuildContext, builds
 from framework.components.http.request import Injection, RequestParts, injection_of
 from framework.components.http.transport import HttpResponse
-from framework.components.registry import BuildContext, builds
 from framework.errors import ConfigError, PaginationLoopError, place_suffix
 from framework.interpolation import TemplateEngine
 from framework.masking import Mask
-from framework.models.custom import CustomPaginationStrategy
 from framework.models.pagination import (
     CursorPagination,
     DefaultPaginator,
@@ -62,14 +61,18 @@ __all__ = [
     "NoPaginator",
     "OffsetStrategy",
     "PageNumberStrategy",
+    "PaginationStrategy",
     "Pager",
     "Paginator",
     "StrategyPager",
     "StrategyPaginator",
+    "build_cursor_strategy",
+    "build_offset_strategy",
+    "build_page_number_strategy",
     "parse_link_header",
 ]
 
-_StrategyModel = CursorPagination | PageIncrement | OffsetIncrement
+_SizedModel = CursorPagination | PageIncrement | OffsetIncrement
 _SHOWN_TOKEN_CHARS = 80
 _NO_TOKEN: Mapping[str, Any] = {"next_page_token": {}}
 
@@ -151,10 +154,26 @@ def _reads_headers(engine: TemplateEngine, *sources: Any) -> bool:
 
 
 # -- strategies ---------------------------------------------------------------------
-#
-# A strategy is immutable. Its per-slice state (``state`` below: a page number, an
-# offset, ...) lives in the pager: ``first()`` gives the state and token of the first
-# request, ``following(...)`` those of the next request, or None when there is none.
+
+
+class PaginationStrategy(Protocol):
+    """What a ``DefaultPaginator``'s ``pagination_strategy`` builds to; a new strategy implements this.
+
+    A strategy is immutable. Its per-slice state (a page number, an offset, ...) lives in
+    the pager: :meth:`first` gives the state and token of the first request,
+    :meth:`following` those of the next request, or None when there is none.
+    ``checks_loops``: whether a token sent again with the same page is a loop to fail on.
+    """
+
+    @property
+    def checks_loops(self) -> bool: ...
+
+    def first(self) -> tuple[Any, Any]: ...
+
+    def request_page_size(self, state: Any) -> int | None: ...
+
+    def following(self, state: Any, response: HttpResponse, records: list, variables: Mapping[str, Any],
+                  token: Any) -> tuple[Any, Any] | None: ...
 
 
 class CursorStrategy(Struct, frozen=True):
@@ -243,9 +262,6 @@ class OffsetStrategy(Struct, frozen=True):
         return (offset, size), offset
 
 
-Strategy = CursorStrategy | PageNumberStrategy | OffsetStrategy
-
-
 # -- runtime paginators ------------------------------------------------------------
 
 
@@ -287,7 +303,7 @@ class StrategyPaginator:
     ``mask`` hides secrets in messages; ``place`` is the manifest place.
     """
 
-    strategy: Strategy
+    strategy: PaginationStrategy
     token_into: Injection | None = None
     token_is_path: bool = False
     size_into: Injection | None = None
@@ -468,46 +484,48 @@ def _positive(value: Any, place: str | None) -> int:
     return value
 
 
-def _page_size(model: _StrategyModel, ctx: BuildContext, path: tuple) -> tuple[int | None, str | None]:
+def _page_size(model: _SizedModel, ctx: BuildContext, path: tuple) -> tuple[int | None, str | None]:
     """The page size rendered now, or the template when it reads ``response``."""
     source = model.page_size
     if source is None:
         return None, None
     place = ctx.place(path + ("page_size",))
     engine = ctx.engine
-    assert engine is not None  # BuildContext sets it
     if isinstance(source, str) and "response" in engine.compile(source).names:
         return None, source
     return _positive(ctx.render(source, model.parameters, result="integer"), place), None
 
 
-def _strategy(model: _StrategyModel | CustomPaginationStrategy, ctx: BuildContext, path: tuple) -> Strategy:
-    if isinstance(model, CustomPaginationStrategy):  # a Python class (framework.components.custom)
-        return ctx.build(model, path)
-    size, size_template = _page_size(model, ctx, path)
+@builds("CursorPagination")
+def build_cursor_strategy(model: CursorPagination, ctx: BuildContext, path: tuple) -> CursorStrategy:
+    size, _ = _page_size(model, ctx, path)
     engine = ctx.engine
-    assert engine is not None  # BuildContext sets it
-    if isinstance(model, CursorPagination):
-        templates = _Templates(engine, model.parameters,
-                               _reads_headers(engine, model.cursor_value, model.stop_condition))
-        # compile now, so a broken template fails the build, not the first page
-        engine.compile(model.cursor_value)
-        if model.stop_condition is not None:
-            engine.compile(model.stop_condition)
-        return CursorStrategy(model.cursor_value, model.stop_condition, size, templates)
-    if isinstance(model, PageIncrement):
-        return PageNumberStrategy(model.start_from_page, size, model.inject_on_first_request)
-    if isinstance(model, OffsetIncrement):
-        offset_templates = None
-        if size_template is not None:
-            offset_templates = _Templates(engine, model.parameters, _reads_headers(engine, size_template))
-        return OffsetStrategy(size, model.inject_on_first_request, size_template, offset_templates)
-    raise NotImplementedError(f"no pagination strategy {getattr(model, 'type', model)!r}")  # pragma: no cover
+    templates = _Templates(engine, model.parameters, _reads_headers(engine, model.cursor_value, model.stop_condition))
+    # compile now, so a broken template fails the build, not the first page
+    engine.compile(model.cursor_value)
+    if model.stop_condition is not None:
+        engine.compile(model.stop_condition)
+    return CursorStrategy(model.cursor_value, model.stop_condition, size, templates)
+
+
+@builds("PageIncrement")
+def build_page_number_strategy(model: PageIncrement, ctx: BuildContext, path: tuple) -> PageNumberStrategy:
+    size, _ = _page_size(model, ctx, path)
+    return PageNumberStrategy(model.start_from_page, size, model.inject_on_first_request)
+
+
+@builds("OffsetIncrement")
+def build_offset_strategy(model: OffsetIncrement, ctx: BuildContext, path: tuple) -> OffsetStrategy:
+    size, size_template = _page_size(model, ctx, path)
+    offset_templates = None
+    if size_template is not None:
+        offset_templates = _Templates(ctx.engine, model.parameters, _reads_headers(ctx.engine, size_template))
+    return OffsetStrategy(size, model.inject_on_first_request, size_template, offset_templates)
 
 
 @builds("DefaultPaginator")
 def _build_default(model: DefaultPaginator, ctx: BuildContext, path: tuple) -> StrategyPaginator:
-    strategy = _strategy(model.pagination_strategy, ctx, path + ("pagination_strategy",))
+    strategy: PaginationStrategy = ctx.build(model.pagination_strategy, path + ("pagination_strategy",))
     option = model.page_token_option
     token_into = None
     token_is_path = isinstance(option, RequestPath)

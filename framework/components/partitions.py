@@ -31,9 +31,9 @@ import orjson
 from msgspec import Struct
 from requests.structures import CaseInsensitiveDict
 
+from framework.components.context import BuildContext, builds
 from framework.components.http.request import HttpRequest, Injection, RequestParts, injection_of
 from framework.components.http.transport import HttpResponse
-from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
 from framework.errors import ConfigError, place_suffix
 from framework.models import (

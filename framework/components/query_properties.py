@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from msgspec import Struct
 
-from framework.components.registry import BuildContext, builds
+from framework.components.context import BuildContext, builds
 from framework.components.slices import EMPTY_SLICE, SliceView, StreamSlice
 from framework.errors import ConfigError
 from framework.models import (

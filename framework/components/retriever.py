@@ -29,6 +29,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from msgspec import Struct
 
+from framework.components.context import BuildContext, builds
 from framework.components.http.client import (
     RETRY_LOG,
     PageSizeReductionRequired,
@@ -41,7 +42,6 @@ from framework.components.http.transport import HttpResponse
 from framework.components.pagination import NoPaginator, Paginator
 from framework.components.partitions import LAZY_KEY, embedded_response
 from framework.components.records import DpathExtractor, RecordSelector
-from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
 from framework.errors import ConfigError, InterpolationError, ReadError, UnreadableBodyError, place_suffix
 from framework.models import (

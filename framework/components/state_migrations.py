@@ -20,7 +20,7 @@ from typing import Any
 
 from msgspec import Struct
 
-from framework.components.registry import BuildContext
+from framework.components.context import BuildContext
 from framework.errors import ConfigError, place_suffix
 from framework.models import DeclarativeStream, LegacyToPerPartitionStateMigration
 from framework.models.custom import CustomIncrementalSync, CustomPartitionRouter

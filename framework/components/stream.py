@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct, field
 from pydantic import BaseModel
 
+from framework.components.context import BuildContext, builds
 from framework.components.http.request import RequestParts
 from framework.components.incremental import DatetimeCursor
 from framework.components.partitions import Router, build_router
 from framework.components.records import load_schema
-from framework.components.registry import BuildContext, builds
 from framework.components.retriever import Retriever
 from framework.components.slices import StreamSlice
 from framework.errors import ConfigError, ReadError, place_suffix

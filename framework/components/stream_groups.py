@@ -24,8 +24,8 @@ from contextlib import contextmanager
 
 from msgspec import Struct
 
+from framework.components.context import BuildContext, builds
 from framework.components.partitions import parents_of
-from framework.components.registry import BuildContext, builds
 from framework.components.stream import Stream
 from framework.errors import ConfigError, place_suffix
 from framework.models import BlockSimultaneousSyncsAction

@@ -11,7 +11,7 @@ value's place in the config and why.
 
 What a front end does with a migrated config:
 
-* protocol mode: :func:`control_message`, Airbyte's CONTROL message of type
+* protocol mode: :func:`framework.protocol.control.control_message`, Airbyte's CONTROL message of type
   ``CONNECTOR_CONFIG`` carrying the migrated config, printed before any other
   message (Airbyte persists it for the connection);
 * Spark mode: :func:`rewrite_config_file` replaces the config file atomically
@@ -31,11 +31,11 @@ from typing import Any
 import orjson
 from msgspec import Struct
 
-from framework.components.registry import BuildContext
+from framework.components.context import BuildContext
 from framework.errors import ConfigError
 from framework.models import DeclarativeSource
 
-__all__ = ["NormalizedConfig", "control_message", "describe_rewrite", "normalize_config",
+__all__ = ["NormalizedConfig", "describe_rewrite", "normalize_config",
            "rewrite_config_file", "validate_config"]
 
 _RULES_PATH = ("spec", "config_normalization_rules")
@@ -92,12 +92,6 @@ def validate_config(source: DeclarativeSource, config: Mapping[str, Any], ctx: B
             subject = f"config{where}" if where else f"the value of the {model.type}"
             raise ConfigError(f"{subject} fails the manifest's validation ({place}): {mask(exc.reason)}; fix the "
                               "config to fit it") from None
-
-
-def control_message(config: Mapping[str, Any], emitted_at_ms: float) -> dict[str, Any]:
-    """Airbyte's CONTROL message announcing a new connector config (``connectorConfig.config``)."""
-    return {"type": "CONTROL", "control": {"type": "CONNECTOR_CONFIG", "emitted_at": float(emitted_at_ms),
-                                           "connectorConfig": {"config": dict(config)}}}
 
 
 def rewrite_config_file(path: str, config: Mapping[str, Any]) -> str:

@@ -1,17 +1,11 @@
-"""Where a config changed during a run is saved: the seam between the components and the command line.
+"""Spark mode's config sink: a config changed during a run saved to the ``--config`` file.
 
-A component that changes the connector's config while it runs (an OAuth
-authenticator whose refresh token rotates, :mod:`framework.components.http.token_service`)
-hands its changes to the :class:`ConfigSink` the command line built
-(``BuildContext.config_sink``). The sink holds the config as last saved,
-applies the changes to a copy and saves the whole config once:
-
-* protocol mode (:func:`control_message_sink`): Airbyte's CONTROL message of
-  type CONNECTOR_CONFIG on stdout, which the platform persists;
-* Spark mode (:func:`config_file_sink`): the ``--config`` file rewritten
-  atomically (temporary file, fsync, ``os.replace``), the previous file kept as
-  ``<config>.bak`` (itself replaced atomically), and a line on stderr naming the
-  file (never a value).
+The sink (:class:`framework.components.config_sink.ConfigSink`) takes a
+component's changes (rotated OAuth tokens); in Spark mode each save is
+:func:`config_file_sink`: the ``--config`` file rewritten
+atomically (temporary file, fsync, ``os.replace``), the previous file kept as
+``<config>.bak`` (itself replaced atomically), and a line on stderr naming the
+file (never a value).
 
 At every moment the file holds either the old config or the new one, and the
 backup either the config before the previous save or the one before this save.
@@ -19,91 +13,14 @@ backup either the config before the previous save or the one before this save.
 
 from __future__ import annotations
 
-import copy
 import os
 import tempfile
-import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import IO, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import orjson
 
-from framework.protocol import messages
-
-#: Changes to a config: the value to set at each path (a tuple of keys; missing objects are created).
-Changes = Mapping[tuple[str, ...], Any]
-
-
-class ConfigSink:
-    """Saves the connector's config after changes; thread-safe (changes are applied and saved one at a time)."""
-
-    def __init__(self, config: Mapping[str, Any], save: Callable[[dict[str, Any]], None]):
-        self._config = copy.deepcopy(dict(config))
-        self._save = save
-        self._lock = threading.Lock()
-        self.saves = 0  # how many times the config was saved (for reports and tests)
-
-    @property
-    def config(self) -> dict[str, Any]:
-        """A copy of the config as last saved (or as given)."""
-        with self._lock:
-            return copy.deepcopy(self._config)
-
-    def rebase(self, config: Mapping[str, Any]) -> None:
-        """Start from ``config`` (the config migrations changed what the file holds)."""
-        with self._lock:
-            self._config = copy.deepcopy(dict(config))
-
-    def update(self, changes: Changes) -> dict[str, Any]:
-        """Apply ``changes`` and save the whole config once; the config saved."""
-        with self._lock:
-            updated = copy.deepcopy(self._config)
-            for path, value in changes.items():
-                set_path(updated, path, value)
-            self._save(updated)
-            self._config = updated
-            self.saves += 1
-            return copy.deepcopy(updated)
-
-
-def set_path(config: dict[str, Any], path: Sequence[str], value: Any) -> None:
-    """Set ``value`` at ``path`` in ``config``, creating the objects on the way (a non-object is replaced)."""
-    node = config
-    for key in path[:-1]:
-        child = node.get(key)
-        if not isinstance(child, dict):
-            child = node[key] = {}
-        node = child
-    node[path[-1]] = value
-
-
-def get_path(config: Mapping[str, Any], path: Sequence[str]) -> Any:
-    """The value at ``path`` in ``config``, or None."""
-    node: Any = config
-    for key in path:
-        if not isinstance(node, Mapping) or key not in node:
-            return None
-        node = node[key]
-    return node
-
-
-def control_message_sink(config: Mapping[str, Any], out: IO[bytes],
-                         now_ms: Callable[[], float] = lambda: time.time() * 1000) -> ConfigSink:
-    """Protocol mode: each save is one CONTROL message (CONNECTOR_CONFIG) carrying the whole config.
-
-    The message is written with one ``write`` call (a buffered stdout does not interleave it with
-    the records other threads write) and flushed at once: the platform must get it even if the
-    run dies right after.
-    """
-
-    def save(updated: dict[str, Any]) -> None:
-        from framework.engine.config_migration import control_message  # loaded by the first save only
-
-        out.write(messages.encode(control_message(updated, now_ms())))
-        out.flush()
-
-    return ConfigSink(config, save)
+from framework.components.config_sink import ConfigSink
 
 
 def config_file_sink(config: Mapping[str, Any], path: str, say: Callable[[str], None]) -> ConfigSink:
@@ -173,5 +90,4 @@ def _fsync_folder(folder: str) -> None:
         os.close(descriptor)
 
 
-__all__ = ["Changes", "ConfigSink", "config_file_sink", "control_message_sink", "get_path", "replace_config_file",
-           "set_path"]
+__all__ = ["config_file_sink", "replace_config_file"]

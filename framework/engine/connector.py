@@ -22,15 +22,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from framework.components.config_sink import ConfigSink
+from framework.components.context import BuildContext
 from framework.components.custom.loader import CodeLoader, custom_code_allowed
 from framework.components.delegating import Delegation, listed_streams
 from framework.components.dynamic import Templates, resolve_templates
 from framework.components.job_slots import offer_job_slots
-from framework.components.registry import BuildContext
 from framework.components.stream import Stream
 from framework.components.stream_groups import StreamGroups, build_stream_groups
 from framework.engine.config_fit import surely_fits
-from framework.engine.config_sink import ConfigSink
 from framework.errors import ConfigError, FrameworkError, ManifestError
 from framework.interpolation import TemplateEngine
 from framework.manifest.config_check import (

@@ -1,13 +1,19 @@
 """Typed, frozen models of the manifest language.
 
-``REGISTRY`` maps every supported component ``type`` to its model; the loader
-(:mod:`framework.manifest`) builds models from YAML through it. Settings of the
+``REGISTRY`` maps every supported component ``type`` to its model, as the one
+catalog of the language says (:mod:`framework.catalog`); the loader
+(:mod:`framework.manifest`) builds models from YAML through it, and
+``UNSUPPORTED`` (from the catalog too) says why the rest of Airbyte's types are
+refused. Settings of the
 sink and of normalization live in :mod:`framework.models.destination` and
 :mod:`framework.models.normalization`.
 """
 
 from __future__ import annotations
 
+import sys
+
+from framework.catalog import CATALOG, UNSUPPORTED, model_path
 from framework.models.async_jobs import AsyncJobStatusMap, AsyncRetriever
 from framework.models.auth import (
     JWT_ALGORITHMS,
@@ -29,7 +35,7 @@ from framework.models.auth import (
     SessionTokenRequestBearerAuthenticator,
 )
 from framework.models.base import Component, Model, TemplateSpec, default_type_of, format_of, template_of
-from framework.models.budgets import (  # API budgets (issue 17)
+from framework.models.budgets import (
     FixedWindowCallRatePolicy,
     HTTPAPIBudget,
     HttpRequestRegexMatcher,
@@ -168,68 +174,47 @@ from framework.models.transformations import (
     RecordExpander,
 )
 
-COMPONENTS: tuple[type[Component], ...] = (
-    DeclarativeSource, DeclarativeStream, SimpleRetriever, HttpRequester, RequestOption, RequestPath, JsonDecoder,
-    NoAuth, ApiKeyAuthenticator, BearerAuthenticator, BasicHttpAuthenticator, OAuthAuthenticator,
-    SessionTokenAuthenticator, SessionTokenRequestApiKeyAuthenticator, SessionTokenRequestBearerAuthenticator,
-    SelectiveAuthenticator,
-    DefaultPaginator, NoPagination, CursorPagination, PageIncrement, OffsetIncrement,
-    RecordSelector, DpathExtractor, RecordFilter, AddFields, AddedFieldDefinition, RemoveFields,
-    InlineSchemaLoader, JsonFileSchemaLoader,
-    DefaultErrorHandler, CompositeErrorHandler, HttpResponseFilter,
-    ConstantBackoffStrategy, ExponentialBackoffStrategy, WaitTimeFromHeader, WaitUntilTimeFromHeader,
-    DatetimeBasedCursor, MinMaxDatetime,
-    ListPartitionRouter, SubstreamPartitionRouter, ParentStreamConfig,
-    Spec, CheckStream, ConcurrencyLevel,
-    CustomAuthenticator, CustomBackoffStrategy, CustomErrorHandler, CustomIncrementalSync, CustomPaginationStrategy,
-    CustomPartitionRouter, CustomRecordExtractor, CustomRecordFilter, CustomRequester, CustomRetriever,
-    CustomSchemaLoader, CustomSchemaNormalization, CustomStateMigration, CustomTransformation,
-    CustomConfigTransformation, CustomValidationStrategy, CustomDecoder,
-    # query properties
-    QueryProperties, PropertiesFromEndpoint, PropertyChunking, GroupByKeyMergeStrategy, JsonSchemaPropertySelector,
-    RequestBodyJsonObject, RequestBodyUrlEncodedForm, RequestBodyPlainText, RequestBodyGraphQL,  # request bodies
-    PaginationReset, PaginationResetLimits, PageSizeReduction, RequestWindowSplitting,  # newer filter actions
-    KeysToLower, KeysToSnakeCase, KeysReplace, FlattenFields, DpathFlattenFields, KeyTransformation,  # transformations
-    RecordExpander, ParentFieldPath,  # transformations: the extractor's expander
-    DynamicSchemaLoader, SchemaTypeIdentifier, TypesMap, ComplexFieldType,  # dynamic schemas
-    ResponseToFileExtractor, FileUploader,  # files
-    JsonlDecoder, CsvDecoder, XmlDecoder, GzipDecoder, ZipfileDecoder, IterableDecoder, JsonItemsDecoder,  # decoders
-    IncrementingCountCursor, GroupingPartitionRouter, UnionPartitionRouter,  # cursors and routers (issue 16)
-    # state and config migrations, conditional and state-delegating streams (issue 16)
-    LegacyToPerPartitionStateMigration, ConfigNormalizationRules, ConfigMigration, ConfigAddFields, ConfigRemapField,
-    ConfigRemoveFields, DpathValidator, PredicateValidator, ValidateAdheresToSchema, ConditionalStreams,
-    StateDelegatingStream,
-    BlockSimultaneousSyncsAction,  # stream groups (issue 16)
-    # streams made from the API or the config (issue 16)
-    DynamicDeclarativeStream, HttpComponentsResolver, ConfigComponentsResolver, ParametrizedComponentsResolver,
-    ComponentMappingDefinition, StreamConfig, StreamParametersDefinition, CheckDynamicStream, DynamicStreamCheckConfig,
-    AsyncRetriever, AsyncJobStatusMap,  # asynchronous jobs (issue 17)
-    JwtAuthenticator, LegacySessionTokenAuthenticator,  # authentication (issue 17)
-    HTTPAPIBudget, MovingWindowCallRatePolicy, FixedWindowCallRatePolicy, UnlimitedCallRatePolicy, Rate, HttpRequestRegexMatcher, TokenQuota, QuotaStatusSource,  # API budgets (issue 17)  # noqa: E501
-)
 
-REGISTRY: dict[str, type[Component]] = {model.type_name(): model for model in COMPONENTS}
+def _model(kind: str) -> type[Component]:
+    module, name = model_path(kind)
+    found: type[Component] = getattr(sys.modules[module], name)
+    return found
 
-_ISSUE_15 = "planned: issue 15 ({})"
-_ISSUE_16 = "planned: issue 16 ({})"
-_ISSUE_17 = "planned: issue 17 ({})"
-_OLD_NAME = "declined: an old name Airbyte's language no longer has; {}"
 
-#: Every other component type of Airbyte's language, with why it is not supported (a manifest using one
-#: gets that as its error): ``planned: issue N`` when an open issue adds it, ``not scheduled yet`` or
-#: ``declined`` with the reason otherwise. tests/models/test_airbyte_types.py compares this and
-#: :data:`REGISTRY` with Airbyte's schema file.
-UNSUPPORTED: dict[str, str] = {
-    "RateLimitedMultipleTokenAuthenticator": "not scheduled yet: several tokens taken in turn by their rate "
-                                             "limits; it needs the sync-wide budgets of issue 17 first",
-    "CartesianProductStreamSlicer": _OLD_NAME.format("give `partition_router` a list of routers"),
-    "DatetimeStreamSlicer": _OLD_NAME.format("windows are the stream's `incremental_sync` (DatetimeBasedCursor)"),
-    "ListStreamSlicer": _OLD_NAME.format("use a ListPartitionRouter"),
-    "SubstreamSlicer": _OLD_NAME.format("use a SubstreamPartitionRouter"),
-    "SingleSlice": _OLD_NAME.format("leave `partition_router` out"),
-}
+#: Every supported component ``type`` and its model, in the catalog's order (:data:`framework.catalog.CATALOG`).
+REGISTRY: dict[str, type[Component]] = {kind: _model(kind) for kind in CATALOG}
 
-__all__ = ["COMPONENTS", "CUSTOM_KINDS", "JWT_ALGORITHMS", "REGISTRY", "UNSUPPORTED", "AuthFlow", "Component",
-           "CustomComponent", "JwtHeaders", "JwtPayload", "Model", "OAuthConfigSpecification", "RefreshTokenUpdater",
-           "RequestBodyGraphQlQuery", "TemplateSpec", "default_type_of", "format_of", "template_of"] \
-    + [model.__name__ for model in COMPONENTS]
+__all__ = ["AddFields", "AddedFieldDefinition", "ApiKeyAuthenticator", "AsyncJobStatusMap", "AsyncRetriever",
+           "AuthFlow", "BasicHttpAuthenticator", "BearerAuthenticator", "BlockSimultaneousSyncsAction",
+           "CUSTOM_KINDS", "CheckDynamicStream", "CheckStream", "ComplexFieldType", "Component",
+           "ComponentMappingDefinition", "CompositeErrorHandler", "ConcurrencyLevel", "ConditionalStreams",
+           "ConfigAddFields", "ConfigComponentsResolver", "ConfigMigration", "ConfigNormalizationRules",
+           "ConfigRemapField", "ConfigRemoveFields", "ConstantBackoffStrategy", "CsvDecoder", "CursorPagination",
+           "CustomAuthenticator", "CustomBackoffStrategy", "CustomComponent", "CustomConfigTransformation",
+           "CustomDecoder", "CustomErrorHandler", "CustomIncrementalSync", "CustomPaginationStrategy",
+           "CustomPartitionRouter", "CustomRecordExtractor", "CustomRecordFilter", "CustomRequester",
+           "CustomRetriever", "CustomSchemaLoader", "CustomSchemaNormalization", "CustomStateMigration",
+           "CustomTransformation", "CustomValidationStrategy", "DatetimeBasedCursor", "DeclarativeSource",
+           "DeclarativeStream", "DefaultErrorHandler", "DefaultPaginator", "DpathExtractor", "DpathFlattenFields",
+           "DpathValidator", "DynamicDeclarativeStream", "DynamicSchemaLoader", "DynamicStreamCheckConfig",
+           "ExponentialBackoffStrategy", "FileUploader", "FixedWindowCallRatePolicy", "FlattenFields",
+           "GroupByKeyMergeStrategy", "GroupingPartitionRouter", "GzipDecoder", "HTTPAPIBudget",
+           "HttpComponentsResolver", "HttpRequestRegexMatcher", "HttpRequester", "HttpResponseFilter",
+           "IncrementingCountCursor", "InlineSchemaLoader", "IterableDecoder", "JWT_ALGORITHMS", "JsonDecoder",
+           "JsonFileSchemaLoader", "JsonItemsDecoder", "JsonSchemaPropertySelector", "JsonlDecoder",
+           "JwtAuthenticator", "JwtHeaders", "JwtPayload", "KeyTransformation", "KeysReplace", "KeysToLower",
+           "KeysToSnakeCase", "LegacySessionTokenAuthenticator", "LegacyToPerPartitionStateMigration",
+           "ListPartitionRouter", "MinMaxDatetime", "Model", "MovingWindowCallRatePolicy", "NoAuth", "NoPagination",
+           "OAuthAuthenticator", "OAuthConfigSpecification", "OffsetIncrement", "PageIncrement", "PageSizeReduction",
+           "PaginationReset", "PaginationResetLimits", "ParametrizedComponentsResolver", "ParentFieldPath",
+           "ParentStreamConfig", "PredicateValidator", "PropertiesFromEndpoint", "PropertyChunking",
+           "QueryProperties", "QuotaStatusSource", "REGISTRY", "Rate", "RecordExpander", "RecordFilter",
+           "RecordSelector", "RefreshTokenUpdater", "RemoveFields", "RequestBodyGraphQL", "RequestBodyGraphQlQuery",
+           "RequestBodyJsonObject", "RequestBodyPlainText", "RequestBodyUrlEncodedForm", "RequestOption",
+           "RequestPath", "RequestWindowSplitting", "ResponseToFileExtractor", "SchemaTypeIdentifier",
+           "SelectiveAuthenticator", "SessionTokenAuthenticator", "SessionTokenRequestApiKeyAuthenticator",
+           "SessionTokenRequestBearerAuthenticator", "SimpleRetriever", "Spec", "StateDelegatingStream",
+           "StreamConfig", "StreamParametersDefinition", "SubstreamPartitionRouter", "TemplateSpec", "TokenQuota",
+           "TypesMap", "UNSUPPORTED", "UnionPartitionRouter", "UnlimitedCallRatePolicy", "ValidateAdheresToSchema",
+           "WaitTimeFromHeader", "WaitUntilTimeFromHeader", "XmlDecoder", "ZipfileDecoder", "default_type_of",
+           "format_of", "template_of"]

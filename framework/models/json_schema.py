@@ -19,11 +19,11 @@ import os
 import sys
 from typing import Any
 
-from framework.models import COMPONENTS, DeclarativeSource
+from framework.models import REGISTRY, DeclarativeSource
 from framework.models.destination import DestinationSettings
 
 SCHEMA_ID = "https://manifest-framework.dev/schemas/manifest.schema.json"
-COMPONENT_NAMES = {model.__name__ for model in COMPONENTS}
+COMPONENT_NAMES = {model.__name__ for model in REGISTRY.values()}
 
 
 def manifest_schema() -> dict[str, Any]:

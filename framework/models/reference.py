@@ -1,7 +1,7 @@
 """The component reference (``docs/reference.md``), generated from the models.
 
 Every supported manifest component, in the order of
-:data:`framework.models.COMPONENTS` grouped by the module that defines it,
+:data:`framework.models.REGISTRY` grouped by the module that defines it,
 with each field's key, type, default, description, template variables and an
 example, all read from the field declarations (:func:`framework.models.base.spec`).
 The settings of ``run-manifest --destination`` follow, then the components of
@@ -25,7 +25,7 @@ from msgspec import Struct
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from framework.models import COMPONENTS, UNSUPPORTED, Component, Model, format_of, template_of
+from framework.models import REGISTRY, UNSUPPORTED, Component, Model, format_of, template_of
 from framework.models.base import field_types, is_secret
 from framework.models.destination import DestinationSettings
 
@@ -243,7 +243,7 @@ def _component_head(model: type[Component]) -> list[str]:
 
 def _groups() -> list[tuple[str, str, list[type[Component]]]]:
     by_module: dict[str, list[type[Component]]] = {}
-    for model in COMPONENTS:
+    for model in REGISTRY.values():
         by_module.setdefault(model.__module__, []).append(model)
     known = [module for module, _, _ in GROUPS]
     missing = sorted(set(by_module) - set(known))
@@ -281,7 +281,7 @@ def _models_in(annotation: Any) -> list[type[Model]]:
 def render() -> str:
     """The whole reference page."""
     groups = _groups()
-    names = frozenset(model.type_name() for model in COMPONENTS)
+    names = frozenset(model.type_name() for model in REGISTRY.values())
     lines = [
         "# Manifest component reference",
         "",

@@ -28,11 +28,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from framework.components.context import BuildContext
 from framework.components.custom.loader import CodeLoader, custom_code_allowed
 from framework.components.custom.names import resolve_class_name
 from framework.components.delegating import listed_streams
 from framework.components.records import load_schema
-from framework.components.registry import BuildContext
 from framework.components.stream import catalog_entry, key_paths
 from framework.engine.config_migration import NormalizedConfig
 from framework.engine.connector import prepare_config

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from framework.components.async_jobs import AsyncJobRetriever, JobSlots
+from framework.components.context import BuildContext
 from framework.components.http.transport import FunctionTransport
-from framework.components.registry import BuildContext
 from framework.components.slices import StreamSlice
 from framework.errors import ReadError
 from framework.models import AsyncJobStatusMap, AsyncRetriever

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from framework.components.config_rules import ValidationFailed
-from framework.components.registry import BuildContext
+from framework.components.context import BuildContext
 from framework.errors import ConfigError
 from framework.interpolation import TemplateEngine
 from framework.models import REGISTRY

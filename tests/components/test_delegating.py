@@ -6,8 +6,8 @@ from datetime import datetime, timezone
 
 import pytest
 
+from framework.components.context import BuildContext
 from framework.components.delegating import Delegation, listed_streams
-from framework.components.registry import BuildContext
 from framework.components.stream import Stream
 from framework.errors import ConfigError
 from framework.manifest import check_manifest_text

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from framework.components.context import BuildContext
 from framework.components.delegating import listed_streams
 from framework.components.dynamic import apply_mapping, resolve_templates, template_streams
-from framework.components.registry import BuildContext
 from framework.errors import ConfigError
 from framework.manifest import check_manifest_text
 

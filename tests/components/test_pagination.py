@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 from requests.structures import CaseInsensitiveDict
 
 import framework.components.pagination  # noqa: F401  (registers the builders)
+from framework.components.context import BuildContext, builder_of
 from framework.components.http.request import HttpRequest, RequestParts
 from framework.components.http.transport import (
     FunctionTransport,
     HttpResponse,
 )
 from framework.components.pagination import parse_link_header
-from framework.components.registry import _BUILDERS, BuildContext
 from framework.errors import ConfigError, InterpolationError, PaginationLoopError
 from framework.interpolation import TemplateEngine
 from framework.models.pagination import DefaultPaginator, NoPagination
@@ -54,7 +54,7 @@ def _context(config: dict | None = None, **kwargs: Any) -> BuildContext:
 def build(spec: dict, config: dict | None = None, **kwargs: Any) -> Any:
     model_class = NoPagination if spec["type"] == "NoPagination" else DefaultPaginator
     model = model_class.model_validate(spec)
-    return _BUILDERS[model.type](model, _context(config, **kwargs), ("streams", 0, "retriever", "paginator"))
+    return builder_of(model.type)(model, _context(config, **kwargs), ("streams", 0, "retriever", "paginator"))
 
 
 def paginator_spec(strategy: dict, token_option: dict | None = None, size_option: dict | None = None) -> dict:

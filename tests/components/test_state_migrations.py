@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from framework.components.registry import BuildContext
+from framework.components.context import BuildContext
 from framework.components.state_migrations import LegacyToPerPartition, build_state_migrations
 from framework.manifest import check_manifest_text
 

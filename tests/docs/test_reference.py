@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from framework.models import COMPONENTS, UNSUPPORTED
+from framework.models import REGISTRY, UNSUPPORTED
 from framework.models.reference import COMMAND, render
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference.md"
@@ -25,7 +25,7 @@ def test_committed_reference_is_up_to_date():
 
 def test_every_component_and_field_is_there_once():
     page = render()
-    for model in COMPONENTS:
+    for model in REGISTRY.values():
         name = model.type_name()
         sections = re.findall(rf"^### {re.escape(name)}\n\n(.*?)(?=^##)", page, flags=re.S | re.M)
         assert len(sections) == 1, f"{name}: {len(sections)} sections"

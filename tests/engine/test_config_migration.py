@@ -8,9 +8,10 @@ import stat
 
 import pytest
 
-from framework.engine.config_migration import control_message, rewrite_config_file
+from framework.engine.config_migration import rewrite_config_file
 from framework.engine.connector import open_connector_text
 from framework.errors import ConfigError
+from framework.protocol.control import control_message
 
 MANIFEST = """
 version: 6.7.0

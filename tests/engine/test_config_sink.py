@@ -10,15 +10,10 @@ import threading
 import orjson
 import pytest
 
+from framework.components.config_sink import ConfigSink, get_path, set_path
 from framework.engine import config_sink
-from framework.engine.config_sink import (
-    ConfigSink,
-    config_file_sink,
-    control_message_sink,
-    get_path,
-    replace_config_file,
-    set_path,
-)
+from framework.engine.config_sink import config_file_sink, replace_config_file
+from framework.protocol.control import control_message_sink
 
 
 def write(path, config) -> None:

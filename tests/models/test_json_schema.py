@@ -8,7 +8,7 @@ import jsonschema
 import yaml
 from conftest import EXAMPLE, REPO
 
-from framework.models import COMPONENTS
+from framework.models import REGISTRY
 from framework.models.json_schema import all_schemas, manifest_schema, render
 
 
@@ -22,7 +22,7 @@ def test_committed_schemas_match_the_models():
 
 def test_every_field_has_a_description_and_an_example():
     missing = []
-    for model in COMPONENTS:
+    for model in REGISTRY.values():
         for name, info in model.model_fields.items():
             if not info.description or not info.examples:
                 missing.append(f"{model.__name__}.{name}")

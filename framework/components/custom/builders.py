@@ -28,6 +28,7 @@ import requests
 from requests.structures import CaseInsensitiveDict
 from requests.utils import get_encoding_from_headers
 
+from framework.components.context import BuildContext, builds
 from framework.components.custom.construct import construct
 from framework.components.custom.loader import UserCodeError, user_traceback
 from framework.components.custom.names import resolve_class_name
@@ -35,7 +36,6 @@ from framework.components.http.error_handler import Resolution, default_error_ha
 from framework.components.http.request import HttpRequest, RequestParts
 from framework.components.http.transport import HttpResponse
 from framework.components.partitions import ReadParent, RoutedPartition
-from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
 from framework.errors import ConfigError, DecodeError, FrameworkError, TransportError, place_suffix
 from framework.models import custom as models

@@ -31,7 +31,7 @@ from framework.components.custom.loader import UserCodeError, user_traceback
 from framework.errors import ConfigError, FrameworkError, place_suffix
 
 if TYPE_CHECKING:
-    from framework.components.registry import BuildContext
+    from framework.components.context import BuildContext
     from framework.models.custom import CustomComponent
 
 __all__ = ["build_nested", "construct", "declared_fields"]
@@ -159,7 +159,8 @@ class _TransformationFacade:
 
 def _facade(built: Any, ctx: BuildContext) -> Any:
     """What a class gets for a built component: its object as it is, or a built-in seen through Airbyte's names."""
-    from framework.components.records import AddFields, DpathExtractor, RemoveFields
+    from framework.components.records.extraction import DpathExtractor
+    from framework.components.records.transformations import AddFields, RemoveFields
 
     if isinstance(built, DpathExtractor):
         return _ExtractorFacade(built)

@@ -43,6 +43,8 @@ from urllib.parse import urlencode
 
 from msgspec import Struct
 
+from framework.components.config_sink import get_path, set_path
+from framework.components.context import BuildContext, builds
 from framework.components.http.client import Authenticator, HttpClient
 from framework.components.http.error_handler import ExponentialBackoff, Resolution, retry_after_seconds
 from framework.components.http.request import (
@@ -55,8 +57,6 @@ from framework.components.http.request import (
 )
 from framework.components.http.token_service import SharedToken, save_rotation, share
 from framework.components.http.transport import HttpResponse
-from framework.components.registry import BuildContext, builds
-from framework.engine.config_sink import get_path, set_path
 from framework.errors import (
     AuthenticationError,
     ConfigError,

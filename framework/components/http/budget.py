@@ -46,9 +46,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 from msgspec import Struct, field
 
+from framework.components.context import BuildContext, builds
 from framework.components.http.request import HttpRequest
 from framework.components.http.transport import HttpResponse
-from framework.components.registry import BuildContext, builds
 from framework.errors import ConfigError, InterpolationError
 from framework.models.budgets import (
     FixedWindowCallRatePolicy,

@@ -56,7 +56,7 @@ from framework.masking import Mask, masking_credentials
 from framework.values import replace
 
 if TYPE_CHECKING:
-    from framework.components.http.budget import ApiBudget
+    from framework.components.context import RequestBudget
 
 _RETRYING = frozenset({"RETRY", "RATE_LIMITED", "REFRESH_TOKEN_THEN_RETRY"})
 
@@ -136,7 +136,7 @@ class HttpClient:
         give_up: GiveUp | None = None,
         stream: str | None = None,
         circuits: HostCircuits | None = None,
-        budget: ApiBudget | None = None,
+        budget: RequestBudget | None = None,
     ):
         self.transport = transport
         self.error_handler = error_handler

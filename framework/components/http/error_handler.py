@@ -37,11 +37,11 @@ from typing import Any, Protocol
 
 from msgspec import Struct
 
+from framework.components.context import BuildContext, builds
 from framework.components.http.transport import HttpResponse
-from framework.components.registry import BuildContext, builds
 from framework.errors import ConfigError, InterpolationError, ReadError, TransportError, place_suffix
 from framework.models import error_handling as models
-from framework.models.custom import CustomBackoffStrategy, CustomErrorHandler
+from framework.models.custom import CustomErrorHandler
 from framework.temporal.clock import Clock
 
 DEFAULT_MAX_RETRIES = 5
@@ -389,31 +389,41 @@ def _regex(source: str | None, ctx: BuildContext, path: tuple) -> re.Pattern[str
                           + _where(ctx, path)) from None
 
 
-_StrategyModel = (models.ConstantBackoffStrategy | models.ExponentialBackoffStrategy | models.WaitTimeFromHeader
-                  | models.WaitUntilTimeFromHeader)
+@builds("ConstantBackoffStrategy")
+def build_constant_backoff(model: models.ConstantBackoffStrategy, ctx: BuildContext, path: tuple) -> ConstantBackoff:
+    seconds = _seconds(ctx, model.backoff_time_in_seconds, model.parameters, "backoff_time_in_seconds", path)
+    return ConstantBackoff(seconds or 0.0)
 
 
-def _strategy(model: _StrategyModel | CustomBackoffStrategy, ctx: BuildContext, path: tuple) -> BackoffStrategy:
-    if isinstance(model, CustomBackoffStrategy):  # a Python class (framework.components.custom)
-        return ctx.build(model, path)
+@builds("ExponentialBackoffStrategy")
+def build_exponential_backoff(model: models.ExponentialBackoffStrategy, ctx: BuildContext,
+                              path: tuple) -> ExponentialBackoff:
+    factor = _seconds(ctx, model.factor, model.parameters, "factor", path)
+    return ExponentialBackoff(DEFAULT_BACKOFF_FACTOR if factor is None else factor)
+
+
+@builds("WaitTimeFromHeader")
+def build_wait_from_header(model: models.WaitTimeFromHeader, ctx: BuildContext, path: tuple) -> WaitFromHeader:
     params = model.parameters
-    if isinstance(model, models.ConstantBackoffStrategy):
-        seconds = _seconds(ctx, model.backoff_time_in_seconds, params, "backoff_time_in_seconds", path)
-        return ConstantBackoff(seconds or 0.0)
-    if isinstance(model, models.ExponentialBackoffStrategy):
-        factor = _seconds(ctx, model.factor, params, "factor", path)
-        return ExponentialBackoff(DEFAULT_BACKOFF_FACTOR if factor is None else factor)
     header = str(ctx.render(model.header, params))
     max_wait = _seconds(ctx, model.max_waiting_time_in_seconds, params, "max_waiting_time_in_seconds", path)
-    place = ctx.place(path)
-    if isinstance(model, models.WaitTimeFromHeader):
-        return WaitFromHeader(header, _regex(model.regex, ctx, path), max_wait, place)
+    return WaitFromHeader(header, _regex(model.regex, ctx, path), max_wait, ctx.place(path))
+
+
+@builds("WaitUntilTimeFromHeader")
+def build_wait_until_from_header(model: models.WaitUntilTimeFromHeader, ctx: BuildContext,
+                                 path: tuple) -> WaitUntilFromHeader:
+    params = model.parameters
+    header = str(ctx.render(model.header, params))
+    max_wait = _seconds(ctx, model.max_waiting_time_in_seconds, params, "max_waiting_time_in_seconds", path)
     regex_source = None if model.regex is None else str(ctx.render(model.regex, params))
     min_wait = _seconds(ctx, model.min_wait, params, "min_wait", path)
-    return WaitUntilFromHeader(header, ctx.clock, _regex(regex_source, ctx, path), min_wait, max_wait, place)
+    return WaitUntilFromHeader(header, ctx.clock, _regex(regex_source, ctx, path), min_wait, max_wait,
+                               ctx.place(path))
 
 
-def _filter(model: models.HttpResponseFilter, ctx: BuildContext, path: tuple) -> ResponseFilter:
+@builds("HttpResponseFilter")
+def build_response_filter(model: models.HttpResponseFilter, ctx: BuildContext, path: tuple) -> ResponseFilter:
     return ResponseFilter(
         action=model.action,
         failure_type=model.failure_type,
@@ -447,8 +457,10 @@ def _build_default(model: models.DefaultErrorHandler, ctx: BuildContext, path: t
     if not isinstance(max_retries, int) or max_retries < 0:
         raise ConfigError(f"`max_retries` must be a whole number of 0 or more, not {max_retries!r}"
                           + _where(ctx, path + ("max_retries",)))
-    filters = [_filter(f, ctx, path + ("response_filters", i)) for i, f in enumerate(model.response_filters)]
-    strategies = [_strategy(s, ctx, path + ("backoff_strategies", i)) for i, s in enumerate(model.backoff_strategies)]
+    filters: list[ResponseFilter] = [ctx.build(f, path + ("response_filters", i))
+                                     for i, f in enumerate(model.response_filters)]
+    strategies: list[BackoffStrategy] = [ctx.build(s, path + ("backoff_strategies", i))
+                                         for i, s in enumerate(model.backoff_strategies)]
     return FilterErrorHandler(filters, strategies, max_retries=max_retries, clock=ctx.clock)
 
 

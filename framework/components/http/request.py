@@ -15,8 +15,10 @@ from urllib.parse import urlencode
 
 from msgspec import Struct, field
 
-if TYPE_CHECKING:  # pragma: no cover - the registry imports request options' users
-    from framework.components.registry import BuildContext
+from framework.catalog import builds
+
+if TYPE_CHECKING:  # pragma: no cover - the build context imports the transport, which imports this module
+    from framework.components.context import BuildContext
     from framework.models.requests import RequestOption
 
 Mask = Callable[[str], str]
@@ -146,7 +148,8 @@ class Injection(Struct, frozen=True):
             raise ValueError(f"unknown inject_into {where!r}")
 
 
-__all__ = ["HttpRequest", "Injection", "Mask", "RequestParts", "injection_of", "join_url", "without_nulls"]
+__all__ = ["HttpRequest", "Injection", "Mask", "RequestParts", "build_injection", "injection_of", "join_url",
+           "without_nulls"]
 
 
 def injection_of(option: RequestOption, ctx: BuildContext) -> Injection:
@@ -156,3 +159,9 @@ def injection_of(option: RequestOption, ctx: BuildContext) -> Injection:
     else:
         path = (str(ctx.render(option.field_name, option.parameters)),)
     return Injection(option.inject_into, path)
+
+
+@builds("RequestOption")
+def build_injection(model: RequestOption, ctx: BuildContext, path: tuple) -> Injection:
+    """A RequestOption built on its own (the components that hold one call :func:`injection_of`)."""
+    return injection_of(model, ctx)

@@ -17,11 +17,11 @@ from typing import Any
 
 from msgspec import Struct
 
+from framework.components.context import BuildContext, builds
 from framework.components.http.client import Authenticator, HttpClient
 from framework.components.http.error_handler import ErrorHandler, default_error_handler
 from framework.components.http.request import HttpRequest, RequestParts, without_nulls
 from framework.components.http.transport import HttpResponse
-from framework.components.registry import BuildContext, builds
 from framework.components.templates import TemplateValue
 from framework.errors import InterpolationError, ReadError
 from framework.masking import Mask, masking_credentials

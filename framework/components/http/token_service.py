@@ -2,7 +2,7 @@
 
 Authenticators that obtain a token at run time (OAuth, session tokens) do not
 fetch it themselves: each offers a :class:`TokenKeeper` as a sync-wide service
-(:meth:`BuildContext.service <framework.components.registry.BuildContext.service>`)
+(:meth:`BuildContext.service <framework.components.context.BuildContext.service>`)
 named after what makes the token (:func:`service_name`: a digest of the token
 request, never a secret in clear). Authenticators with the same definition get
 the same name, so the first keeper offered is the one they all share: on the
@@ -21,7 +21,7 @@ Rotating refresh tokens (an OAuthAuthenticator's ``refresh_token_updater``,
 :func:`save_rotation`): each token response may carry a new refresh
 token, which invalidates the previous one. Only the driver refreshes, and after
 each refresh the new refresh token, access token and expiry are saved once
-through the run's :class:`~framework.engine.config_sink.ConfigSink` (a CONTROL
+through the run's :class:`~framework.components.config_sink.ConfigSink` (a CONTROL
 message in protocol mode, the rewritten ``--config`` file in Spark mode).
 
 Where no coordinator is attached to a Spark task (Spark Connect), each task
@@ -41,7 +41,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import orjson
 from msgspec import Struct
 
-from framework.engine.config_sink import ConfigSink
+from framework.components.config_sink import ConfigSink
 from framework.temporal.clock import Clock
 from framework.values import replace
 

@@ -2,7 +2,7 @@
 
 Importing this package registers the builders of ``DatetimeBasedCursor``,
 ``MinMaxDatetime`` and ``IncrementingCountCursor`` with
-:mod:`framework.components.registry`. :data:`Cursor` is either runtime cursor: the
+:mod:`framework.components.context`. :data:`Cursor` is either runtime cursor: the
 engine asks the same of both.
 """
 

@@ -29,8 +29,8 @@ from typing import Any
 
 from msgspec import Struct
 
+from framework.components.context import BuildContext, builds
 from framework.components.http.request import Injection, RequestParts, injection_of
-from framework.components.registry import BuildContext, builds
 from framework.errors import ConfigError, StateError, place_suffix
 from framework.models.incremental import IncrementingCountCursor
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from framework.components.context import BuildContext, builds
 from framework.components.http.request import Injection, RequestParts, injection_of
 from framework.components.incremental.date_ranges import (
     Closed,
@@ -45,7 +46,6 @@ from framework.components.incremental.windows import (
     describe_duration,
     shift,
 )
-from framework.components.registry import BuildContext, builds
 from framework.errors import ConfigError, DatetimeFormatError, DurationError, StateError, place_suffix
 from framework.models.incremental import DatetimeBasedCursor
 from framework.temporal.clock import Clock

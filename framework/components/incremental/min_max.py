@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from framework.components.registry import BuildContext, builds
+from framework.components.context import BuildContext, builds
 from framework.errors import ConfigError, DatetimeFormatError, place_suffix
 from framework.interpolation import TemplateEngine
 from framework.models.incremental import Bound, MinMaxDatetime

@@ -2,7 +2,7 @@
 :class:`Condition` (a boolean template decided per value).
 
 Here, apart from :mod:`.transformations` (``AddFields``, ``RemoveFields``), so that a stream without
-those does not load their runtime (the registry's ``_ON_DEMAND`` loads it with a manifest that names one).
+those does not load their runtime (the catalog's builder loads it with a manifest that names one).
 """
 
 from __future__ import annotations

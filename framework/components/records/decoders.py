@@ -48,7 +48,7 @@ from xml.parsers.expat import ExpatError
 import orjson
 from msgspec import Struct
 
-from framework.components.registry import BuildContext, builds
+from framework.components.context import BuildContext, builds
 from framework.errors import ConfigError, DecodeError, place_suffix
 from framework.models import decoders as models
 

@@ -11,7 +11,7 @@ property as a record ``{name: schema}``, and the ``schema_transformations``
 change the ``properties`` object as one record.
 
 The schema is read when the connector is opened, once per definition and
-:class:`~framework.components.registry.BuildContext` (a parent stream built
+:class:`~framework.components.context.BuildContext` (a parent stream built
 again for its child reuses it); a Spark executor never reads it: it gets the
 driver's schemas (:func:`framework.engine.worker.all_schemas`).
 """
@@ -25,9 +25,9 @@ from typing import Any
 
 from msgspec import Struct
 
+from framework.components.context import BuildContext, builds
 from framework.components.records.conditions import Condition, Transformation
 from framework.components.records.extraction import json_type_name
-from framework.components.registry import BuildContext, builds
 from framework.components.retriever import Retriever
 from framework.components.slices import StreamSlice
 from framework.errors import ReadError

@@ -28,8 +28,8 @@ from typing import Any
 
 from msgspec import Struct
 
+from framework.components.context import BuildContext, builds
 from framework.components.records.extraction import WILDCARD
-from framework.components.registry import BuildContext, builds
 from framework.errors import ConfigError, DecodeError
 from framework.models import transformations as models
 

@@ -33,7 +33,7 @@ from framework.errors import DecodeError, UnreadableBodyError
 from framework.values import replace
 
 if TYPE_CHECKING:  # pragma: no cover
-    # the formats other than JSON load with the first manifest that names one (the registry's _ON_DEMAND)
+    # the formats other than JSON load with the first manifest that names one (through the catalog's builders)
     from framework.components.records.decoders import ResponseDecoder
 
 WILDCARD = "*"

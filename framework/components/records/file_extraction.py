@@ -28,8 +28,8 @@ from typing import IO, Any
 
 from msgspec import Struct
 
+from framework.components.context import BuildContext, builds
 from framework.components.http.transport import HttpResponse
-from framework.components.registry import BuildContext, builds
 from framework.errors import DecodeError
 from framework.models import files as models
 

@@ -28,11 +28,11 @@ from typing import Any
 
 from msgspec import Struct
 
+from framework.components.context import BuildContext, builds
 from framework.components.http.requester import Requester
 from framework.components.http.transport import HttpResponse
 from framework.components.records.extraction import describe_path, find_records, json_type_name
 from framework.components.records.selection import RecordSelector
-from framework.components.registry import BuildContext, builds
 from framework.components.slices import StreamSlice
 from framework.errors import ReadError
 from framework.interpolation import TemplateEngine

@@ -42,8 +42,8 @@ from typing import Any
 
 from msgspec import Struct
 
+from framework.components.context import BuildContext, builds
 from framework.components.records.extraction import WILDCARD
-from framework.components.registry import BuildContext, builds
 from framework.interpolation import TemplateEngine
 from framework.interpolation.checks import has_markup
 from framework.interpolation.conversions import literal

@@ -18,7 +18,7 @@ from urllib.parse import unquote
 
 import orjson
 
-from framework.components.registry import BuildContext
+from framework.components.context import BuildContext
 from framework.errors import ConfigError
 from framework.models.custom import CustomSchemaLoader
 from framework.models.records import InlineSchemaLoader, JsonFileSchemaLoader

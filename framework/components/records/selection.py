@@ -18,11 +18,11 @@ from typing import Any
 
 from msgspec import Struct
 
+from framework.components.context import BuildContext, builds
 from framework.components.http.transport import HttpResponse
 from framework.components.records.conditions import Condition, Transformation
 from framework.components.records.extraction import DpathExtractor
 from framework.components.records.schema_normalization import compile_normalizer
-from framework.components.registry import BuildContext, builds
 from framework.interpolation import TemplateEngine
 from framework.models import records as models
 from framework.values import replace

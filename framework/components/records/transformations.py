@@ -22,9 +22,9 @@ from typing import Any
 
 from msgspec import Struct
 
+from framework.components.context import BuildContext, builds
 from framework.components.records.conditions import Condition, Transformation
 from framework.components.records.extraction import WILDCARD, json_type_name
-from framework.components.registry import BuildContext, builds
 from framework.errors import DecodeError, FrameworkError
 from framework.interpolation import TemplateEngine
 from framework.interpolation.checks import has_markup

@@ -9,10 +9,10 @@ from typing import Any
 import orjson
 from requests.structures import CaseInsensitiveDict
 
+from framework.components.context import BuildContext
 from framework.components.custom.loader import CodeLoader
 from framework.components.http.request import HttpRequest
 from framework.components.http.transport import HttpResponse
-from framework.components.registry import BuildContext
 from framework.masking import Masker
 from framework.models.custom import CUSTOM_KINDS
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from framework.components import registry
+from framework.components import context as registry
 from framework.components.http import auth
 from framework.components.http.request import RequestParts
 from framework.components.http.transport import FunctionTransport
@@ -39,7 +39,7 @@ class _Context(registry.BuildContext):
     the other builder modules (some may not exist yet)."""
 
     def build(self, model, path):
-        return registry._BUILDERS[model.type](model, self, path)
+        return registry.builder_of(model.type)(model, self, path)
 
 
 def make_ctx(config=None, handler=_no_network, clock=None, sleeps=None):
@@ -55,7 +55,7 @@ def make_ctx(config=None, handler=_no_network, clock=None, sleeps=None):
 
 def build(model, ctx):
     """Build through the registry table directly, so other (unfinished) builder modules are not needed."""
-    return registry._BUILDERS[model.type](model, ctx, ("auth",))
+    return registry.builder_of(model.type)(model, ctx, ("auth",))
 
 
 def applied(authenticator) -> RequestParts:
@@ -652,4 +652,4 @@ def test_selective_missing_value():
 def test_registered_for_every_authenticator_type():
     for name in ("NoAuth", "ApiKeyAuthenticator", "BearerAuthenticator", "BasicHttpAuthenticator",
                  "OAuthAuthenticator", "SessionTokenAuthenticator", "SelectiveAuthenticator"):
-        assert registry._BUILDERS[name].__module__ == auth.__name__
+        assert registry.builder_of(name).__module__ == auth.__name__

@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from requests.structures import CaseInsensitiveDict
 
+from framework.components.context import BuildContext
 from framework.components.http.budget import SERVICE, ApiBudget, Ledger, Reading, build_api_budget
 from framework.components.http.request import HttpRequest
 from framework.components.http.transport import HttpResponse
-from framework.components.registry import BuildContext
 from framework.errors import ConfigError
 from framework.models import HTTPAPIBudget
 

@@ -6,12 +6,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from framework.components.context import BuildContext
 from framework.components.http.circuit import GIVE_UP_AFTER, CircuitOpenError, ConnectError, HostCircuits
 from framework.components.http.client import HttpClient
 from framework.components.http.error_handler import default_error_handler
 from framework.components.http.request import RequestParts
 from framework.components.http.transport import FunctionTransport
-from framework.components.registry import BuildContext
 from framework.errors import TransportError
 
 

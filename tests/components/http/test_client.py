@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
+from framework.components.context import BuildContext
 from framework.components.http.client import (
     MAX_RATE_LIMITED_ATTEMPTS,
     HttpClient,
@@ -16,7 +17,6 @@ from framework.components.http.client import (
 from framework.components.http.error_handler import build_error_handler, default_error_handler
 from framework.components.http.request import RequestParts
 from framework.components.http.transport import FunctionTransport
-from framework.components.registry import BuildContext
 from framework.errors import HttpStatusError, ReadError, TransportError
 from framework.models.error_handling import DefaultErrorHandler
 from framework.temporal.clock import FixedClock

@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from framework import coordination
-from framework.components import registry
+from framework.components import context as registry
+from framework.components.config_sink import ConfigSink
 from framework.components.http import auth
 from framework.components.http.request import RequestParts
 from framework.components.http.token_service import RECHECK, SharedToken, TokenAsk, TokenKeeper, service_name
 from framework.components.http.transport import FunctionTransport
-from framework.engine.config_sink import ConfigSink
 from framework.errors import ConfigError
 from framework.models import OAuthAuthenticator, SessionTokenAuthenticator
 from framework.temporal.clock import FixedClock
@@ -163,7 +163,7 @@ def test_the_service_name_is_a_digest_that_never_shows_the_secret():
 
 class _Context(registry.BuildContext):
     def build(self, model, path):
-        return registry._BUILDERS[model.type](model, self, path)
+        return registry.builder_of(model.type)(model, self, path)
 
 
 def token_endpoint(issued: list[dict], rotate: bool = False, lifetime: int = 3600):
@@ -205,8 +205,8 @@ def bearer(authenticator) -> str:
 def test_two_streams_with_the_same_oauth_definition_share_one_token():
     issued: list[dict] = []
     ctx = make_ctx(token_endpoint(issued))
-    one = registry._BUILDERS["OAuthAuthenticator"](oauth_model(), ctx, ("streams", 0, "auth"))
-    two = registry._BUILDERS["OAuthAuthenticator"](oauth_model(), ctx, ("streams", 1, "auth"))
+    one = registry.builder_of("OAuthAuthenticator")(oauth_model(), ctx, ("streams", 0, "auth"))
+    two = registry.builder_of("OAuthAuthenticator")(oauth_model(), ctx, ("streams", 1, "auth"))
     assert bearer(one) == bearer(two) == "Bearer at-1"
     assert len(issued) == 1 and len(ctx.services) == 1
     # a 401 seen by one: one refresh, and the other gets the new token when it asks after its own 401
@@ -218,8 +218,8 @@ def test_two_streams_with_the_same_oauth_definition_share_one_token():
 def test_different_definitions_get_different_tokens():
     issued: list[dict] = []
     ctx = make_ctx(token_endpoint(issued))
-    one = registry._BUILDERS["OAuthAuthenticator"](oauth_model(), ctx, ("a",))
-    two = registry._BUILDERS["OAuthAuthenticator"](oauth_model(scopes=["read"]), ctx, ("b",))
+    one = registry.builder_of("OAuthAuthenticator")(oauth_model(), ctx, ("a",))
+    two = registry.builder_of("OAuthAuthenticator")(oauth_model(scopes=["read"]), ctx, ("b",))
     assert bearer(one) != bearer(two) and len(ctx.services) == 2
 
 
@@ -236,21 +236,21 @@ def test_session_tokens_with_the_same_login_share_one_session():
         "login_requester": {"type": "HttpRequester", "url_base": "https://api.example.com", "path": "/login",
                             "http_method": "POST", "request_body_json": {"user": "ann"}},
         "session_token_path": ["token"], "request_authentication": {"type": "Bearer"}})
-    one = registry._BUILDERS["SessionTokenAuthenticator"](model, ctx, ("a",))
-    two = registry._BUILDERS["SessionTokenAuthenticator"](model, ctx, ("b",))
+    one = registry.builder_of("SessionTokenAuthenticator")(model, ctx, ("a",))
+    two = registry.builder_of("SessionTokenAuthenticator")(model, ctx, ("b",))
     assert bearer(one) == bearer(two) == "Bearer s1" and len(logins) == 1
 
 
 def test_in_a_task_the_token_comes_from_the_drivers_keeper():
     issued: list[dict] = []
     driver = make_ctx(token_endpoint(issued))
-    registry._BUILDERS["OAuthAuthenticator"](oauth_model(), driver, ("a",))
+    registry.builder_of("OAuthAuthenticator")(oauth_model(), driver, ("a",))
 
     def no_network(request):
         raise AssertionError("a task never asks the token endpoint")
 
     task = make_ctx(no_network)
-    in_task = registry._BUILDERS["OAuthAuthenticator"](oauth_model(), task, ("a",))
+    in_task = registry.builder_of("OAuthAuthenticator")(oauth_model(), task, ("a",))
     with coordination.Coordinator(driver.services) as coordinator, coordination.attached(coordinator.address):
         assert bearer(in_task) == "Bearer at-1"
         assert in_task.refresh() and bearer(in_task) == "Bearer at-2"
@@ -277,8 +277,8 @@ def test_a_rotated_refresh_token_is_used_next_and_saved_once_per_rotation():
     clock = FixedClock(START)
     ctx = make_ctx(token_endpoint(issued, rotate=True, lifetime=600), config, sink, clock)
     model = oauth_model(refresh_token=None, **UPDATER)
-    one = registry._BUILDERS["OAuthAuthenticator"](model, ctx, ("a",))
-    two = registry._BUILDERS["OAuthAuthenticator"](model, ctx, ("b",))
+    one = registry.builder_of("OAuthAuthenticator")(model, ctx, ("a",))
+    two = registry.builder_of("OAuthAuthenticator")(model, ctx, ("b",))
     assert bearer(one) == bearer(two) == "Bearer at-1"
     clock.advance(timedelta(minutes=10))
     assert bearer(two) == bearer(one) == "Bearer at-2"
@@ -295,7 +295,7 @@ def test_a_held_access_token_in_the_config_is_used_until_it_expires():
     expiry = (START + timedelta(hours=1)).isoformat()
     config = rotating_config(access_token="at-held", token_expiry_date=expiry)
     ctx = make_ctx(token_endpoint(issued, rotate=True), config, ConfigSink(config, lambda c: None))
-    held = registry._BUILDERS["OAuthAuthenticator"](oauth_model(refresh_token=None, **UPDATER), ctx, ("a",))
+    held = registry.builder_of("OAuthAuthenticator")(oauth_model(refresh_token=None, **UPDATER), ctx, ("a",))
     assert bearer(held) == "Bearer at-held" and issued == []
 
 
@@ -303,14 +303,14 @@ def test_a_held_access_token_without_a_readable_expiry_is_refreshed_first():
     issued: list[dict] = []
     config = rotating_config(access_token="at-held", token_expiry_date="")
     ctx = make_ctx(token_endpoint(issued, rotate=True), config, ConfigSink(config, lambda c: None))
-    held = registry._BUILDERS["OAuthAuthenticator"](oauth_model(refresh_token=None, **UPDATER), ctx, ("a",))
+    held = registry.builder_of("OAuthAuthenticator")(oauth_model(refresh_token=None, **UPDATER), ctx, ("a",))
     assert bearer(held) == "Bearer at-1" and len(issued) == 1
 
 
 def test_no_refresh_token_at_the_updaters_path_is_a_config_error_naming_it():
     ctx = make_ctx(token_endpoint([]), {"client_secret": "cs"})
     with pytest.raises(ConfigError, match=r"`credentials\.refresh_token`"):
-        registry._BUILDERS["OAuthAuthenticator"](oauth_model(refresh_token=None, **UPDATER), ctx, ("a",))
+        registry.builder_of("OAuthAuthenticator")(oauth_model(refresh_token=None, **UPDATER), ctx, ("a",))
 
 
 def test_the_oauth_model_accepts_the_updater_without_a_refresh_token_field():

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from framework.components.context import BuildContext
 from framework.components.incremental.windows import Clamp, clamp_of, clamped_windows
-from framework.components.registry import BuildContext
 from framework.errors import ConfigError
 from framework.interpolation import TemplateEngine
 from framework.models import DatetimeBasedCursor

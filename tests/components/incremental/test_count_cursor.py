@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from framework.components.context import BuildContext
 from framework.components.http.request import RequestParts
 from framework.components.incremental.count_cursor import CountCursor, as_count
-from framework.components.registry import BuildContext
 from framework.errors import ConfigError, StateError
 from framework.interpolation import TemplateEngine
 from framework.models import IncrementingCountCursor

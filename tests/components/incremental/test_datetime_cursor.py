@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from framework.components.context import BuildContext, builder_of
 from framework.components.http.request import RequestParts
 from framework.components.incremental import DatetimeCursor
-from framework.components.registry import _BUILDERS, BuildContext
 from framework.errors import ConfigError, DatetimeFormatError, DurationError, StateError
 from framework.interpolation import TemplateEngine
 from framework.models.incremental import DatetimeBasedCursor
@@ -36,7 +36,7 @@ def build(spec: dict, config: dict | None = None, clock: FixedClock | None = Non
     )
     fields = {"cursor_field": "updated_at", "datetime_format": "%Y-%m-%dT%H:%M:%SZ", **spec}
     model = DatetimeBasedCursor.model_validate({"type": "DatetimeBasedCursor", **fields})
-    return _BUILDERS["DatetimeBasedCursor"](model, ctx, PATH)
+    return builder_of("DatetimeBasedCursor")(model, ctx, PATH)
 
 
 SEED = {

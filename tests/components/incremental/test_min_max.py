@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from framework.components.context import BuildContext, builder_of
 from framework.components.incremental import DEFAULT_FORMAT, MinMax
-from framework.components.registry import _BUILDERS, BuildContext
 from framework.errors import ConfigError, DatetimeFormatError
 from framework.interpolation import TemplateEngine
 from framework.models.incremental import MinMaxDatetime
@@ -144,7 +144,7 @@ def build(spec: dict, config: dict | None = None):
     clock = FixedClock(NOW)
     ctx = BuildContext(config=config or {}, clock=clock, engine=TemplateEngine(clock), transport=object())
     model = MinMaxDatetime.model_validate({"type": "MinMaxDatetime", **spec})
-    return _BUILDERS["MinMaxDatetime"](model, ctx, ("start_datetime",))
+    return builder_of("MinMaxDatetime")(model, ctx, ("start_datetime",))
 
 
 def test_builder_uses_the_model_format_and_bounds():

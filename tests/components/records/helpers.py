@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 from requests.structures import CaseInsensitiveDict
 
+from framework.components.context import BuildContext, builder_of
 from framework.components.http.request import HttpRequest
 from framework.components.http.transport import HttpResponse
 from framework.components.records import (  # noqa: F401  (registers the builders)
@@ -15,7 +16,6 @@ from framework.components.records import (  # noqa: F401  (registers the builder
     selection,
     transformations,
 )
-from framework.components.registry import _BUILDERS, BuildContext
 from framework.interpolation import TemplateEngine
 from framework.models import REGISTRY
 from framework.temporal.clock import FixedClock
@@ -33,7 +33,7 @@ def context(config: dict | None = None, **kwargs: Any) -> BuildContext:
 
 def build(data: dict, ctx: BuildContext | None = None) -> Any:
     model = _MODELS[data["type"]].model_validate(data)
-    return _BUILDERS[model.type](model, ctx or context(), ("streams", 0, "retriever", "record_selector"))
+    return builder_of(model.type)(model, ctx or context(), ("streams", 0, "retriever", "record_selector"))
 
 
 def response(body: Any, status: int = 200, content_type: str = "application/json") -> HttpResponse:

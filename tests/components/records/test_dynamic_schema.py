@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from framework.components.context import BuildContext
 from framework.components.http.transport import FunctionTransport, Transport
 from framework.components.records import load_schema
 from framework.components.records.dynamic_schema import AIRBYTE_TYPES, SchemaTypeError
-from framework.components.registry import BuildContext
 from framework.errors import ReadError
 from framework.models.schema_loaders import DynamicSchemaLoader
 

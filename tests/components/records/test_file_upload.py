@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from framework.components.context import BuildContext
 from framework.components.http.transport import FunctionTransport
 from framework.components.records.file_upload import (
     FileLanding,
@@ -17,7 +18,6 @@ from framework.components.records.file_upload import (
     staging_landing,
     stream_landing,
 )
-from framework.components.registry import BuildContext
 from framework.errors import ReadError
 from framework.models.files import FileUploader
 from framework.storage import LocalStorage, S3Storage
