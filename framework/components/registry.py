@@ -41,7 +41,12 @@ _BUILDERS: dict[str, Builder] = {}
 # The modules that register builders; imported on first use so that importing the
 # registry (or validate-manifest) stays cheap.
 _MODULES = (
-    "framework.components.http.auth",
+    "framework.components.http.auth.base",
+    "framework.components.http.auth.static",
+    "framework.components.http.auth.oauth",
+    "framework.components.http.auth.jwt",
+    "framework.components.http.auth.session_token",
+    "framework.components.http.auth.selective",
     "framework.components.http.error_handler",
     "framework.components.pagination",
     "framework.components.records",
@@ -68,13 +73,18 @@ _MODULES = (
 _loaded = False
 
 # Builders whose modules load only when a manifest uses one of their types: a plain HTTP stream needs none of
-# them, and each costs start-up time (auth's ten frozen dataclasses and budget's eight are made on import).
+# them, and each costs start-up time (each auth family's frozen dataclasses and budget's eight are made on import).
 # A module of ``_MODULES`` not named here loads with the others on the first build.
 # tests/components/test_registry.py checks this against what the modules register.
 _ON_DEMAND: dict[str, str] = {
-    **dict.fromkeys(("ApiKeyAuthenticator", "BasicHttpAuthenticator", "BearerAuthenticator", "JwtAuthenticator",
-                     "LegacySessionTokenAuthenticator", "NoAuth", "OAuthAuthenticator", "SelectiveAuthenticator",
-                     "SessionTokenAuthenticator"), "framework.components.http.auth"),
+    "NoAuth": "framework.components.http.auth.base",
+    **dict.fromkeys(("ApiKeyAuthenticator", "BasicHttpAuthenticator", "BearerAuthenticator"),
+                    "framework.components.http.auth.static"),
+    "OAuthAuthenticator": "framework.components.http.auth.oauth",
+    "JwtAuthenticator": "framework.components.http.auth.jwt",
+    **dict.fromkeys(("LegacySessionTokenAuthenticator", "SessionTokenAuthenticator"),
+                    "framework.components.http.auth.session_token"),
+    "SelectiveAuthenticator": "framework.components.http.auth.selective",
     "HTTPAPIBudget": "framework.components.http.budget",
     "DynamicSchemaLoader": "framework.components.records.dynamic_schema",
     "ResponseToFileExtractor": "framework.components.records.file_extraction",
