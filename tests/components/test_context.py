@@ -56,4 +56,6 @@ def _modules_after_building(tmp_path: Path, manifest: str) -> list[str]:
 
 def test_a_plain_stream_loads_none_of_them_and_an_authenticator_loads_its_own(tmp_path):
     assert _modules_after_building(tmp_path, _PLAIN % "") == []
-    assert _modules_after_building(tmp_path, _PLAIN % _BEARER) == ["framework.components.http.auth"]
+    # the bearer token's family and the module it builds on, not the OAuth, JWT or session-token ones
+    assert _modules_after_building(tmp_path, _PLAIN % _BEARER) == ["framework.components.http.auth.base",
+                                                                   "framework.components.http.auth.static"]

@@ -5,7 +5,7 @@
   :class:`Injection` (where a RequestOption puts a value).
 * :mod:`framework.components.http.transport` - :class:`Transport`, the one place bytes
   leave the process; tests swap it for a fake.
-* :mod:`framework.components.http.auth` - authenticators.
+* :mod:`framework.components.http.auth` - authenticators, one module per family.
 * :mod:`framework.components.http.error_handler` - what a response means (retry, ignore,
   fail) and how long to wait.
 * :mod:`framework.components.http.client` - sending with authentication, retries and backoff.

@@ -21,7 +21,7 @@ the error handler what the response means:
   loop reads the datetime window again as two halves (``request_window_splitting``).
 
 A ``give_up`` function, when given, makes the errors of FAIL and of retries
-run out instead (the token requests of :mod:`framework.components.http.auth`
+run out instead (the token requests of :mod:`framework.components.http.auth.tokens`
 report them as authentication errors).
 
 A 401 with an authenticator first asks it to ``refresh()`` once per

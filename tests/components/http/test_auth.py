@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from framework.components import context as registry
-from framework.components.http import auth
+from framework.components.http.auth import base, oauth, selective, session_token, static, tokens
+from framework.components.http.auth import jwt as jwt_auth
 from framework.components.http.request import RequestParts
 from framework.components.http.transport import FunctionTransport
 from framework.errors import AuthenticationError, ConfigError, TransportError
@@ -435,8 +436,8 @@ def test_oauth_gives_up_after_retries_on_server_errors():
     runtime = build(oauth_model(), ctx)
     with pytest.raises(AuthenticationError) as info:
         applied(runtime)
-    assert len(transport.requests) == auth.TOKEN_RETRIES + 1
-    assert len(sleeps) == auth.TOKEN_RETRIES
+    assert len(transport.requests) == tokens.TOKEN_RETRIES + 1
+    assert len(sleeps) == tokens.TOKEN_RETRIES
     assert "500" in str(info.value) and info.value.failure_type == "transient_error"
     _assert_clean(str(info.value))
 
@@ -449,7 +450,7 @@ def test_oauth_connection_failure():
     with pytest.raises(AuthenticationError) as info:
         applied(build(oauth_model(), ctx))
     assert "could not connect" in str(info.value) and TOKEN_URL in str(info.value)
-    assert len(transport.requests) == auth.TOKEN_RETRIES + 1
+    assert len(transport.requests) == tokens.TOKEN_RETRIES + 1
 
 
 @pytest.mark.parametrize(
@@ -650,6 +651,9 @@ def test_selective_missing_value():
 
 
 def test_registered_for_every_authenticator_type():
-    for name in ("NoAuth", "ApiKeyAuthenticator", "BearerAuthenticator", "BasicHttpAuthenticator",
-                 "OAuthAuthenticator", "SessionTokenAuthenticator", "SelectiveAuthenticator"):
-        assert registry.builder_of(name).__module__ == auth.__name__
+    for name, module in (("NoAuth", base), ("ApiKeyAuthenticator", static), ("BearerAuthenticator", static),
+                         ("BasicHttpAuthenticator", static), ("OAuthAuthenticator", oauth),
+                         ("JwtAuthenticator", jwt_auth), ("SessionTokenAuthenticator", session_token),
+                         ("LegacySessionTokenAuthenticator", session_token),
+                         ("SelectiveAuthenticator", selective)):
+        assert registry.builder_of(name).__module__ == module.__name__

@@ -14,7 +14,8 @@ from fakes.jwt_keys import HMAC_SECRET, signing_key, verifying_key
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from framework.components.http import auth
+from framework.components.http.auth import jwt as jwt_auth
+from framework.components.http.auth import oauth as oauth_auth
 from framework.errors import AuthenticationError, ConfigError
 from framework.models import (
     JWT_ALGORITHMS,
@@ -64,7 +65,7 @@ claim_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), m
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(algorithm=st.sampled_from(ALGORITHMS), iss=claim_text, sub=claim_text,
        extra=st.dictionaries(st.from_regex(r"[a-z][a-z_]{0,8}", fullmatch=True).filter(
-           lambda k: k not in auth.RESERVED_JWT_CLAIMS), st.integers(-10**6, 10**6) | st.booleans(), max_size=4),
+           lambda k: k not in jwt_auth.RESERVED_JWT_CLAIMS), st.integers(-10**6, 10**6) | st.booleans(), max_size=4),
        duration=st.integers(1, 10**6))
 def test_tokens_decode_to_the_rendered_claims(algorithm, iss, sub, extra, duration):
     ctx, _ = make_ctx({"key": signing_key(algorithm), "iss": iss, "sub": sub})
@@ -202,7 +203,7 @@ def test_profile_assertion_sends_the_jwt_bearer_grant_with_a_verifiable_assertio
     assert applied(runtime).headers["Authorization"] == "Bearer access-1"
     [request] = server.requests
     assert set(request.data) == {"grant_type", "assertion"}
-    assert request.data["grant_type"] == auth.JWT_BEARER_GRANT
+    assert request.data["grant_type"] == oauth_auth.JWT_BEARER_GRANT
     claims = decoded(request.data["assertion"], "RS256", audience=TOKEN_URL, options={"verify_aud": True})
     assert claims["iss"] == "cid"
     assert request.data["assertion"] in runtime.secrets()
@@ -311,7 +312,7 @@ configs = st.recursive(st.none() | st.integers() | st.text(max_size=4),
        paths=st.lists(st.lists(config_keys, min_size=1, max_size=3).map(tuple), min_size=3, max_size=3, unique=True)
        .filter(lambda ps: not any(a != b and b[:len(a)] == a for a in ps for b in ps)))
 def test_applied_to_writes_each_value_at_its_path_and_keeps_the_rest(config, paths):
-    rotation = auth.TokenRotation("acc", "ref", "2024-01-01T00:00:00+00:00", *paths, generation=1)
+    rotation = oauth_auth.TokenRotation("acc", "ref", "2024-01-01T00:00:00+00:00", *paths, generation=1)
     before = json.dumps(config, sort_keys=True)
     updated = rotation.applied_to(config)
     assert json.dumps(config, sort_keys=True) == before

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from framework import coordination
 from framework.components import context as registry
 from framework.components.config_sink import ConfigSink
-from framework.components.http import auth
+from framework.components.http.auth import oauth
 from framework.components.http.request import RequestParts
 from framework.components.http.token_service import RECHECK, SharedToken, TokenAsk, TokenKeeper, service_name
 from framework.components.http.transport import FunctionTransport
@@ -316,4 +316,4 @@ def test_no_refresh_token_at_the_updaters_path_is_a_config_error_naming_it():
 def test_the_oauth_model_accepts_the_updater_without_a_refresh_token_field():
     model = oauth_model(refresh_token=None, refresh_token_updater={})
     assert model.refresh_token_updater.refresh_token_config_path == ("credentials", "refresh_token")
-    assert isinstance(auth.OAuth, type)
+    assert isinstance(oauth.OAuth, type)
