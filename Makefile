@@ -9,7 +9,9 @@ STAMP  := $(VENV)/.installed
 
 # The `airbyte` extra (airbyte-cdk, for custom components that subclass Airbyte's classes) lives in its own
 # venv: it pins isodate and xmltodict lower than the main venv has them, and `make test` proves the framework
-# runs without it. `make test-airbyte` runs the tests that need it in-process, and the parity tests against it.
+# runs without it. `make test-airbyte` runs mypy over framework/ with airbyte-cdk's types there (the bridge's
+# calls into it are checked), then the tests that need it in-process, and the parity tests against it.
+# mypy and the stubs are the dev extra's; the dev extra itself would bring Spark Connect's client too.
 AIRBYTE_VENV  := .venv-airbyte
 AIRBYTE_STAMP := $(AIRBYTE_VENV)/.installed
 
@@ -26,7 +28,8 @@ $(STAMP): pyproject.toml
 $(AIRBYTE_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(AIRBYTE_VENV)
 	$(AIRBYTE_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(AIRBYTE_VENV)/bin/python -m pip install --quiet -e '.[test,spark,airbyte]'
+	$(AIRBYTE_VENV)/bin/python -m pip install --quiet -e '.[test,spark,airbyte]' \
+		'mypy>=1.10' types-requests types-PyYAML types-python-dateutil
 	touch $(AIRBYTE_STAMP)
 
 java:
@@ -44,6 +47,7 @@ test: setup
 	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -q
 
 test-airbyte: $(AIRBYTE_STAMP)
+	$(AIRBYTE_VENV)/bin/python -m mypy
 	AIRBYTE_CDK_PYTHON=$(abspath $(AIRBYTE_VENV)/bin/python) PYSPARK_PYTHON=$(abspath $(AIRBYTE_VENV)/bin/python) \
 		$(AIRBYTE_VENV)/bin/python -m pytest -q \
 		tests/components/custom/test_airbyte*.py tests/parity tests/manifest/test_pypi_corpus_discover.py

@@ -36,7 +36,7 @@ class _StderrLines(logging.Handler):
                 line = f"{self.prog}: {message}"
             sys.stderr.write(line + "\n")  # looked up now: tests and callers may swap stderr
             sys.stderr.flush()
-        except Exception:  # a log line must never break a sync
+        except Exception:  # noqa: BLE001 - a log line must never break a sync
             self.handleError(record)
 
 

@@ -69,7 +69,7 @@ def _main(argv: Sequence[str] | None) -> int:
     for path in args.files:
         try:
             checked = check_manifest(path, strict=args.strict)
-        except Exception as exc:  # one file's crash must not hide the others' results
+        except Exception as exc:  # noqa: BLE001 - one file's crash must not hide the others' results
             diagnostics.append(Diagnostic(path, 1, 1, "error", "internal-error",
                                           f"validate-manifest could not check this file ({type(exc).__name__}: "
                                           f"{exc})", "", "please report this with the file"))

@@ -127,7 +127,7 @@ def listed_streams(source: DeclarativeSource, ctx: BuildContext, checked: Any = 
             where = ("streams", index)
             try:
                 holds = ctx.render(model.condition, model.parameters, "boolean")
-            except Exception as exc:  # a template error: name the place
+            except Exception as exc:  # noqa: BLE001 - any error of the template (Jinja's, a filter's): name the place
                 raise ConfigError(f"the condition of ConditionalStreams could not be rendered: {exc}"
                                   f"{place_suffix(ctx.place(where + ('condition',)))}") from None
             if holds:

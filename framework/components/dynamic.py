@@ -159,7 +159,7 @@ def _mapped(template: dict[str, Any], mappings: Sequence[ComponentMappingDefinit
             keys = [str(ctx.render(key, parameters, **variables)) for key in mapping.field_path]
         except ConfigError:
             raise
-        except Exception as exc:  # a template error: name the mapping
+        except Exception as exc:  # noqa: BLE001 - any error of the template (Jinja's, a filter's): name the mapping
             raise ConfigError(f"a ComponentMappingDefinition could not be rendered: {exc}"
                               f"{place_suffix(ctx.place(at))}") from None
         if kind != "http" and not (kind == "config" and mapping.value_type == "string"):

@@ -486,7 +486,7 @@ def _query_properties(model: SimpleRetriever, ctx: BuildContext, path: tuple) ->
 def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> Retriever:
     paginator_model = model.paginator
     if paginator_model is None:
-        paginator_model = NoPagination.model_construct()  # all defaults: no validator to build (issue 21)
+        paginator_model = NoPagination.model_construct()  # all defaults: no validator to build, for start-up speed
     requester = ctx.build(model.requester, path + ("requester",))
     selector = ctx.build(model.record_selector, path + ("record_selector",))
     decoder: ResponseDecoder | None = None

@@ -244,13 +244,13 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
         code=code,
         config_sink=config_sink,
     )
-    if source.api_budget is not None:  # every HttpRequester sends through it (issue 17)
+    if source.api_budget is not None:  # every HttpRequester sends through it
         context = context.with_budget(context.build(source.api_budget, ("api_budget",)))
     streams: dict[str, Stream] = {}
     migrations = {}
     delegations = {}
     try:
-        offer_job_slots(context, source, checked.data)  # asynchronous jobs: the sync-wide job slots (issue 17)
+        offer_job_slots(context, source, checked.data)  # asynchronous jobs: the sync-wide job slots
         if templates is None:
             templates = resolve_templates(source, checked.data, context)
         for path, model in listed_streams(source, context, checked, templates):

@@ -233,7 +233,7 @@ def _read_each(connector: Connector, stream: Stream, units: list[Any], typer: Pa
                 nulled += page_nulled
                 if page_latest is not None and (bridged or latest is None or page_latest > latest):
                     latest = page_latest  # bridged: the unit's most recent record so far
-        except Exception as exc:  # the unit fails; the caller decides what its other units' data is worth
+        except Exception as exc:  # noqa: BLE001 - the unit fails; the caller weighs its other units' data
             failed = connector.mask(str(exc) or type(exc).__name__)
         finally:
             try:

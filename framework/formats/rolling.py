@@ -197,12 +197,12 @@ class RollingWriter:
         if current is not None:  # close the format writer first, so nothing writes to the aborted object later
             try:
                 current.writer.close()
-            except Exception:  # its bytes are being thrown away anyway
+            except Exception:  # noqa: BLE001 - its bytes are being thrown away anyway
                 pass
         for item in pending:
             try:
                 item.target.abort()
-            except Exception as exc:  # keep aborting the others
+            except Exception as exc:  # noqa: BLE001 - keep aborting the others; the first failure is raised after
                 failure = failure or exc
         if failure is not None:
             raise failure

@@ -207,7 +207,7 @@ def _oversized_constants(tree: nodes.Node) -> list[tuple[int, str]]:
                     "+": lambda a, b: a + b}[operator](left, right)
         except TemplateLimitError as exc:
             found.append((node.lineno, str(exc)))
-        except Exception:  # a type error, say: the run time says it
+        except Exception:  # noqa: BLE001 - a type error, say: the run time reports it
             pass
         return _UNKNOWN
 

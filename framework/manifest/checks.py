@@ -53,12 +53,12 @@ def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str
     found.extend(_stream_checks(sites, data, place, manifest_dir))
     found.extend(query_properties_checks(sites, place))
     found.extend(decoder_checks(sites, place))
-    found.extend(async_checks(sites, place))  # asynchronous jobs (issue 17)
+    found.extend(async_checks(sites, place))  # asynchronous jobs (AsyncRetriever)
     found.extend(auth_checks(sites, place))
     found.extend(migration_checks(sites, place))
     found.extend(stream_group_checks(sites, data, place))
     found.extend(dynamic_checks(sites, place))
-    found.extend(budget_checks(sites, place))  # api_budget (issue 17)
+    found.extend(budget_checks(sites, place))  # the source's api_budget
     if manifest_dir is not None and any(issubclass(site.model, CustomComponent) for site in sites):
         from framework.manifest.custom_checks import custom_checks  # reads Python source: only when needed
 

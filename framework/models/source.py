@@ -333,7 +333,7 @@ class DeclarativeSource(Component):
     concurrency_level: ConcurrencyLevel | None = spec(
         "How many partitions are read at once.", {"type": "ConcurrencyLevel", "default_concurrency": 4}, None
     )
-    max_concurrent_async_job_count: int | str | None = spec(  # asynchronous jobs (issue 17)
+    max_concurrent_async_job_count: int | str | None = spec(  # asynchronous jobs (AsyncRetriever)
         "How many asynchronous jobs (AsyncRetriever) may run at once in the whole sync, every task of it "
         "counted (1 when left out, as in Airbyte).", 3, None, template=BASE, result="integer")
     metadata: Mapping[str, Any] = spec(

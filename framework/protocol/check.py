@@ -16,7 +16,7 @@ def check_connection(connector: Connector, names: Sequence[str] | None = None) -
         return False, "the source has no streams to connect to"
     try:
         names = connector.check_streams if names is None else tuple(names)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a check reports, it does not crash
         return False, connector.mask(str(exc))
     for name in names:
         try:
@@ -26,7 +26,7 @@ def check_connection(connector: Connector, names: Sequence[str] | None = None) -
             if units:
                 for _records in sync.read(units[0]):
                     break
-        except Exception as exc:  # a check reports, it does not crash
+        except Exception as exc:  # noqa: BLE001 - a check reports, it does not crash
             return False, connector.mask(describe_failure(exc, name))
     return True, None
 

@@ -153,7 +153,7 @@ def _read_stream(connector: Connector, selection: Selection, states: Mapping[str
         write(messages.encode(messages.log(
             f"Read {result.records} records from stream {stream.name} in {result.seconds:.2f} s")))
         write(messages.encode(messages.stream_status(stream.name, "COMPLETE", float(_now_ms(connector)))))
-    except (FrameworkError, Exception) as exc:  # one stream's failure does not stop the others
+    except Exception as exc:  # noqa: BLE001 - one stream's failure does not stop the others
         result.seconds = time.perf_counter() - started
         text = connector.mask(describe_failure(exc, stream.name))
         result.error = text
@@ -162,7 +162,7 @@ def _read_stream(connector: Connector, selection: Selection, states: Mapping[str
             "config_error" if isinstance(exc, FrameworkError) else "system_error")
         try:
             checkpoint()
-        except Exception:  # state of a broken sync is not worth a second failure
+        except Exception:  # noqa: BLE001 - state of a broken sync is not worth a second failure
             pass
         write(messages.encode(messages.error_trace(text, float(_now_ms(connector)), failure_type=failure,
                                                    internal_message=internal, stream=stream.name)))

@@ -80,7 +80,7 @@ class S3Storage:
                                                                               Prefix=full_prefix):
                 for item in page.get("Contents", ()):
                     found.append((item["Key"], int(item["Size"])))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any S3 client error: reworded by _raise
             _raise("list", self.uri(prefix), exc)
         found.sort()
         if not with_metadata:
@@ -92,7 +92,7 @@ class S3Storage:
     def _head_metadata(self, full_key: str) -> dict[str, str]:
         try:
             return dict(self.client.head_object(Bucket=self.bucket, Key=full_key).get("Metadata", {}))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any S3 client error: reworded by _raise
             if _code(exc) in ("404", "NoSuchKey", "NotFound"):  # deleted since the listing
                 return {}
             _raise("read the metadata of", f"s3://{self.bucket}/{full_key}", exc)
@@ -100,7 +100,7 @@ class S3Storage:
     def read(self, key: str) -> bytes | None:
         try:
             return self.client.get_object(Bucket=self.bucket, Key=self.full_key(key))["Body"].read()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any S3 client error: reworded by _raise
             if _code(exc) in ("NoSuchKey", "404", "NotFound"):
                 return None
             _raise("read", self.uri(key), exc)
@@ -110,7 +110,7 @@ class S3Storage:
         try:
             self.client.put_object(Bucket=self.bucket, Key=self.full_key(key), Body=bytes(data),
                                    Metadata=_metadata(metadata))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any S3 client error: reworded by _raise
             _raise("write", self.uri(key), exc)
 
     def remove_stale_temporaries(self, prefix: str = "", *, older_than: float = STALE_UPLOAD_AFTER,
@@ -124,7 +124,7 @@ class S3Storage:
             pages = self.client.get_paginator("list_multipart_uploads").paginate(Bucket=self.bucket,
                                                                                  Prefix=full_prefix)
             uploads = [upload for page in pages for upload in page.get("Uploads", ())]
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any S3 client error: reworded by _raise
             if _code(exc) in _REFUSED:  # no s3:ListBucketMultipartUploads: the lifecycle rule is left to do it
                 log.warning("cannot list the incomplete uploads under %s (%s); a bucket lifecycle rule that "
                             "aborts them cleans them up", self.uri(prefix), _code(exc))
@@ -138,7 +138,7 @@ class S3Storage:
                 continue
             try:
                 self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - any S3 client error: reworded by _raise
                 if _code(exc) == "NoSuchUpload":  # completed or aborted meanwhile
                     continue
                 if _code(exc) in _REFUSED:
@@ -156,7 +156,7 @@ class S3Storage:
             for page in pages:
                 for part in page.get("Parts", ()):
                     latest = max(latest, _utc(part["LastModified"]))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any S3 client error: reworded by _raise
             if _code(exc) == "NoSuchUpload" or _code(exc) in _REFUSED:
                 return datetime.max.replace(tzinfo=timezone.utc)  # gone meanwhile, or not ours to see: left alone
             _raise("list the parts of", f"s3://{self.bucket}/{key}", exc)
@@ -169,7 +169,7 @@ class S3Storage:
             try:
                 answer = self.client.delete_objects(
                     Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True})
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - any S3 client error: reworded by _raise
                 _raise("delete objects under", self.uri(), exc)
             errors = answer.get("Errors") or []
             if errors:
@@ -185,13 +185,13 @@ class S3Storage:
         src, dst = self.full_key(source), self.full_key(target)
         try:
             head = self.client.head_object(Bucket=self.bucket, Key=src)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any S3 client error: reworded by _raise
             if _code(exc) not in ("404", "NoSuchKey", "NotFound"):
                 _raise("read the metadata of", self.uri(source), exc)
             try:
                 self.client.head_object(Bucket=self.bucket, Key=dst)
                 return False
-            except Exception as missing:
+            except Exception as missing:  # noqa: BLE001 - any S3 client error: reworded by _raise
                 if _code(missing) not in ("404", "NoSuchKey", "NotFound"):
                     _raise("read the metadata of", self.uri(target), missing)
             raise FrameworkError(f"cannot move {self.uri(source)} to {self.uri(target)}: neither is there") from None
@@ -202,7 +202,7 @@ class S3Storage:
             else:  # above S3's single-copy limit: a multipart copy, metadata given again
                 self.client.copy({"Bucket": self.bucket, "Key": src}, self.bucket, dst,
                                  ExtraArgs={"Metadata": head.get("Metadata", {})})
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any S3 client error: reworded by _raise
             _raise("copy", f"{self.uri(source)} to {self.uri(target)}", exc)
         self.delete([source])
         return True
@@ -254,7 +254,7 @@ class S3ObjectWriter(WriterContext):
             try:
                 answer = self._client.create_multipart_upload(Bucket=self._bucket, Key=self._full_key,
                                                               Metadata=self._metadata)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - any S3 client error: reworded by _raise
                 _raise("start the upload of", self.uri, exc)
             self._upload_id = answer["UploadId"]
             self._pool = ThreadPoolExecutor(max_workers=self._storage.upload_concurrency)
@@ -276,7 +276,7 @@ class S3ObjectWriter(WriterContext):
         try:
             answer = self._client.upload_part(Bucket=self._bucket, Key=self._full_key, UploadId=self._upload_id,
                                               PartNumber=number, Body=chunk)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any S3 client error: reworded by _raise
             _raise(f"upload part {number} of", self.uri, exc)
         return {"PartNumber": number, "ETag": answer["ETag"]}
 
@@ -304,7 +304,7 @@ class S3ObjectWriter(WriterContext):
                 try:
                     self._client.put_object(Bucket=self._bucket, Key=self._full_key, Body=bytes(self._buffer),
                                             Metadata=self._metadata)
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - any S3 client error: reworded by _raise
                     _raise("write", self.uri, exc)
             else:
                 parts = [f.result() for f in self._parts]
@@ -312,7 +312,7 @@ class S3ObjectWriter(WriterContext):
                     self._client.complete_multipart_upload(Bucket=self._bucket, Key=self._full_key,
                                                            UploadId=self._upload_id,
                                                            MultipartUpload={"Parts": parts})
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - any S3 client error: reworded by _raise
                     _raise("complete the upload of", self.uri, exc)
         except BaseException:
             self.abort()
@@ -332,7 +332,7 @@ class S3ObjectWriter(WriterContext):
             try:
                 self._client.abort_multipart_upload(Bucket=self._bucket, Key=self._full_key,
                                                     UploadId=self._upload_id)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - any S3 client error: reworded by _raise
                 if _code(exc) != "NoSuchUpload":
                     _raise("abort the upload of", self.uri, exc)
 
@@ -363,7 +363,7 @@ def s3_client(settings: DestinationSettings, client_factory: Callable[..., Any] 
         sts = client_factory("sts", **common, **keys)
         try:
             found = sts.assume_role(RoleArn=role_arn, RoleSessionName="manifest-framework")["Credentials"]
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any S3 client error: reworded by _raise
             _raise("assume the role", role_arn, exc)
         keys = {"aws_access_key_id": found["AccessKeyId"], "aws_secret_access_key": found["SecretAccessKey"],
                 "aws_session_token": found["SessionToken"]}

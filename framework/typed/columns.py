@@ -120,7 +120,7 @@ def convert_each(values: Sequence, convert: Callable[[Any], Any], where: Locatio
             continue
         try:
             append(convert(value))
-        except Exception as error:  # any failure of one value nulls that value, never the batch
+        except Exception as error:  # noqa: BLE001 - any failure of one value nulls that value, never the batch
             append(None)
             changes.nulled(where, position, v.reason_of(error))
     return out
@@ -136,7 +136,7 @@ class Direct:
         if set(map(type, values)) <= self.kinds:
             try:
                 built = pa.array(values, self.arrow_type)
-            except Exception:  # out of range, not valid UTF-8...: sort it out value by value
+            except Exception:  # noqa: BLE001 - out of range, not valid UTF-8...: sort it out value by value
                 pass
             else:
                 # NaN and Infinity (Airbyte's JSON reader takes them) are nulled with a change, value by value;
@@ -161,7 +161,7 @@ class Mapped:
             if len(present) < len(values):
                 it = iter(converted)
                 converted = [None if value is None else next(it) for value in values]
-        except Exception:  # some value does not fit: find it, value by value
+        except Exception:  # noqa: BLE001 - some value does not fit: find it, value by value
             converted = convert_each(values, self.convert, where, changes)
         return pa.array(converted, self.arrow_type)
 
@@ -269,7 +269,7 @@ class Disjoint:
                 else:
                     try:
                         chosen[index][position] = convert(value)
-                    except Exception as failure:
+                    except Exception as failure:  # noqa: BLE001 - try the next member
                         error = error or failure
                         continue
                 names[position] = member_names[index]
@@ -335,7 +335,7 @@ class Parsed:
         if set(map(type, values)) <= {str, NoneType}:
             try:
                 text = pa.array(values, pa.string())
-            except Exception:  # not valid UTF-8
+            except Exception:  # noqa: BLE001 - not valid UTF-8
                 text = None
             if text is not None and not pc.any(pc.starts_with(text, "0000")).as_py():
                 chain = self.plan(text)

@@ -136,7 +136,7 @@ def test_record_lines_count_blocks_as_lines_would():
 
 
 def test_spark_against_dlt_is_judged_by_the_target_of_its_size_over_the_wall_time():
-    """Issue 21's targets: 3x dlt at 200,000 records, 10x at 2,000,000, both over the wall time."""
+    """The speed targets: 3x dlt at 200,000 records, 10x at 2,000,000, both over the wall time."""
     def verdict(records: int, spark_wall: float) -> str:
         lines = peers.ratio_lines({SPARK: Result(peers.LABELS[SPARK], records, records, 0.5, 1.0, spark_wall, 50.0),
                                    DLT: Result(peers.LABELS[DLT], records, records, 0.5, 1.0, 100.0, 50.0)})

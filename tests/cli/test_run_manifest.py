@@ -482,7 +482,7 @@ def test_protocol_mode_does_not_import_pyspark(tmp_path, api):
 
 def test_a_protocol_read_builds_no_pydantic_validator(tmp_path, api):
     """The manifest's models come from the quick build (framework/manifest/vouch.py): no model's core schema is
-    built, nor pydantic's plugin loader imported, for a valid manifest (issue 21: about 60 ms of a cold start)."""
+    built, nor pydantic's plugin loader imported, for a valid manifest (about 60 ms of a cold start)."""
     done = _after_a_protocol_read(tmp_path, api, (
         "from framework.models import COMPONENTS\n"
         "print(code, [m.__name__ for m in COMPONENTS if m.__pydantic_complete__], "

@@ -1,4 +1,4 @@
-"""No rendering of a secret reaches any output, whatever the error path (issue: secrets that leak).
+"""No rendering of a secret reaches any output, whatever the error path.
 
 Each scenario renders the config's secret somewhere it goes wrong (a header,
 a query parameter, a URL path, a duration, a page size, a 401 answer that

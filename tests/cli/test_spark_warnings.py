@@ -1,6 +1,6 @@
 """A Spark-mode sync warns of data that looks wrong as ``--test-read`` does, and its stderr carries no noise.
 
-The helpdesk API and manifest of tests/cli/test_test_read.py, broken the way issue 19's user broke them:
+The helpdesk API and manifest of tests/cli/test_test_read.py, broken the way a new user breaks them:
 the sync still exits 0 (records that land, or none, are not a failure), and says what looks wrong with
 the fix, once per stream: a line in text, a ``warning`` event in JSON lines.
 """

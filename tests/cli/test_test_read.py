@@ -1,4 +1,4 @@
-"""``run-manifest --test-read``: the mistakes of issue 19's new user, each flagged with its fix.
+"""``run-manifest --test-read``: a new user's mistakes, each flagged with its fix.
 
 A small helpdesk API (tickets under ``tickets``, a ``meta.next_cursor``
 cursor, pages counted from 1, ``updated_at`` filtered by ``since``) and a

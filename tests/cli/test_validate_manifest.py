@@ -265,7 +265,7 @@ def test_one_file_that_crashes_the_checker_does_not_hide_the_others(write_manife
     assert f"{bad}:" in out and "3 files checked" in err
 
 
-# Start-up cost (issue 21): a check imports only what checking needs. jsonschema only when a spec looks wrong
+# Start-up cost: a check imports only what checking needs. jsonschema only when a spec looks wrong
 # (framework/manifest/spec_shape.py); the runtime's HTTP, JSON, date and file libraries never.
 RUNTIME_ONLY = ("jsonschema", "dateutil", "requests", "urllib3", "orjson", "pyarrow", "pyspark", "py4j", "pandas",
                 "multiprocessing", "xmltodict", "jwt", "cryptography", "anyascii", "boto3", "fastavro")
@@ -298,7 +298,7 @@ def test_a_spec_that_looks_wrong_is_checked_by_jsonschema(write_manifest):
 
 
 def test_a_cold_check_collects_no_garbage_and_scans_no_plugins():
-    """What keeps a cold check cheap (issue 21), asserted rather than timed: the garbage collector never runs
+    """What keeps a cold check cheap, asserted rather than timed: the garbage collector never runs
     while the checker is imported and checks (it is off before the models' classes are made), pydantic does
     not scan the installed distributions for plugins, and the program leaves the collector off on its way
     out (a last collection would only walk everything once more); a caller passing ``argv`` gets it back on."""

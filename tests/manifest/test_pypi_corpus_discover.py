@@ -1,4 +1,4 @@
-"""The issue's first "done when", on the manifests of Airbyte's PyPI packages that use custom components.
+"""The manifests of Airbyte's PyPI packages that use custom components: each validated and discovered.
 
 Each manifest of PYPI_MANIFEST_CORPUS's INDEX.md with ``class_name`` uses is
 validated and discovered (``run-manifest --discover --allow-custom-code``, with
@@ -56,9 +56,9 @@ EXPECTED = {
     "airbyte-source-zoom": Outcome("discovers"),  # schemas named from the package root: ./source_zoom/schemas/
     "airbyte-source-close-com": Outcome("package", ("pendulum",)),  # INDEX.md: Airbyte says `no`
     "airbyte-source-zendesk-chat": Outcome("package", ("pendulum",)),  # and two unsupported components
-    "airbyte-source-github": Outcome("other", ("unsupported-component",)),  # issues 16 and 17
+    "airbyte-source-github": Outcome("other", ("unsupported-component",)),  # component types not supported yet
     # its $refs expand to about 8 million values, resolved as a DAG in a second (INDEX.md: `error`)
-    "airbyte-source-google-ads": Outcome("package", ("pendulum",)),  # and components other issues add
+    "airbyte-source-google-ads": Outcome("package", ("pendulum",)),  # and component types not supported yet
 }
 CUSTOM_CODES = {"custom-module-not-found", "custom-class-not-found", "custom-method-missing", "custom-syntax-error",
                 "bad-class-name", "custom-unknown-option", "airbyte-extra-missing"}

@@ -164,7 +164,7 @@ def _accepted_as(data: Any, model: Any) -> bool:
 
 
 def test_a_cold_check_builds_no_validator_for_a_valid_manifest():
-    """What a cold start saves (issue 21): the core schema of every model, and pydantic's plugin loader."""
+    """What a cold start saves: the core schema of every model, and pydantic's plugin loader."""
     import subprocess
     import sys
 

@@ -1,4 +1,4 @@
-"""What making the models' classes costs (issue 21: validate-manifest's cold start).
+"""What making the models' classes costs (validate-manifest's cold start).
 
 pydantic reads every field's annotation when a class is made. A string annotation (``from __future__ import
 annotations``, or a quoted name) is compiled and evaluated there, and again when the validator is built if a

@@ -1,4 +1,4 @@
-"""Parity with airbyte-cdk for the cursors and routers of issue 16, and its three cursor differences.
+"""Parity with airbyte-cdk for the cursors and routers, and its three cursor differences.
 
 Same harness as ``test_airbyte_parity.py`` (our ``run-manifest --protocol`` and
 airbyte-cdk's ``source-declarative-manifest read`` against one fake API, the

@@ -226,7 +226,7 @@ def cdk_answers() -> list[list[Any]]:
 def _ours(engine: TemplateEngine, template: str, context: dict[str, Any]) -> list[Any]:
     try:
         value = engine.evaluate(template, context, "any")
-    except Exception as exc:  # any failure is compared as a failure
+    except Exception as exc:  # noqa: BLE001 - any failure is compared as a failure
         return ["error", type(exc).__name__]
     return ["ok", [type(value).__name__, repr(value)]]
 

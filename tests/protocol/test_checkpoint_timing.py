@@ -1,4 +1,4 @@
-"""Protocol mode's checkpoints go by time and reach the consumer at once (issue 20, "After a kill").
+"""Protocol mode's checkpoints go by time and reach the consumer at once, so a killed sync loses little.
 
 A slow API (every request takes a while) and few records: the consumer must
 still receive a STATE within a couple of seconds, not only when a stdout

@@ -100,9 +100,15 @@ def test_a_launch_waits_while_paused():
 
 
 def test_a_group_gone_is_skipped(group):
-    pause = StartPause(lambda: [group.pid, 2 ** 22 + 12345])  # no such process group
+    gone = 2 ** 22 + 12345  # above Linux's largest pid: no such process group
+    grandchild = _children(group.pid)[0]
+    pause = StartPause(lambda: [gone, group.pid])  # the gone one first: the live one after it is still stopped
     pause.pause()
+    assert pause.paused
+    assert _wait_for(lambda: _state(group.pid) == "T" and _state(grandchild) == "T")
     pause.resume()
+    assert not pause.paused
+    assert _wait_for(lambda: _state(group.pid) != "T" and _state(grandchild) != "T")
 
 
 def test_only_children_leading_a_group_of_their_own_and_running_spark_are_found(tmp_path):

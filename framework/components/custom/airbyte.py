@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct, field
 
 from framework.components.slices import SliceView, StreamSlice
-from framework.errors import ConfigError, DecodeError, place_suffix
+from framework.errors import ConfigError, DecodeError, FrameworkError, place_suffix
 
 if TYPE_CHECKING:
     from framework.models.custom import CustomComponent
@@ -354,10 +354,31 @@ class AirbyteStream:
         known = self._partitions.get(unit.index)
         if known is not None and dict(known.to_slice() or {}) == dict(unit.slice()):
             return known
-        factory = self._stream._stream_partition_generator._partition_factory  # airbyte-cdk 7's layout
-        made = factory.create(unit.slice())
+        made = self._partition_factory().create(unit.slice())
         self._partitions[unit.index] = made
         return made
+
+    def _partition_factory(self) -> Any:
+        """What makes the stream's partitions, to make one from a unit's slice in a process that did not plan it.
+
+        airbyte-cdk (7.39.1) has no public way to make a stream's partition from
+        a slice: a ``DefaultStream`` keeps its ``StreamSlicerPartitionGenerator``,
+        and that its ``DeclarativePartitionFactory``, to itself. Both are checked
+        to be those classes, so another layout of airbyte-cdk's is a plain error
+        rather than an AttributeError in a Spark task.
+        """
+        from airbyte_cdk.sources.declarative.stream_slicers.declarative_partition_generator import (
+            StreamSlicerPartitionGenerator,
+        )
+        from airbyte_cdk.sources.streams.concurrent.default_stream import DefaultStream
+
+        stream = self._stream
+        generator = stream._stream_partition_generator if isinstance(stream, DefaultStream) else None
+        if not isinstance(generator, StreamSlicerPartitionGenerator):
+            raise FrameworkError(f"airbyte-cdk built the stream `{self.name}` as a {type(stream).__name__} whose "
+                                 f"partitions this bridge cannot make from a slice (it is built for airbyte-cdk "
+                                 f"{REFERENCE_VERSION}){place_suffix(self.place)}")
+        return generator._partition_factory
 
     def read(self, unit: AirbyteUnit, page_size: int = 1000) -> Iterator[tuple[list[dict], dict | None]]:
         """The records of ``unit``, ``page_size`` at a time, each page with the unit's most recent record so far.

@@ -45,7 +45,7 @@ def declared_fields(cls: type) -> dict[str, Any]:
             continue
         try:
             hints = typing.get_type_hints(klass)
-        except Exception:  # hints naming what is not importable here: their names still count
+        except Exception:  # noqa: BLE001 - hints naming what is not importable here: their names still count
             hints = dict(getattr(klass, "__annotations__", {}))
         fields.update(hints)
     if dataclasses.is_dataclass(cls):

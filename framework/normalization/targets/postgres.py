@@ -216,7 +216,7 @@ class PostgresTarget:
         for table in tables:
             try:
                 session.execute(f"DROP TABLE IF EXISTS {self._qualified(table)}")
-            except Exception:  # the first error is the one worth reporting
+            except Exception:  # noqa: BLE001 - the first error is the one worth reporting
                 pass
 
     # --------------------------------------------------------------------------------- connections
@@ -254,7 +254,7 @@ class PostgresTarget:
         finally:
             try:
                 connection.close()
-            except Exception:
+            except Exception:  # noqa: BLE001 - closing after use: nothing left to lose
                 pass
 
     def _connect(self) -> Any:
@@ -538,13 +538,13 @@ class _Session(_Catalog):
         except BaseException:
             try:
                 self._connection.rollback()
-            except Exception:
+            except Exception:  # noqa: BLE001 - the error that made us roll back is the one raised
                 pass
             raise
         finally:
             try:
                 self._connection.setAutoCommit(True)
-            except Exception:
+            except Exception:  # noqa: BLE001 - the connection is done with: its failure hides nothing
                 pass
 
 
@@ -558,7 +558,7 @@ def _sql_state(exc: Any) -> str | None:
     while java is not None:
         try:
             state = java.getSQLState()
-        except Exception:
+        except Exception:  # noqa: BLE001 - any JVM exception without a SQL state
             state = None
         if state:
             return str(state)

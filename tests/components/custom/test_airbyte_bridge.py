@@ -15,6 +15,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -30,7 +31,7 @@ from framework.components.stream import bridge_reason
 from framework.engine.bridge import read_bridged_unit
 from framework.engine.connector import open_connector_text
 from framework.engine.plan import open_sync
-from framework.errors import ConfigError, DecodeError
+from framework.errors import ConfigError, DecodeError, FrameworkError
 from framework.manifest import check_manifest_text
 from framework.models import DeclarativeStream
 from framework.models.custom import CUSTOM_KINDS
@@ -382,6 +383,16 @@ def test_a_full_refresh_stream_has_no_state(components: Any) -> None:
     assert stream.state() is None
     with pytest.raises(ConfigError, match="no stream `nope`"):
         bridge.AirbyteStream(manifest, {}, "nope")
+
+
+@needs_airbyte
+def test_a_unit_of_a_stream_airbyte_cdk_laid_out_otherwise_fails_plainly(components: Any) -> None:
+    components(RETRIEVER_COMPONENTS)
+    stream = bridge.AirbyteStream(retriever_manifest("http://unused.test"), {"start_date": "2024-01-01T00:00:00Z"},
+                                  "orders")
+    stream._stream = SimpleNamespace(name="orders")  # not the DefaultStream airbyte-cdk 7.39.1 builds
+    with pytest.raises(FrameworkError, match="cannot make from a slice"):
+        list(stream.read(bridge.AirbyteUnit(0, cursor_slice={"start_time": "2024-01-01T00:00:00Z"})))
 
 
 @needs_airbyte

@@ -1,4 +1,4 @@
-"""JwtAuthenticator, LegacySessionTokenAuthenticator and the OAuth options of issue 17 (profile assertion,
+"""JwtAuthenticator, LegacySessionTokenAuthenticator and the further OAuth options (profile assertion,
 rotating refresh tokens, refused refresh tokens, refresh in the query string), and ``advanced_auth``."""
 
 from __future__ import annotations

@@ -169,7 +169,7 @@ def test_a_lookback_that_renders_empty_means_none():
 
 
 def test_min_lookback_adds_to_the_lookback_as_airbyte_does():
-    """A global substream cursor's saved duration and the manifest's lookback_window add up (issue 16, 3)."""
+    """A global substream cursor's saved duration and the manifest's lookback_window add up (cursor difference 3 of tests/parity/README.md)."""
     cursor = build({**DAILY, "lookback_window": "P3D"})
     assert cursor.windows(at(2022, 2, 15), min_lookback=timedelta(days=5))[0]["start_time"] == "2022-02-07T00:00:00Z"
     assert cursor.windows(at(2022, 2, 15), min_lookback=timedelta(days=1))[0]["start_time"] == "2022-02-11T00:00:00Z"
