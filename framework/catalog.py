@@ -172,8 +172,8 @@ CATALOG: dict[str, Entry] = {
     "QueryProperties": built("query_properties:QueryProperties", "query_properties:_build_query_properties"),
     # records
     "DpathExtractor": built("records:DpathExtractor", "records.selection:_build_extractor"),
-    "InlineSchemaLoader": part("records:InlineSchemaLoader", "DeclarativeStream", "DynamicSchemaLoader"),
-    "JsonFileSchemaLoader": part("records:JsonFileSchemaLoader", "DeclarativeStream", "DynamicSchemaLoader"),
+    "InlineSchemaLoader": built("records:InlineSchemaLoader", "records.schemas:build_inline_schema"),
+    "JsonFileSchemaLoader": built("records:JsonFileSchemaLoader", "records.schemas:build_schema_file"),
     "RecordFilter": built("records:RecordFilter", "records.selection:_build_filter"),
     "RecordSelector": built("records:RecordSelector", "records.selection:_build_selector"),
     # request_bodies

@@ -35,7 +35,7 @@ _OPTIONAL = sorted({module for kind in CATALOG if (found := builder_path(kind)) 
     "framework.components.http.error_handler", "framework.components.incremental.datetime_cursor",
     "framework.components.incremental.count_cursor", "framework.components.incremental.min_max",
     "framework.components.http.request", "framework.components.delegating", "framework.components.query_properties",
-    "framework.components.stream_groups"})
+    "framework.components.stream_groups", "framework.components.records.schemas"})
 _BEARER = ", authenticator: {type: BearerAuthenticator, api_token: \"{{ config.token }}\"}"
 
 

@@ -407,7 +407,7 @@ class CustomSchema:
         self.call = call
         self.user_object = call.user_object
 
-    def load(self) -> dict:
+    def load(self, stream_name: str | None = None) -> dict:
         schema = self.call(self.user_object.get_json_schema)
         if not isinstance(schema, Mapping):
             raise DecodeError(f"the {self.call.kind} `{self.call.class_name}` gave a {type(schema).__name__} "

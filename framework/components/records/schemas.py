@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote
 
 import orjson
+from msgspec import Struct
 
+from framework.catalog import builds
 from framework.components.context import BuildContext
 from framework.errors import ConfigError
-from framework.models.custom import CustomSchemaLoader
+from framework.models.base import Component
 from framework.models.records import InlineSchemaLoader, JsonFileSchemaLoader
-from framework.models.schema_loaders import DynamicSchemaLoader
 
 #: What a stream without a schema loader and without a default schema file gets.
 PERMISSIVE_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
@@ -33,38 +34,74 @@ def default_schema_path(ctx: BuildContext, stream_name: str) -> str:
     return os.path.join(ctx.base_dir or os.getcwd(), "schemas", f"{stream_name}.json")
 
 
-def load_schema(model: InlineSchemaLoader | JsonFileSchemaLoader | CustomSchemaLoader | DynamicSchemaLoader | None,
-                ctx: BuildContext, stream_name: str, path: tuple) -> dict:
+class SchemaLoader(Protocol):
+    """What a stream's ``schema_loader`` builds to: its JSON Schema, loaded when the connector is opened."""
+
+    def load(self, stream_name: str) -> dict: ...
+
+
+class InlineSchema(Struct, frozen=True):
+    """``InlineSchemaLoader``: the schema written in the manifest (its ``$ref`` s from the manifest's folder)."""
+
+    schema: Mapping[str, Any]
+    base_dir: str
+    where: str | None
+
+    def load(self, stream_name: str) -> dict:
+        resolver = _Resolver(stream_name, self.where)
+        return resolver.resolve(self.schema, None, self.schema, frozenset(), self.base_dir)
+
+
+class SchemaFile(Struct, frozen=True):
+    """``JsonFileSchemaLoader`` (or no loader): a JSON Schema file, by default ``schemas/<stream>.json``.
+
+    ``file`` None is the default file; ``optional``: a missing default file gives an empty
+    object schema instead of an error (a stream without any loader).
+    """
+
+    file: str | None
+    base_dir: str
+    where: str | None
+    optional: bool = False
+
+    def load(self, stream_name: str) -> dict:
+        file = self.file or os.path.join(self.base_dir, "schemas", f"{stream_name}.json")
+        if self.optional and not os.path.exists(file):
+            return {"type": "object", "properties": {}}
+        resolver = _Resolver(stream_name, self.where)
+        document = resolver.load(file)
+        if not isinstance(document, dict):
+            raise resolver.error(file, f"holds {_json_kind(document)}, not a JSON object",
+                                 "write the stream's JSON Schema as an object")
+        return resolver.resolve(document, file, document, frozenset(), os.path.dirname(file))
+
+
+@builds("InlineSchemaLoader")
+def build_inline_schema(model: InlineSchemaLoader, ctx: BuildContext, path: tuple) -> InlineSchema:
+    return InlineSchema(model.schema_, ctx.base_dir or os.getcwd(), ctx.place(path))
+
+
+@builds("JsonFileSchemaLoader")
+def build_schema_file(model: JsonFileSchemaLoader, ctx: BuildContext, path: tuple) -> SchemaFile:
+    base_dir = ctx.base_dir or os.getcwd()
+    file = _schema_file(str(ctx.render(model.file_path, model.parameters)), base_dir) if model.file_path else None
+    return SchemaFile(file, base_dir, ctx.place(path))
+
+
+def load_schema(model: Component | None, ctx: BuildContext, stream_name: str, path: tuple) -> dict:
     """The JSON Schema of a stream's records, with ``$ref``s resolved.
 
-    Without a loader, the default file is read when it exists; otherwise a
-    permissive schema equal to :data:`PERMISSIVE_SCHEMA` is returned (the
-    caller may warn). A file that is missing or not a JSON object raises
-    :class:`~framework.errors.ConfigError`.
+    ``model`` is the stream's ``schema_loader`` (an inline schema, a file, a schema read from the
+    API, a Python class), built by the builder the catalog names for it. Without a loader, the
+    default file is read when it exists; otherwise a permissive schema equal to
+    :data:`PERMISSIVE_SCHEMA` is returned (the caller may warn). A file that is missing or not a
+    JSON object raises :class:`~framework.errors.ConfigError`.
     """
-    if isinstance(model, CustomSchemaLoader):  # a Python class (framework.components.custom)
-        return ctx.build(model, path).load()
-    if isinstance(model, DynamicSchemaLoader):  # read from the API (records/dynamic_schema.py)
-        return ctx.build(model, path).load(stream_name)
-    base_dir = ctx.base_dir or os.getcwd()
-    where = ctx.place(path)
-    if isinstance(model, InlineSchemaLoader):
-        resolver = _Resolver(stream_name, where)
-        return resolver.resolve(model.schema_, None, model.schema_, frozenset(), base_dir)
     if model is None:
-        file = default_schema_path(ctx, stream_name)
-        if not os.path.exists(file):
-            return {"type": "object", "properties": {}}
-    elif model.file_path:
-        file = _schema_file(str(ctx.render(model.file_path, model.parameters)), base_dir)
+        loader: SchemaLoader = SchemaFile(None, ctx.base_dir or os.getcwd(), ctx.place(path), optional=True)
     else:
-        file = default_schema_path(ctx, stream_name)
-    resolver = _Resolver(stream_name, where)
-    document = resolver.load(file)
-    if not isinstance(document, dict):
-        raise resolver.error(file, f"holds {_json_kind(document)}, not a JSON object",
-                             "write the stream's JSON Schema as an object")
-    return resolver.resolve(document, file, document, frozenset(), os.path.dirname(file))
+        loader = ctx.build(model, path)
+    return loader.load(stream_name)
 
 
 def _schema_file(file_path: str, base_dir: str) -> str:
@@ -160,4 +197,5 @@ class _Resolver:
         return value
 
 
-__all__ = ["PERMISSIVE_SCHEMA", "default_schema_path", "load_schema"]
+__all__ = ["PERMISSIVE_SCHEMA", "InlineSchema", "SchemaFile", "SchemaLoader", "build_inline_schema", "build_schema_file",
+           "default_schema_path", "load_schema"]
