@@ -34,6 +34,7 @@ from framework.models.auth import (
     SessionTokenRequestApiKeyAuthenticator,
     SessionTokenRequestBearerAuthenticator,
 )
+from framework.models.back_references import bind_back_references
 from framework.models.base import Component, Model, TemplateSpec, default_type_of, format_of, template_of
 from framework.models.budgets import (
     FixedWindowCallRatePolicy,
@@ -173,6 +174,8 @@ from framework.models.transformations import (
     ParentFieldPath,
     RecordExpander,
 )
+
+bind_back_references()  # the names of models a module holds before it could import them (see back_references)
 
 
 def _model(kind: str) -> type[Component]:

@@ -10,12 +10,12 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from framework.models.auth import Authenticator  # noqa: F401  (first: the requester and auth import each other)
 from framework.models.base import BASE, Component, spec
 from framework.models.custom import CustomDecoder, CustomRecordExtractor, CustomRequester
 from framework.models.decoders import Decoder
 from framework.models.files import ResponseToFileExtractor
 from framework.models.pagination import Paginator
+from framework.models.partitions import PartitionRouter
 from framework.models.records import DpathExtractor, RecordSelector
 from framework.models.requests import HttpRequester
 
@@ -116,7 +116,7 @@ class AsyncRetriever(Component):
         {"type": "HttpRequester", "url_base": "https://api.example.com",
          "path": "/reports/{{ creation_response['id'] }}/delete", "http_method": "POST"}, None,
         default_type="HttpRequester")
-    partition_router: "PartitionRouter | None" = spec(
+    partition_router: PartitionRouter | None = spec(
         "How the stream is split into partitions: one job per partition (and datetime window).",
         {"type": "ListPartitionRouter", "values": ["eu", "us"], "cursor_field": "region"}, None)
     decoder: Annotated[AnyDecoder, Field(discriminator="type")] | None = spec(
@@ -135,6 +135,3 @@ class AsyncRetriever(Component):
 
 
 __all__ = ["AsyncJobStatusMap", "AsyncRetriever"]
-
-# Last: partition routers hold parent streams, whose module imports this one.
-from framework.models.partitions import PartitionRouter  # noqa: E402

@@ -1,12 +1,16 @@
 """Authenticators: how a request proves who is asking."""
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
 from framework.models.base import BASE, SESSION, Component, Model, spec
 from framework.models.custom import CustomAuthenticator
+from framework.models.decoders import LoginDecoder
+
+if TYPE_CHECKING:  # requests imports this module: an HttpRequester has an authenticator (see back_references)
+    from framework.models.requests import HttpRequester, RequestOption
 
 
 class NoAuth(Component):
@@ -404,7 +408,7 @@ class SessionTokenAuthenticator(Component):
     request_authentication: SessionTokenUse = spec(
         "How the token is sent on the data requests.", {"type": "Bearer"}
     )
-    decoder: "LoginDecoder | None" = spec(
+    decoder: LoginDecoder | None = spec(
         "How the login response is read (JSON when left out).", {"type": "XmlDecoder"}, None
     )
 
@@ -439,8 +443,3 @@ Authenticator = Annotated[
     | JwtAuthenticator | LegacySessionTokenAuthenticator,
     Field(discriminator="type"),
 ]
-
-# Last, because requests imports this module (an HttpRequester has an authenticator, and a session
-# token authenticator has a login HttpRequester): pydantic resolves the names above from here.
-from framework.models.decoders import LoginDecoder  # noqa: E402
-from framework.models.requests import HttpRequester, RequestOption  # noqa: E402

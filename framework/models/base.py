@@ -9,8 +9,8 @@ is turned into. Validators and the interpreter read that metadata back through
 
 The model modules leave out ``from __future__ import annotations``: pydantic compiles and evaluates every
 string annotation when it makes a class (a cold ``validate-manifest`` pays that for ~500 fields). Quote only
-a name that is not defined yet when the class is made (a class further down, or one a module cycle imports
-at the bottom); tests/models/test_startup_cost.py keeps those few.
+a name that is not defined yet when the class is made (a class further down, or a model of a module above,
+which :mod:`framework.models.back_references` binds); tests/models/test_startup_cost.py keeps those few.
 """
 
 import typing

@@ -9,11 +9,14 @@ ordinary stream of the connector once resolved.
 """
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
 from framework.models.base import BASE, Component, spec
+
+if TYPE_CHECKING:  # source imports this module: a source has dynamic streams (see back_references)
+    from framework.models.source import DeclarativeStream, SimpleRetriever, StateDelegatingStream
 
 # What a mapping's `value`, `field_path` and `condition` see: the values of the stream being made, the
 # resolver's slice (HttpComponentsResolver) and the template as written.
@@ -173,8 +176,3 @@ class CheckDynamicStream(Component):
     use_check_availability: bool = spec(
         "Read from the streams; when false the check passes as soon as the source has a stream.", True, True)
 
-
-# Last: the source module (streams, retrievers) imports this one at its end; the partition routers' module must
-# come first (it imports the source module at its end).
-import framework.models.partitions  # noqa: E402, F401
-from framework.models.source import DeclarativeStream, SimpleRetriever, StateDelegatingStream  # noqa: E402

@@ -6,6 +6,7 @@ from pydantic import Field
 
 from framework.models.base import BASE, Component, spec
 from framework.models.custom import CustomRecordExtractor
+from framework.models.records import DpathExtractor
 from framework.models.requests import HttpRequester
 
 # a file name template sees the record it is downloaded for
@@ -34,16 +35,13 @@ class FileUploader(Component):
         "How the file is requested; `stream_slice.extra_fields.download_target` is the value the download "
         "target extractor found in the record.",
         {"type": "HttpRequester", "url_base": "{{ stream_slice.extra_fields.download_target }}", "path": ""})
-    download_target_extractor: "DpathExtractor" = spec(
+    download_target_extractor: DpathExtractor = spec(
         "Where the file's URL (or id) is in the record: the first value found, which must be text.",
         {"type": "DpathExtractor", "field_path": ["content_url"]})
-    file_extractor: Annotated["DpathExtractor | CustomRecordExtractor", Field(discriminator="type")] | None = spec(
+    file_extractor: Annotated[DpathExtractor | CustomRecordExtractor, Field(discriminator="type")] | None = spec(
         "Accepted as Airbyte accepts it, and not used (as in Airbyte): the whole response body is the file.",
         {"type": "DpathExtractor", "field_path": ["content"]}, None)
     filename_extractor: str | None = spec(
         "Template of the file's name (a path) under the stream's folder; a random UUID when left out.",
         "{{ record.id }}_{{ record.file_name }}", None, template=FILE_NAME)
 
-
-# Last: records imports this module (a record selector's extractor) and the uploader has extractors.
-from framework.models.records import DpathExtractor  # noqa: E402

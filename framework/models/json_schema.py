@@ -19,8 +19,9 @@ import os
 import sys
 from typing import Any
 
-from framework.models import REGISTRY, DeclarativeSource
+from framework.models import REGISTRY
 from framework.models.destination import DestinationSettings
+from framework.models.source import DeclarativeSource
 
 SCHEMA_ID = "https://manifest-framework.dev/schemas/manifest.schema.json"
 COMPONENT_NAMES = {model.__name__ for model in REGISTRY.values()}

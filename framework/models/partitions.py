@@ -1,12 +1,15 @@
 """Partition routers: how a stream is split into independent partitions."""
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from framework.models.base import BASE, Component, spec
 from framework.models.custom import CustomPartitionRouter
 from framework.models.requests import RequestOption
+
+if TYPE_CHECKING:  # source imports this module: a stream has a partition router (see back_references)
+    from framework.models.source import DeclarativeStream, StateDelegatingStream
 
 
 class ListPartitionRouter(Component):
@@ -173,7 +176,3 @@ Router = Annotated[
     Field(discriminator="type"),
 ]
 PartitionRouter = Router | tuple[Router, ...]
-
-# Last, because source imports this module (a stream has a partition router, and a substream router
-# has parent streams): pydantic resolves `DeclarativeStream` above from here.
-from framework.models.source import DeclarativeStream, StateDelegatingStream  # noqa: E402

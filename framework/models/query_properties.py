@@ -19,9 +19,7 @@ from framework.models.base import BASE, Component, spec
 from framework.models.custom import CustomRetriever
 from framework.models.records import Transformation
 
-if TYPE_CHECKING:
-    # requests imports this module (an HttpRequester holds QueryProperties) before the retriever's module
-    # exists; that module sets `SimpleRetriever` here once loaded, and pydantic resolves it on first use.
+if TYPE_CHECKING:  # source imports this module, through requests: a retriever's requester (see back_references)
     from framework.models.source import SimpleRetriever
 
 

@@ -1,7 +1,7 @@
 """Records: where they are in a response, which to keep, how to change them, and their schema."""
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -20,6 +20,9 @@ from framework.models.transformations import (  # noqa: F401  (importable from h
     RemoveFields,
     Transformation,
 )
+
+if TYPE_CHECKING:  # files imports this module: a file uploader has extractors (see back_references)
+    from framework.models.files import ResponseToFileExtractor
 
 
 class DpathExtractor(Component):
@@ -109,6 +112,3 @@ class JsonFileSchemaLoader(Component):
 SchemaLoader = Annotated[
     InlineSchemaLoader | JsonFileSchemaLoader | CustomSchemaLoader, Field(discriminator="type")
 ]
-
-# Last: files imports this module (a file uploader has extractors).
-from framework.models.files import ResponseToFileExtractor  # noqa: E402

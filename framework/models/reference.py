@@ -25,8 +25,8 @@ from msgspec import Struct
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from framework.models import REGISTRY, UNSUPPORTED, Component, Model, format_of, template_of
-from framework.models.base import field_types, is_secret
+from framework.models import REGISTRY, UNSUPPORTED
+from framework.models.base import Component, Model, field_types, format_of, is_secret, template_of
 from framework.models.destination import DestinationSettings
 
 COMMAND = "python -m framework.models.reference docs/reference.md"

@@ -13,6 +13,7 @@ from framework.models.auth import Authenticator
 from framework.models.base import ASYNC_JOB, BASE, REQUEST, Component, spec
 from framework.models.decoders import JsonDecoder  # noqa: F401  (its home before the other decoders came)
 from framework.models.error_handling import ErrorHandler
+from framework.models.query_properties import PropertiesFromEndpoint, QueryProperties, RequestParameter
 from framework.models.request_bodies import RequestBody, effective_bodies
 
 
@@ -86,7 +87,7 @@ class HttpRequester(Component):
         None,
         default_type="DefaultErrorHandler",
     )
-    request_parameters: "Mapping[str, RequestParameter] | str" = spec(
+    request_parameters: Mapping[str, RequestParameter] | str = spec(
         "Query parameters added to every request. Keys and values are templates; "
         "a single template string must render an object. One value may be a QueryProperties: "
         "that parameter carries the properties of each request, comma-separated.",
@@ -119,13 +120,13 @@ class HttpRequester(Component):
         template=REQUEST | ASYNC_JOB,
         result="any",
     )
-    query_properties: "QueryProperties | None" = spec(
+    query_properties: QueryProperties | None = spec(
         "The properties to ask for, read by templates as `stream_slice.extra_fields['query_properties']` "
         "(a list; one request per chunk of it).",
         {"type": "QueryProperties", "property_list": ["name", "email"]},
         None,
     )
-    fetch_properties_from_endpoint: "PropertiesFromEndpoint | None" = spec(
+    fetch_properties_from_endpoint: PropertiesFromEndpoint | None = spec(
         "Deprecated: use `query_properties` with this as its `property_list`.",
         {"type": "PropertiesFromEndpoint", "property_field_path": ["name"],
          "retriever": {"$ref": "#/definitions/properties_retriever"}},
@@ -156,6 +157,3 @@ class HttpRequester(Component):
         """``(JSON body, form or text body)`` with ``request_body`` folded into the older fields."""
         return effective_bodies(self.request_body, self.request_body_json, self.request_body_data)
 
-
-# Last: query properties hold a retriever (whose requester is defined above).
-from framework.models.query_properties import PropertiesFromEndpoint, QueryProperties, RequestParameter  # noqa: E402

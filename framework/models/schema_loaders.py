@@ -7,13 +7,16 @@ and where each field's name (``key_pointer``) and type (``type_pointer``) are;
 arrays of a given item type).
 """
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
 from framework.models.base import BASE, Component, spec
 from framework.models.custom import CustomRecordFilter, CustomSchemaLoader
 from framework.models.records import InlineSchemaLoader, JsonFileSchemaLoader, RecordFilter, Transformation
+
+if TYPE_CHECKING:  # source imports this module: a stream has a schema loader (see back_references)
+    from framework.models.source import SimpleRetriever
 
 #: The type names a field of a dynamic schema may end up with (Airbyte's data types).
 AirbyteType = Literal[
@@ -120,6 +123,3 @@ class DynamicSchemaLoader(Component):
 StreamSchemaLoader = Annotated[
     InlineSchemaLoader | JsonFileSchemaLoader | DynamicSchemaLoader | CustomSchemaLoader, Field(discriminator="type")
 ]
-
-# Last: source imports this module (a stream's schema loader) and the loader has a retriever.
-from framework.models.source import SimpleRetriever  # noqa: E402

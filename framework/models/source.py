@@ -5,6 +5,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from framework.models.async_jobs import AsyncRetriever
 from framework.models.auth import AuthFlow
 from framework.models.base import BASE, Component, spec
 from framework.models.budgets import HTTPAPIBudget
@@ -24,6 +25,7 @@ from framework.models.decoders import (
     XmlDecoder,
     ZipfileDecoder,
 )
+from framework.models.dynamic import CheckDynamicStream, DynamicDeclarativeStream, DynamicStreamCheckConfig
 from framework.models.error_handling import uses_action
 from framework.models.files import FileUploader
 from framework.models.incremental import DatetimeBasedCursor, IncrementalSync
@@ -40,6 +42,8 @@ from framework.models.pagination import (
 from framework.models.partitions import PartitionRouter
 from framework.models.records import RecordSelector, Transformation
 from framework.models.requests import HttpRequester, RequestPath
+from framework.models.schema_loaders import StreamSchemaLoader
+from framework.models.stream_groups import StreamGroup
 
 PrimaryKey = str | tuple[str, ...] | tuple[tuple[str, ...], ...]
 
@@ -156,7 +160,7 @@ class DeclarativeStream(Component):
 
     type: Literal["DeclarativeStream"] = spec("Component type.", "DeclarativeStream", "DeclarativeStream")
     name: str = spec("Name of the stream, unique in the source.", "orders")
-    retriever: Annotated["SimpleRetriever | CustomRetriever | AsyncRetriever", Field(discriminator="type")] = spec(
+    retriever: Annotated[SimpleRetriever | CustomRetriever | AsyncRetriever, Field(discriminator="type")] = spec(
         "How the stream's records are read.",
         {"type": "SimpleRetriever", "requester": {"$ref": "#/definitions/requester"},
          "record_selector": {"$ref": "#/definitions/selector"}},
@@ -165,7 +169,7 @@ class DeclarativeStream(Component):
     primary_key: PrimaryKey | None = spec(
         "Field, fields, or paths of nested fields that identify a record.", "id", None
     )
-    schema_loader: "StreamSchemaLoader | None" = spec(
+    schema_loader: StreamSchemaLoader | None = spec(
         "Where the stream's JSON Schema comes from; the file `schemas/<name>.json` when left out.",
         {"type": "InlineSchemaLoader", "schema": {"type": "object", "properties": {"id": {"type": "integer"}}}},
         None,
@@ -244,7 +248,7 @@ class CheckStream(Component):
 
     type: Literal["CheckStream"] = spec("Component type.", "CheckStream", "CheckStream")
     stream_names: tuple[str, ...] = spec("Streams to read one record from.", ["accounts"])
-    dynamic_streams_check_configs: "tuple[DynamicStreamCheckConfig, ...]" = spec("Streams made by `dynamic_streams` to read one record from too.", [{"type": "DynamicStreamCheckConfig", "dynamic_stream_name": "reports", "stream_count": 1}], (), default_type="DynamicStreamCheckConfig")  # noqa: E501
+    dynamic_streams_check_configs: tuple[DynamicStreamCheckConfig, ...] = spec("Streams made by `dynamic_streams` to read one record from too.", [{"type": "DynamicStreamCheckConfig", "dynamic_stream_name": "reports", "stream_count": 1}], (), default_type="DynamicStreamCheckConfig")  # noqa: E501
 
 
 class ConcurrencyLevel(Component):
@@ -313,7 +317,7 @@ class DeclarativeSource(Component):
         "that exist only when their condition holds.",
         [{"$ref": "#/definitions/orders_stream"}], default_type="DeclarativeStream"
     )
-    check: Annotated["CheckStream | CheckDynamicStream", Field(discriminator="type")] = spec("How a connection is checked.", {"type": "CheckStream", "stream_names": ["orders"]}, default_type="CheckStream")  # noqa: E501
+    check: Annotated[CheckStream | CheckDynamicStream, Field(discriminator="type")] = spec("How a connection is checked.", {"type": "CheckStream", "stream_names": ["orders"]}, default_type="CheckStream")  # noqa: E501
     spec_: Spec | None = spec(
         "The connection specification.",
         {"type": "Spec", "connection_specification": {"type": "object", "properties": {}}},
@@ -341,13 +345,13 @@ class DeclarativeSource(Component):
         default_factory=dict,
     )
     description: str | None = spec("What the connector reads.", "Orders and accounts of the Example API.", None)
-    stream_groups: "Mapping[str, StreamGroup]" = spec(
+    stream_groups: Mapping[str, StreamGroup] = spec(
         "Groups of streams (by group name) that share a resource of the API and are never read at the same time.",
         {"reports": {"streams": [{"$ref": "#/definitions/orders_stream"}, {"$ref": "#/definitions/refunds_stream"}],
                      "action": {"type": "BlockSimultaneousSyncsAction"}}},
         default_factory=dict,
     )
-    dynamic_streams: "tuple[DynamicDeclarativeStream, ...]" = spec(
+    dynamic_streams: tuple[DynamicDeclarativeStream, ...] = spec(
         "Streams made from an endpoint's answer or from config values.", [{"$ref": "#/definitions/report_streams"}],
         (), default_type="DynamicDeclarativeStream")
     api_budget: HTTPAPIBudget | None = spec(
@@ -356,18 +360,3 @@ class DeclarativeSource(Component):
                                                 "rates": [{"limit": 900, "interval": "PT1M"}], "matchers": []}]},
         None)
 
-
-# A PropertiesFromEndpoint (imported before this module, through the requester) holds a SimpleRetriever.
-from framework.models import query_properties as _query_properties  # noqa: E402
-
-_query_properties.SimpleRetriever = SimpleRetriever  # type: ignore[misc]
-
-# Last: the dynamic schema loader has a retriever (SimpleRetriever, above); a dynamic stream holds a stream
-# template and a retriever.
-# Last: an AsyncRetriever holds partition routers, whose parents are streams (above).
-from framework.models.async_jobs import AsyncRetriever  # noqa: E402
-from framework.models.dynamic import CheckDynamicStream, DynamicDeclarativeStream, DynamicStreamCheckConfig  # noqa: E402
-from framework.models.schema_loaders import StreamSchemaLoader  # noqa: E402
-
-# Last: a stream group holds streams (DeclarativeStream, above).
-from framework.models.stream_groups import StreamGroup  # noqa: E402

@@ -1,8 +1,11 @@
 """Stream groups: streams that share a resource of the API and are never read at the same time."""
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from framework.models.base import Component, Model, spec
+
+if TYPE_CHECKING:  # source imports this module: a source has stream groups (see back_references)
+    from framework.models.source import DeclarativeStream
 
 
 class BlockSimultaneousSyncsAction(Component):
@@ -32,8 +35,5 @@ class StreamGroup(Model):
         {"type": "BlockSimultaneousSyncsAction"},
     )
 
-
-# Last: source.py imports this module for DeclarativeSource.stream_groups; pydantic resolves the name from here.
-from framework.models.source import DeclarativeStream  # noqa: E402
 
 __all__ = ["BlockSimultaneousSyncsAction", "StreamGroup"]

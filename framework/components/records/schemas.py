@@ -197,5 +197,5 @@ class _Resolver:
         return value
 
 
-__all__ = ["PERMISSIVE_SCHEMA", "InlineSchema", "SchemaFile", "SchemaLoader", "build_inline_schema", "build_schema_file",
-           "default_schema_path", "load_schema"]
+__all__ = ["PERMISSIVE_SCHEMA", "InlineSchema", "SchemaFile", "SchemaLoader", "build_inline_schema",
+           "build_schema_file", "default_schema_path", "load_schema"]
