@@ -159,7 +159,7 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
 
 
 def warm_function(source: ConnectorSource):
-    """The function handed to ``mapInArrow`` by the warm-up job (:func:`framework.spark.pipeline.warmed`): in
+    """The function handed to ``mapInArrow`` by the warm-up job (:func:`framework.spark.warmup.warmed`): in
     each Python worker it runs in, the connector of ``source`` is built (and kept, as a task keeps it:
     :func:`~framework.engine.worker.worker_connector`) and the writers' modules imported, so the sync's first
     tasks start reading at once. It answers one row per input row; a connector that cannot be built is left
