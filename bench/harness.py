@@ -126,7 +126,8 @@ def prepare_class_archive(wait: float = 180.0) -> str:
     makes it first, in the foreground, so that no measured run overlaps its making.
     """
     probe = ("import time\n"
-             "from framework.spark.class_archive import class_archive, build\n"
+             "from framework.spark.class_archive import class_archive\n"
+             "from framework.spark.class_archive_builder import build\n"
              "a = class_archive()\n"
              f"deadline = time.time() + {wait!r}\n"
              "while a is not None and not a.usable() and a.building() and time.time() < deadline:\n"

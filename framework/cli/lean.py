@@ -2,9 +2,10 @@
 
 Start-up makes many objects and little garbage, so the collector is off
 while it runs (the caller turns it on again once start-up is over, where
-garbage follows). pydantic looks for plugins (every installed distribution's
-entry points) when it builds a validator; plugins only observe validation, so
-the scan is off unless the user chose, as pydantic documents. At the end a
+garbage follows; the collector's settings are :mod:`framework.collector`'s).
+pydantic looks for plugins (every installed distribution's entry points)
+when it builds a validator; plugins only observe validation, so the scan is
+off unless the user chose, as pydantic documents. At the end a
 caller that goes on (a test, a script passing ``argv``) gets both back as they
 were; as the program (``validate-manifest``, ``run-manifest``) it leaves the
 collector off with every object frozen: the interpreter would otherwise walk
@@ -15,10 +16,10 @@ the state that covers it is saved, so no finalizer is left with work to do.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from framework.collector import off_while_starting
 from framework.plugin_scan import plugin_scan_off
 
 
@@ -27,15 +28,7 @@ def lean_start(program: bool) -> Iterator[bool]:
     """Collector off and pydantic's plugin scan off for the block; yields whether the collector was on.
 
     ``program``: the process ends after the block (the command line's own ``argv``)."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        with plugin_scan_off():
-            yield collecting
-    finally:
-        if program:  # nothing of the run is left for a last collection to finalize: files are closed
-            gc.disable()
-            gc.freeze()
-        elif collecting:
-            gc.unfreeze()  # what the run froze (framework.cli.run) is the caller's to collect again
-            gc.enable()
+    # the collector's side: framework.collector.off_while_starting (what the run froze, framework.cli.run, is a
+    # caller's that goes on to collect again)
+    with off_while_starting(program) as collecting, plugin_scan_off():
+        yield collecting

@@ -42,7 +42,6 @@ or state.
 from __future__ import annotations
 
 import argparse
-import gc
 import io
 import sys
 import time
@@ -51,6 +50,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
+from framework import collector
 from framework.cli.lean import lean_start
 from framework.errors import ConfigError, FrameworkError, ManifestError, StorageError
 
@@ -245,11 +245,9 @@ def _run(args: argparse.Namespace, out: IO[bytes], collecting: bool = True) -> i
             out.write(messages.encode(messages.connection_status(False, str(exc))))
         raise
     if collecting:  # built: reading makes garbage (cycles in HTTP responses, say), so the collector runs again
-        # What start-up made lives as long as the run. Frozen, it is not walked by the first collection after
-        # enable, which would otherwise take every object made since start (a whole gen-0 walk: 30 ms of a
-        # 0.33 s protocol read); lean_start thaws it for a caller that goes on.
-        gc.freeze()
-        gc.enable()
+        # What start-up made lives as long as the run: frozen first (framework.collector.on_after_start);
+        # lean_start thaws it for a caller that goes on.
+        collector.on_after_start()
     if args.check:
         from framework.protocol.check import check_connection
 

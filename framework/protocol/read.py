@@ -16,7 +16,6 @@ checkpoint: after a kill, only what was read since then is read again.
 
 from __future__ import annotations
 
-import gc
 import sys
 import time
 import traceback
@@ -25,6 +24,7 @@ from typing import IO, Any
 
 from msgspec import Struct, field
 
+from framework import collector
 from framework.components.retriever import PAGE_WATCH
 from framework.components.stream import Stream
 from framework.engine.connector import Connector
@@ -45,10 +45,6 @@ class ReadReport(Struct):
         return any_failed(self.streams)
 
 
-#: The collector's youngest-generation threshold while reading: more than a page of records allocates
-#: (1,000 records of a few nested objects each), so a page is gone before the collector looks at it.
-YOUNG_OBJECTS = 50_000
-
 #: The state Airbyte's sources emit at the end of a full-refresh stream, so a destination knows it ended.
 NO_CURSOR_STATE = {"__ab_no_cursor_state_message": True}
 
@@ -62,20 +58,10 @@ def read(connector: Connector, selections: Sequence[Selection], states: Mapping[
          checkpoint_seconds: float = 1.0) -> ReadReport:
     """Read ``selections`` and write their messages to ``out``; failures also go to ``err`` (stderr)."""
     err = err if err is not None else sys.stderr  # looked up now, so a redirected stderr is used
-    # Pages make many short-lived objects, so the collector runs often; frozen, what lives now (modules,
-    # the connector) is not walked again by every older-generation collection. A page's records are
-    # containers without cycles, freed as soon as the page is written; with the default threshold (700
-    # allocations) the collector ran several times per page, found them still alive and moved them to older
-    # generations, which it then walked again: about 1,000 collections and 0.1 s per 200,000 records. With
-    # room for a page's objects it runs a few times per sync. Both are put back at the end.
-    gc.freeze()
-    threshold = gc.get_threshold()
-    gc.set_threshold(max(threshold[0], YOUNG_OBJECTS), *threshold[1:])
-    try:
+    # Pages make many short-lived objects: with the collector's default threshold it ran about 1,000 times and
+    # took 0.1 s per 200,000 records; as reading wants it (framework.collector.reading), a few times per sync.
+    with collector.reading():
         return _read(connector, selections, states, out, err, concurrency, checkpoint_seconds)
-    finally:
-        gc.set_threshold(*threshold)
-        gc.unfreeze()
 
 
 def _read(connector: Connector, selections: Sequence[Selection], states: Mapping[str, Mapping[str, Any]],

@@ -19,7 +19,7 @@ start and the first job took 2.2 s less (7.2 s to 5.0 s, bench/README.md).
   ``FRAMEWORK_SPARK_CLASS_ARCHIVE=off`` turns all of it off. Making one
   removes the folder's other archives made over a week ago.
 * **Made in the background.** A sync that finds no archive runs without one
-  and, once it is over, starts ``python -m framework.spark.class_archive`` on
+  and, once it is over, starts ``python -m framework.spark.class_archive_builder`` on
   its own (a new session, at the lowest CPU priority, output discarded): that
   process starts a local session with ``-XX:ArchiveClassesAtExit``, runs one
   ``mapInArrow`` job like a sync's, stops, and moves the finished archive into
@@ -47,17 +47,19 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from msgspec import Struct
 
+import framework
+from framework.spark.home import jars_of, pip_spark_home
+from framework.spark.launch_home import cache_folder, launch_home
+
 ENVIRONMENT = "FRAMEWORK_SPARK_CLASS_ARCHIVE"
 _OFF = ("off", "0", "false", "no")
-_QUIET = "-Xlog:cds*=off"  # the JVM's notes on classes it cannot archive, or on an archive it cannot use
+#: The JVM's notes on classes it cannot archive, or on an archive it cannot use, off.
+QUIET_OPTION = "-Xlog:cds*=off"
 _STALE_LOCK_S = 15 * 60
-_BUILD_TIMEOUT_S = 10 * 60
-_OLD_DAYS = 7.0
 _RETRY_AFTER_S = 24 * 3600
 
 
@@ -91,7 +93,7 @@ class ClassArchive(Struct, frozen=True):
 
     def java_options(self) -> str:
         """The driver JVM's options that map the archive."""
-        return f"-XX:SharedArchiveFile={self.path} {_QUIET}"
+        return f"-XX:SharedArchiveFile={self.path} {QUIET_OPTION}"
 
     def remove(self) -> None:
         """Drop the archive (a JVM did not start with it): the next sync makes it again."""
@@ -115,11 +117,8 @@ def class_archive(environ: Mapping[str, str] | None = None) -> ClassArchive | No
     if given.lower() in _OFF:
         return None
     java = _java(environ)
-    from framework.spark.launch_home import cache_folder, jars_of, launch_home
-    from framework.spark.session import _pip_spark_home
-
     # the home a local driver JVM is launched from (framework.spark.launch_home): its class path is the archive's
-    home = environ.get("SPARK_HOME") or launch_home(environ) or _pip_spark_home()
+    home = environ.get("SPARK_HOME") or launch_home(environ) or pip_spark_home()
     if java is None or not home:
         return None
     jars = jars_of(home)
@@ -149,14 +148,12 @@ def build_in_background(archive: ClassArchive) -> subprocess.Popen[bytes] | None
     at it already or it cannot be started)."""
     if archive.building() or archive.usable() or _failed_lately(archive) or not _writable(archive.path):
         return None
-    import framework
-
     root = os.path.dirname(os.path.dirname(os.path.abspath(framework.__file__)))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
-        return subprocess.Popen([sys.executable, "-m", "framework.spark.class_archive", archive.path],
+        return subprocess.Popen([sys.executable, "-m", "framework.spark.class_archive_builder", archive.path],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True, env=env)
     except OSError:
@@ -181,105 +178,4 @@ def _writable(path: str) -> bool:
     return bool(folder) and os.access(folder, os.W_OK | os.X_OK)
 
 
-@contextlib.contextmanager
-def _locked(archive: ClassArchive) -> Iterator[bool]:
-    """Hold the archive's lock file (True), or say another builder holds it (False)."""
-    os.makedirs(os.path.dirname(archive.path), exist_ok=True)
-    if os.path.exists(archive.lock) and not archive.building():
-        with contextlib.suppress(OSError):
-            os.unlink(archive.lock)  # a builder that died
-    try:
-        descriptor = os.open(archive.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        yield False
-        return
-    os.write(descriptor, str(os.getpid()).encode())
-    os.close(descriptor)
-    try:
-        yield True
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(archive.lock)
-
-
-def _warm(batches: Iterator[Any]) -> Iterator[Any]:
-    """The archive run's task: passes its batches on (a sync's tasks do their work in Python)."""
-    yield from batches
-
-
-def build(archive: ClassArchive, timeout: float = _BUILD_TIMEOUT_S) -> bool:
-    """Make ``archive``: a local session with ``-XX:ArchiveClassesAtExit``, one ``mapInArrow`` job, the JVM's
-    exit; True when the archive is in place (False: another builder is at it, or the JVM wrote nothing)."""
-    from framework.spark.session import _classic_session, session_plan
-    from framework.values import replace
-
-    with _locked(archive) as mine:
-        if not mine or archive.usable():
-            return archive.usable()
-        temp = f"{archive.path}.{os.getpid()}.tmp"
-        plan = session_plan("local[2]", environ={**os.environ, ENVIRONMENT: "off"})
-        settings = dict(plan.settings)
-        settings["spark.driver.defaultJavaOptions"] = f"-XX:ArchiveClassesAtExit={temp} {_QUIET}"
-        try:
-            session = _classic_session(replace(plan, settings=settings), "class-archive")
-            import pyarrow as pa
-            from pyspark import SparkContext
-
-            frame = session.createDataFrame(pa.table({"core": [0, 1]})).coalesce(1)
-            frame.mapInArrow(_warm, "core bigint").toArrow()
-            process = getattr(SparkContext._gateway, "proc", None)
-            session.stop()
-            if process is None:
-                return False
-            process.stdin.close()  # the gateway's JVM exits when its input ends, writing the archive first
-            process.wait(timeout)
-            size = os.stat(temp).st_size if os.path.exists(temp) else 0
-            if process.returncode != 0 or size == 0:
-                _mark_failed(archive)
-                return False
-            record = f"{archive.record}.{os.getpid()}.tmp"
-            with open(record, "w", encoding="utf-8") as handle:
-                json.dump({"size": size}, handle)
-            os.replace(record, archive.record)
-            os.replace(temp, archive.path)
-            _drop_old(archive)
-            with contextlib.suppress(OSError):
-                os.unlink(archive.failed)
-            return True
-        except Exception:  # noqa: BLE001 - no Java, a folder that takes no files...: not tried again for a day
-            _mark_failed(archive)
-            return False
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-
-
-__all__ = ["ENVIRONMENT", "ClassArchive", "build", "build_in_background", "class_archive"]
-
-
-def _mark_failed(archive: ClassArchive) -> None:
-    with contextlib.suppress(OSError), open(archive.failed, "w", encoding="utf-8") as handle:
-        handle.write(str(os.getpid()))
-
-
-def _drop_old(kept: ClassArchive, days: float = _OLD_DAYS) -> None:
-    """Remove the other archives of the folder made over ``days`` ago (an older Java or Spark's, most likely;
-    one still in use is made again by its next sync)."""
-    folder = os.path.dirname(kept.path)
-    for name in os.listdir(folder):
-        path = os.path.join(folder, name)
-        if not (name.startswith("spark-") and name.endswith(".jsa")) or path == kept.path:
-            continue
-        other = ClassArchive(path)
-        try:
-            made = os.stat(other.record).st_mtime
-        except OSError:
-            made = 0.0
-        if time.time() - made > days * 86400:
-            other.remove()
-
-
-if __name__ == "__main__":
-    with contextlib.suppress(OSError):
-        os.nice(19)
-    sys.exit(0 if build(ClassArchive(sys.argv[1])) else 1)
+__all__ = ["ENVIRONMENT", "QUIET_OPTION", "ClassArchive", "build_in_background", "class_archive"]

@@ -16,11 +16,12 @@ compiled from source by every daemon.
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 import zipfile
 from importlib.machinery import PathFinder
+
+from framework.collector import frozen_as_loaded
 
 
 def _preload() -> None:
@@ -39,8 +40,7 @@ def _preload() -> None:
 
     settle_with_pandas()
 
-    gc.collect()
-    gc.freeze()  # what is loaded now stays out of the workers' garbage collections
+    frozen_as_loaded()  # what is loaded now stays out of the workers' garbage collections
 
 
 #: Spark puts these before everything else on its Python workers' path (``PythonUtils.sparkPythonPath``): its

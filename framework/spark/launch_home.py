@@ -37,6 +37,8 @@ import os
 import shutil
 from collections.abc import Mapping
 
+from framework.spark.home import jars_of, pip_spark_home
+
 ENVIRONMENT = "FRAMEWORK_SPARK_HOME"
 _OFF = ("off", "0", "false", "no")
 _LEFT_OUT = ("spark-mllib_",)  # jar names starting so are not linked (spark-mllib-local has no extension)
@@ -50,9 +52,7 @@ def launch_home(environ: Mapping[str, str] | None = None) -> str | None:
     if given.lower() in _OFF or os.name != "posix" or environ.get("SPARK_HOME") \
             or "PYSPARK_GATEWAY_PORT" in environ:
         return None
-    from framework.spark.session import _pip_spark_home
-
-    pip_home = _pip_spark_home()
+    pip_home = pip_spark_home()
     if not pip_home:
         return None
     jars = jars_of(pip_home)
@@ -73,17 +73,6 @@ def cache_folder(environ: Mapping[str, str], given: str = "") -> str:
     user named), else ``$XDG_CACHE_HOME/manifest-framework``, else ``~/.cache/manifest-framework``."""
     cache = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return given or os.path.join(cache, "manifest-framework")
-
-
-def jars_of(home: str) -> tuple[str, list[str], int] | None:
-    """The jars folder of the Spark ``home``: its real path, its file names (sorted) and its time of change (a
-    jar added, removed or replaced: pip removes, then writes), what a cached file made from it is keyed on;
-    None when it cannot be read."""
-    jars = os.path.join(home, "jars")
-    try:
-        return os.path.realpath(jars), sorted(os.listdir(jars)), os.stat(jars).st_mtime_ns
-    except OSError:
-        return None
 
 
 def _make(home: str, pip_home: str, names: list[str]) -> bool:
@@ -110,4 +99,4 @@ def _make(home: str, pip_home: str, names: list[str]) -> bool:
             shutil.rmtree(temp)
 
 
-__all__ = ["ENVIRONMENT", "cache_folder", "jars_of", "launch_home"]
+__all__ = ["ENVIRONMENT", "cache_folder", "launch_home"]

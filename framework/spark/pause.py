@@ -5,7 +5,7 @@ A local sync starts its Spark session in the background while the driver reads
 will finish the sync alone before Spark could help, the JVM's start only takes
 CPU from it: on a busy machine that is most of the sync's time. :class:`StartPause`
 holds the start where it is: a launch not begun waits; a JVM launched (in a
-process group of its own: :func:`framework.spark.session._launch_jvm`) is stopped
+process group of its own: :func:`framework.spark.launch.launch_jvm`) is stopped
 with ``SIGSTOP`` and goes on with ``SIGCONT`` when the driver wants it after all.
 
 A start may also begin held for a short while (:data:`LAUNCH_HOLD_S`): the
@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Iterable
 
 #: How long a local sync's session start waits, at first, for the driver to say whether it wants Spark (after
-#: its first group: :func:`framework.spark.pipeline._spark_wanted`). A sync that needs Spark gets it this much
+#: its first group: :func:`framework.spark.warmup.spark_wanted`). A sync that needs Spark gets it this much
 #: later, less what the driver reads meanwhile; one that does not never pays for the JVM's start, nor for
 #: pyspark's import (about 0.5 CPU-s before the first group ends; bench/README.md, "a JVM held while not
 #: wanted").

@@ -72,7 +72,8 @@ from framework.protocol.catalog import Selection
 from framework.spark import connect
 from framework.spark.scheduling import schedule_groups
 from framework.spark.session import SessionStart
-from framework.spark.tasks import TaskJob, encode_units, result_struct, run_task, task_function, warm_function
+from framework.spark.tasks import TaskJob, encode_units, result_struct, run_task, task_function
+from framework.spark.warmup import Reading, WarmUp, spark_wanted
 from framework.storage import Storage, storage_for
 from framework.storage.layout import next_part_number
 from framework.storage.state_store import (
@@ -135,50 +136,6 @@ class PipelineOptions(Struct, frozen=True):
             raise ConfigError(f"tasks_per_core is {self.tasks_per_core}; give 1 or more")
 
 
-#: Spark's warm-up (its first job: the worker daemon, a worker per core, their imports, the JVM's own first-job
-#: costs) takes 2 to 3 s and both cores on a 2-core machine, while the driver goes on reading. It is started only
-#: when the driver has more than this many seconds of reading left by its pace so far: below that the driver is
-#: done sooner alone, and the warm-up would only take its CPU (bench/README.md, "the warm-up only when worth it").
-WARM_UP_WORTH_S = 4.0
-
-#: Spark's start and warm-up take about this much CPU (the JVM's start, its first job, a Python worker per core)
-#: before Spark reads anything; while the driver's reading left, in CPU seconds by its own CPU per unit so far,
-#: is below it the driver finishes first, so the session's start is paused (:func:`_spark_wanted`). CPU, not
-#: wall time: on a busy machine the driver reads slower by the wall clock, yet Spark's start would only take
-#: from it the CPU it lacks (bench/README.md, "a JVM held while not wanted").
-SPARK_WORTH_CPU_S = 4.0
-
-
-class _Reading(Struct):
-    """The stream the driver reads: when it began, its units planned and done, and whether its plan is whole."""
-
-    result: StreamResult
-    began: float  # time.monotonic()
-    more_streams: bool  # streams after this one: more work than this estimate sees
-    planned_all: bool = False
-    cpu: float = 0.0  # CPU seconds of the groups the driver read (their threads' own)
-    spark_after: bool = False  # the stream needs Spark once read (a change-data apply): it is always wanted
-
-    def worth_warming(self) -> bool:
-        """Whether the driver's reading left (estimated by its pace so far) is long enough for Spark's warm-up
-        to pay; True whenever it cannot be told (no unit done yet, a plan still streaming, more streams)."""
-        left = self._left(time.monotonic() - self.began)
-        return left is None or left > WARM_UP_WORTH_S
-
-    def worth_spark(self) -> bool:
-        """Whether the driver's reading left in CPU seconds (by its CPU per unit so far) is more than Spark's
-        start costs (:data:`SPARK_WORTH_CPU_S`); True whenever it cannot be told."""
-        left = self._left(self.cpu)
-        return self.spark_after or left is None or left > SPARK_WORTH_CPU_S
-
-    def _left(self, spent: float) -> float | None:
-        """What the units not done yet cost at ``spent`` for those done; None when it cannot be told."""
-        done, planned = self.result.units_done, self.result.units
-        if self.more_streams or not self.planned_all or done <= 0:
-            return None
-        return (planned - done) * spent / done
-
-
 class _Run(Struct):
     """What every stream of one pipeline run shares."""
 
@@ -199,8 +156,8 @@ class _Run(Struct):
     ready_told: bool = False  # the "spark_ready" progress event went out
     # driver_reads: done once the session is up and its Python workers are warm (warmed); else the session
     ready: Future[SparkSession] = field(default_factory=Future)
-    reading: _Reading | None = None  # driver_reads: how far the stream being synced is (_Reading.worth_warming)
-    warm_up: _WarmUp | None = None  # driver_reads: Spark's warm-up, considered again after each group
+    reading: Reading | None = None  # driver_reads: how far the stream being synced is (Reading.worth_warming)
+    warm_up: WarmUp | None = None  # driver_reads: Spark's warm-up, considered again after each group
     start: SessionStart | None = None  # driver_reads: the session's start, paused while Spark is not wanted
 
     @property
@@ -275,10 +232,11 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     warm_tag = f"run-manifest-warm-up-{uuid.uuid4().hex[:12]}"
     results: list[StreamResult] = []
     over = threading.Event()  # the run has ended: a session up from now on is not warmed up
-    warm_up: _WarmUp | None = None
+    warm_up: WarmUp | None = None
     if early:  # the driver reads until Spark's workers are ready too, not only its JVM
         run.start = spark if isinstance(spark, SessionStart) else None
-        warm_up = _WarmUp(session, run.source, run.cores, warm_tag, over, worth=lambda: _spark_wanted(run))
+        warm_up = WarmUp(session, run.source, run.cores, warm_tag, over,
+                         worth=lambda: spark_wanted(run.reading, run.start))
         run.ready = warm_up.ready
         run.warm_up = warm_up
 
@@ -319,97 +277,6 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     return PipelineResult(run.connection.sync_id, results)
 
 
-def warmed(session: Future[SparkSession], source: ConnectorSource, cores: int, tag: str,
-           over: threading.Event | None = None) -> Future[SparkSession]:
-    """The session once it is up *and* its Python workers are ready (:class:`_WarmUp`, always worth it)."""
-    return _WarmUp(session, source, cores, tag, over).ready
-
-
-class _WarmUp:
-    """Spark's warm-up: once the session is up, one job of ``cores`` one-row tasks
-    (:func:`framework.spark.tasks.warm_function`) starts the worker daemon, forks a worker per core, builds
-    the connector in each and pays Spark's own first-job costs (about 3 s on 2 cores), while the driver
-    reads. ``ready`` is the session once that is done: the pipeline hands groups to Spark only then, so no
-    group waits for a worker that is still starting while the driver sits idle.
-
-    The warm-up starts when the session is up and ``worth()`` says so, else at a later :meth:`consider`
-    (the pipeline asks after each group the driver reads) that finds it worth it: a driver about to finish
-    alone is not slowed by it (:data:`WARM_UP_WORTH_S`). A warm-up that fails (or is cancelled, tagged
-    ``tag``) still answers the session: the groups' own jobs then show what is wrong. Once ``over`` is set
-    (the run ended) none starts, and ``ready`` answers the session as it is at the next :meth:`consider`
-    (or when it comes up). A session that failed to start answers its error."""
-
-    def __init__(self, session: Future[SparkSession], source: ConnectorSource, cores: int, tag: str,
-                 over: threading.Event | None = None, worth: Callable[[], bool] | None = None):
-        self.ready: Future[SparkSession] = Future()
-        self.ready.set_running_or_notify_cancel()
-        self._source, self._cores, self._tag, self._over, self._worth = source, cores, tag, over, worth
-        self._lock = threading.Lock()
-        self._session: SparkSession | None = None
-        self._decided = False  # the warm-up started, or ready was answered without one
-        session.add_done_callback(self._up)
-
-    @property
-    def decided(self) -> bool:
-        """The warm-up started, or ``ready`` was answered without one: ``worth`` is not asked again."""
-        return self._decided
-
-    def _up(self, future: Future[SparkSession]) -> None:
-        error = future.exception()
-        if error is not None:
-            with self._lock:
-                self._decided = True
-            self.ready.set_exception(error)
-            return
-        with self._lock:
-            self._session = future.result()
-        self.consider()
-
-    def consider(self) -> None:
-        """Start the warm-up if the session is up and it is worth it now (answer ``ready`` if the run is over)."""
-        with self._lock:
-            if self._decided or self._session is None:
-                return
-            if self._over is not None and self._over.is_set():
-                self._decided = True
-                self.ready.set_result(self._session)
-                return
-            if self._worth is not None and not self._worth():
-                return
-            self._decided = True
-            spark = self._session
-        threading.Thread(target=self._warm, args=(spark,), name="spark-warm-up", daemon=True).start()
-
-    def _warm(self, spark: SparkSession) -> None:
-        try:
-            if self._over is not None and self._over.is_set():
-                return
-            import pyarrow as pa
-
-            connect.tag_jobs(spark, self._tag, "warm-up of the sync's Python workers")
-            frame = spark.createDataFrame(pa.table({"core": list(range(self._cores))}))
-            frame.mapInArrow(warm_function(self._source), "warmed bigint").toArrow()
-        except Exception:  # noqa: BLE001 - see the class docs: the groups' jobs say it
-            pass
-        finally:
-            self.ready.set_result(spark)
-
-
-def _spark_wanted(run: _Run) -> bool:
-    """Whether Spark's warm-up is worth starting now (:meth:`_Reading.worth_warming`). The session's start is
-    paused, at no CPU cost, while Spark is not wanted at all for the rest of the sync
-    (:meth:`_Reading.worth_spark`), and goes on when it is: on a busy machine the JVM's start would only take
-    CPU from a driver that finishes alone (bench/README.md, "a JVM held while not wanted"). Called only while
-    Spark's warm-up has not started: a warm-up (or a group) never waits on a paused JVM."""
-    spark = run.reading is None or run.reading.worth_spark()
-    if run.start is not None:
-        if spark:
-            run.start.resume()
-        else:
-            run.start.pause()
-    return spark and (run.reading is None or run.reading.worth_warming())
-
-
 class ServicesNotShared(UserWarning):
     """The sync runs without the driver's sync-wide services: its tasks cannot be assumed to reach it."""
 
@@ -422,7 +289,7 @@ def _sync_streams(run: _Run, selections: Sequence[Selection], saved: ConnectionS
         result = StreamResult(selection.name)
         results.append(result)
         if run.driver_reads:
-            run.reading = _Reading(result, time.monotonic(), more_streams=number < len(selections))
+            run.reading = Reading(result, time.monotonic(), more_streams=number < len(selections))
         started = time.perf_counter()
         try:
             # its stream groups: every Spark job of this stream has ended (see _run_groups) before the gate opens
@@ -489,7 +356,7 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
                 files, saved_at = None, time.monotonic()
             if run.warm_up is not None:
                 if not run.warm_up.decided:
-                    _spark_wanted(run)  # a session's start not yet up is paused (or goes on) by it too
+                    spark_wanted(run.reading, run.start)  # a start not yet up is paused (or goes on) by it too
                 run.warm_up.consider()  # the driver's pace and what is left are known better now
             if progress:
                 progress("group", result)
@@ -544,7 +411,7 @@ def _commit(run: _Run, name: str, sync: Sync, files: Sequence[dict[str, Any]] | 
     run.connection.publishing = []
 
 
-def _counted(units: Iterable[Any], result: StreamResult, reading: _Reading | None = None) -> Iterator[Any]:
+def _counted(units: Iterable[Any], result: StreamResult, reading: Reading | None = None) -> Iterator[Any]:
     """``units``, counted into ``result.units`` as they are planned (``reading`` is told when all are)."""
     for unit in units:
         result.units += 1

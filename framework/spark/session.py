@@ -35,11 +35,14 @@ pipeline): ``validate-manifest`` and protocol mode never pay for it.
   Connect session against that server (:mod:`framework.spark.connect`). The
   server owns its master, JVM settings and log level: only ``conf`` (SQL
   settings the server lets a session change) is passed on.
+
+Where Spark's pieces are (pip's Spark home, ``spark-defaults.conf``, the JDBC
+jars) is :mod:`framework.spark.home`'s; launching the driver JVM (its stderr
+forwarded, a failed start explained) is :mod:`framework.spark.launch`'s.
 """
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import hashlib
 import logging
@@ -48,18 +51,22 @@ import re
 import shlex
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import urllib.parse
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct
 
 from framework.errors import ConfigError
+from framework.spark.class_archive import class_archive
+from framework.spark.connect import prepare_client, remote_url
+from framework.spark.home import jdbc_jars, spark_defaults, under_spark_submit
+from framework.spark.launch import SparkStartFailed, launch_jvm
+from framework.spark.launch_home import launch_home
 from framework.spark.pause import StartPause, children, jvm_groups, spark_children
 
 if TYPE_CHECKING:
@@ -76,17 +83,15 @@ def spark_session(master: str | None = None, app_name: str = "run-manifest", *, 
     work done in the JVM itself (normalization: about 2x at 1,000,000 records
     in bench/normalization.py), which asks for the full JIT.
     """
-    from framework.spark.connect import remote_url
-
     url = remote_url(remote, master)
     if url:
         return _connect_session(url, app_name, conf)
     plan = session_plan(master, conf, full_jit=full_jit, jdbc=jdbc)
-    return _classic_session(plan, app_name)
+    return classic_session(plan, app_name)
 
 
-def _classic_session(plan: SessionPlan, app_name: str,
-                     start: SessionStart | None = None) -> SparkSession:
+def classic_session(plan: SessionPlan, app_name: str,
+                    start: SessionStart | None = None) -> SparkSession:
     """The classic session of ``plan``; ``start`` (a background start) is told when this process launches
     the driver JVM and, once it runs and before the SparkContext is made, its process (a
     ``subprocess.Popen``; None when the JVM was running already: not its to kill)."""
@@ -107,10 +112,10 @@ def _classic_session(plan: SessionPlan, app_name: str,
             if SparkContext._gateway is None:  # else a JVM this process runs already (not ours to kill)
                 start._launching_beside = set(jvm_groups())  # JVMs launched before this one: never paused
                 start._launching.set()
-                process = _launch_jvm(plan, app_name, stopped=lambda: start._abandoned)
+                process = launch_jvm(plan, app_name, stopped=lambda: start._abandoned)
         start._launched(process)
     else:
-        _launch_jvm(plan, app_name)
+        launch_jvm(plan, app_name)
     session = builder.getOrCreate()
     if plan.quiet:
         session.sparkContext.setLogLevel("ERROR")
@@ -232,7 +237,7 @@ class SessionStart:
             self._pause.wait()
             if self._abandoned:
                 raise _Abandoned
-            session = _classic_session(self.plan, app_name, self)
+            session = classic_session(self.plan, app_name, self)
         except BaseException as exc:  # noqa: BLE001 - the future carries it to whoever needs the session
             if isinstance(exc, Exception):  # a stream that needed Spark fails with why and the fix
                 self.future.set_exception(SparkStartFailed.of(exc))
@@ -288,8 +293,6 @@ def _connect_session(url: str, app_name: str, conf: dict[str, str]) -> SparkSess
         raise ConfigError(f"Spark Connect needs its client packages ({exc.name} is missing): "
                           "pip install 'manifest-framework[connect]'") from None
     _check_reachable(url)
-    from framework.spark.connect import prepare_client
-
     prepare_client(url)  # a session of its own is released at exit; a named one stays open (connect.py)
     builder = SparkSession.builder.remote(url).appName(app_name)
     for key, value in {"spark.sql.execution.arrow.pyspark.enabled": "true", **conf}.items():
@@ -343,7 +346,7 @@ def session_plan(master: str | None = None, conf: Mapping[str, str] | None = Non
     given = {**spark_defaults(environ), **submit_conf(environ)}  # what Spark reads itself: ours never replace it
     chosen = master or conf.get("spark.master") or environment_master(environ)
     to_set = chosen
-    if not chosen and not _under_spark_submit(environ) and not given.get("spark.master"):
+    if not chosen and not under_spark_submit(environ) and not given.get("spark.master"):
         chosen = to_set = "local[*]"
     elif not chosen:
         chosen = given.get("spark.master")  # None under spark-submit: its master, unknown until the session runs
@@ -372,54 +375,19 @@ def session_plan(master: str | None = None, conf: Mapping[str, str] | None = Non
     settings = {key: value for key, value in settings.items() if key not in given and key not in conf}
     archive = home = None
     if local:
-        from framework.spark.launch_home import launch_home
-
         home = launch_home(environ)
     if local and "spark.driver.defaultJavaOptions" not in given and "spark.driver.defaultJavaOptions" not in conf:
-        from framework.spark.class_archive import class_archive
-
         found = class_archive(environ)  # of the class path launch_home gives, as the JVM's
         if found is not None and found.usable():
             settings["spark.driver.defaultJavaOptions"] = found.java_options()
             archive = found.path
-    jars = _jdbc_jars(environ) if jdbc else None
+    jars = jdbc_jars(environ) if jdbc else None
     if jars:
         present = conf.get("spark.jars") or given.get("spark.jars")
         conf["spark.jars"] = f"{present},{jars}" if present else jars
     settings.update(conf)
     quiet = local and "spark.log.level" not in given and "spark.log.level" not in conf
     return SessionPlan(to_set, local, settings, quiet, archive, home)
-
-
-def spark_defaults(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The settings of the ``spark-defaults.conf`` that ``spark-submit`` reads (empty when there is none).
-
-    The folder is ``$SPARK_CONF_DIR``, else ``conf/`` of ``$SPARK_HOME``, else
-    ``conf/`` of the pip package's Spark. The file is Java properties: ``key
-    value`` (or ``key=value``, ``key: value``) a line, ``#`` and ``!`` start
-    comments.
-    """
-    environ = os.environ if environ is None else environ
-    folder = environ.get("SPARK_CONF_DIR")
-    if not folder:
-        home = environ.get("SPARK_HOME") or _pip_spark_home()
-        folder = os.path.join(home, "conf") if home else None
-    if not folder:
-        return {}
-    try:
-        with open(os.path.join(folder, "spark-defaults.conf"), encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError:
-        return {}
-    found: dict[str, str] = {}
-    for line in text.splitlines():
-        match = _PROPERTY.match(line)
-        if match and not line.lstrip().startswith(("#", "!")):
-            found[match.group("key")] = match.group("value").strip()
-    return found
-
-
-_PROPERTY = re.compile(r"^\s*(?P<key>[^\s=:]+)\s*(?:[=:]|\s)\s*(?P<value>.*)$")
 
 
 def submit_conf(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -461,26 +429,7 @@ def known_master(master: str | None = None, conf: Mapping[str, str] | None = Non
     from_file = spark_defaults(environ).get("spark.master")
     if from_file:
         return from_file
-    return None if _under_spark_submit(environ) else "local[*]"
-
-
-def _pip_spark_home() -> str | None:
-    """The folder of the installed pyspark package (pip's Spark home), found without importing it (about 0.1 s
-    of a sync's start that a sync which never starts Spark does not pay)."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("pyspark")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.origin:
-        return None
-    return os.path.dirname(os.path.abspath(spec.origin))
-
-
-def _under_spark_submit(environ: Mapping[str, str] | None = None) -> bool:
-    # Under spark-submit the JVM is already up with its master, and hands its port to Python.
-    return "PYSPARK_GATEWAY_PORT" in (os.environ if environ is None else environ)
+    return None if under_spark_submit(environ) else "local[*]"
 
 
 # Spark's own start-up chatter (WARN lines, "Using Spark's default log4j profile", "Setting default log
@@ -521,152 +470,5 @@ def _quiet_log_config() -> str | None:
     return "file:" + path
 
 
-# Spark 4's launcher starts every JVM with --add-modules=jdk.incubator.vector (its JavaModuleOptions, not a
-# setting), and the JVM then says so on stderr at each start, a line that tells a user nothing. No JVM option
-# turns that one notice off, so the driver JVM's stderr goes through a pipe that drops exactly that line and
-# passes every other byte on to ours as it comes (a JVM that fails to start still says why).
-_JVM_NOTICE = b"WARNING: Using incubator modules: jdk.incubator.vector"
-
-
-def _launch_jvm(plan: SessionPlan, app_name: str,
-                stopped: Callable[[], bool] = lambda: False) -> subprocess.Popen | None:
-    """Start the driver JVM the way ``getOrCreate`` would (the same settings), its stderr (file descriptor 2,
-    where it would write) filtered; its process (``spark-submit``'s), or None when a JVM is up already (an
-    earlier session, ``spark-submit``) and nothing was started. ``stopped()`` says the launch was stopped
-    on purpose (an abandoned :class:`SessionStart` killed it): then a JVM that did not start is not blamed on
-    the class-data archive, which stays, and none is started again."""
-    from pyspark import SparkConf
-    from pyspark.core.context import SparkContext
-    from pyspark.java_gateway import launch_gateway
-
-    if SparkContext._gateway is not None or _under_spark_submit():
-        return None
-    conf = SparkConf().setAppName(app_name)
-    if plan.master:
-        conf.setMaster(plan.master)
-    for key, value in plan.settings.items():
-        conf.set(key, value)
-    read_end, write_end = os.pipe()
-    said: collections.deque[bytes] = collections.deque(maxlen=3)  # the launcher's last lines, for the error
-    forwarder = threading.Thread(target=forward_jvm_stderr, args=(read_end, 2, said),
-                                 name="jvm-stderr", daemon=True)
-    forwarder.start()
-    try:
-        with _spark_home(plan.home):
-            try:
-                gateway = launch_gateway(conf, popen_kwargs=_popen_kwargs(write_end))
-            except Exception:
-                if not plan.archive or stopped():
-                    raise
-                # a class-data archive the JVM did not start with: dropped (made again later), started without it
-                from framework.spark.class_archive import ClassArchive
-
-                ClassArchive(plan.archive).remove()
-                conf.set("spark.driver.defaultJavaOptions", "")
-                gateway = launch_gateway(conf, popen_kwargs=_popen_kwargs(write_end))
-    except BaseException as exc:
-        os.close(write_end)
-        forwarder.join(timeout=5)  # the JVM's last words (why it did not start) reach stderr first
-        if isinstance(exc, Exception):
-            raise SparkStartFailed.of(exc, [line.decode(errors="replace") for line in said]) from None
-        raise
-    os.close(write_end)  # the JVM holds its own copy
-    SparkContext._ensure_initialized(gateway=gateway)
-    return getattr(gateway, "proc", None)
-
-
-@contextlib.contextmanager
-def _spark_home(home: str | None) -> Iterator[None]:
-    """``SPARK_HOME`` set to ``home`` while the driver JVM is launched (pyspark's launcher takes the environment
-    whole: its ``spark-submit`` then builds the class path from that home), as it was afterwards."""
-    if home is None:
-        yield
-        return
-    before = os.environ.get("SPARK_HOME")
-    os.environ["SPARK_HOME"] = home
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("SPARK_HOME", None)
-        else:
-            os.environ["SPARK_HOME"] = before
-
-
-def _popen_kwargs(stderr: int) -> dict[str, Any]:
-    """How ``spark-submit`` is started: its stderr to ``stderr`` and, on POSIX with Python 3.11 or later, in a
-    process group of its own, so that the JVM and every process under it can be paused as one
-    (:mod:`framework.spark.pause`; elsewhere a launched JVM is never paused)."""
-    own_group = os.name == "posix" and sys.version_info >= (3, 11)
-    return {"stderr": stderr, **({"process_group": 0} if own_group else {})}
-
-
-class SparkStartFailed(ConfigError):
-    """The local Spark session could not start (most often: no Java); the message says why and the fix."""
-
-    @classmethod
-    def of(cls, error: BaseException, said: Sequence[str] = ()) -> SparkStartFailed:
-        """The failure of a start that raised ``error``, the launcher having said ``said`` (its last lines)."""
-        if isinstance(error, SparkStartFailed):
-            return error
-        reason = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
-        lines = [line.strip() for line in said if line.strip()]
-        told = f" (the launcher said: {' / '.join(lines)})" if lines else ""
-        launch = "JAVA_GATEWAY_EXITED" in reason or any("java" in line.lower() for line in lines)
-        fix = ("install Java 17 or newer and put it on PATH or in JAVA_HOME" if launch
-               else "see Spark's lines above on stderr")
-        return cls(f"Spark could not start: {reason}{told}; fix: {fix}")
-
-
-def forward_jvm_stderr(source: int, target: int, said: collections.deque[bytes] | None = None) -> None:
-    """Copy lines from file descriptor ``source`` to ``target`` until the writers close it, leaving out
-    the JVM's incubator-module notice (:data:`_JVM_NOTICE`); ``source`` is closed at the end. ``said``
-    (a bounded deque) gets the lines passed on, to quote when the JVM did not start."""
-    with os.fdopen(source, "rb", buffering=0) as pipe:
-        pending = b""
-        continued = False  # the line in ``pending`` began in bytes passed on already: never the notice
-        while True:
-            chunk = pipe.read(65536)
-            if not chunk:
-                break
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            kept = b"".join(line + b"\n" for number, line in enumerate(lines)
-                            if (continued and number == 0) or line.rstrip(b"\r") != _JVM_NOTICE)
-            if lines:
-                continued = False
-            if pending and (continued or not _JVM_NOTICE.startswith(pending)):  # cannot be the notice
-                kept, pending, continued = kept + pending, b"", True
-            if kept:
-                _write_all(target, kept)
-                if said is not None:
-                    said.extend(kept.splitlines())
-        if pending and (continued or pending.rstrip(b"\r") != _JVM_NOTICE):
-            _write_all(target, pending)
-            if said is not None:
-                said.append(pending)
-
-
-def _write_all(target: int, data: bytes) -> None:
-    try:
-        while data:
-            data = data[os.write(target, data):]
-    except OSError:  # our stderr is gone (a closed pipe): nothing to tell anyone
-        pass
-
-
-# Debian's libpostgresql-jdbc-java puts the PostgreSQL JDBC driver here (the PostgreSQL target of
-# normalization writes through it). FRAMEWORK_JDBC_JARS (comma-separated jar paths or URLs) wins.
-_DEBIAN_POSTGRES_JAR = "/usr/share/java/postgresql.jar"
-
-
-def _jdbc_jars(environ: Mapping[str, str] | None = None) -> str | None:
-    """The JDBC driver jars to put on the session's classpath, or None when there are none."""
-    given = (os.environ if environ is None else environ).get("FRAMEWORK_JDBC_JARS", "").strip()
-    if given:
-        return given
-    return _DEBIAN_POSTGRES_JAR if os.path.isfile(_DEBIAN_POSTGRES_JAR) else None
-
-
-__all__ = ["SessionPlan", "SessionStart", "SparkStartFailed", "environment_master", "known_master", "local_cores",
-           "session_plan", "spark_defaults", "spark_session", "submit_conf"]
+__all__ = ["SessionPlan", "SessionStart", "classic_session", "environment_master", "known_master", "local_cores",
+           "session_plan", "spark_session", "submit_conf"]

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import pickle
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
@@ -32,7 +31,7 @@ from typing import Any
 import pyarrow as pa
 from msgspec import Struct
 
-from framework import coordination
+from framework import collector, coordination
 from framework.components.records.file_upload import landing, stream_landing
 from framework.engine.results import RESULT_SCHEMA, UnitResult, to_arrow
 from framework.engine.worker import ConnectorSource, PageTyper, read_group, worker_connector
@@ -44,9 +43,6 @@ from framework.storage.layout import PartNumbers, StreamLayout
 from framework.storage.state_store import staging_prefix
 from framework.typed import RecordConverter, parse_schema
 from framework.values import replace
-
-#: The young generation's threshold while a task reads (Python's default is 700 allocations).
-YOUNG_OBJECTS = 50_000
 
 UNITS_SCHEMA = pa.schema([("unit", pa.int64()), ("payload", pa.binary())])
 
@@ -116,50 +112,42 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
     # Avro and Parquet: typed by the stream's schema (the seed's rules); JSONL and CSV carry the record as it came.
     typer = PageTyper(converter if settings.format.format_type in TYPED_FORMATS else None,
                       generation_id=job.generation_id, sync_id=job.sync_id)
-    # Each page makes tens of thousands of short-lived objects, so the garbage collector runs often; frozen,
-    # what lives now (modules, the connector, the writer) is not walked again by every older-generation
-    # collection: it saved about 30 % of a task's CPU in bench/pipeline.py. Unfrozen when the task ends.
-    # A page's records are containers without cycles, freed when the page is written: with room for a page's
-    # objects in the young generation (as protocol mode has) the collector runs a few times per group instead
-    # of several times per page, moving records still in use to older generations it then walks again.
-    gc.freeze()
-    threshold = gc.get_threshold()
-    gc.set_threshold(max(threshold[0], YOUNG_OBJECTS), *threshold[1:])
+    # Each page makes tens of thousands of short-lived objects: the collector as reading wants it while the task
+    # reads (framework.collector.reading), put back when the task ends. Freezing what lives now (modules, the
+    # connector, the writer) saved about 30 % of a task's CPU in bench/pipeline.py.
     try:
-        layout = StreamLayout.of(settings, job.stream, job.namespace, started_at=job.started_at, sync_id=job.sync_id)
-        files_beside = stream_landing(storage, layout.directory)
-        # a FileUploader's files go beside the stream's files; sync-wide services are the driver's
-        with landing(files_beside), coordination.attached(job.coordinator):
-            results = [r for r in read_group(connector, stream, _decode_units(batches), typer, writer.write,
-                                              start_state=job.start_state)
-                       if isinstance(r, UnitResult)]
-        failed = next((r.error for r in results if r.error), None)
-        if failed is None:
-            try:
-                files = writer.commit()
-            except StorageError as exc:  # a full disk: each unit fails with where, and nothing of the task appears
-                failed = str(exc)
-                results = [replace(r, error=failed) for r in results]
-        if failed is not None:
-            writer.abort()
-            files = []
-            # The units read before the failure shared the task's files, which are gone: they are not done.
-            results = [r if r.error else replace(
-                r, error=f"not written, another partition of its task failed: {failed}") for r in results]
+        with collector.reading():
+            layout = StreamLayout.of(settings, job.stream, job.namespace, started_at=job.started_at,
+                                     sync_id=job.sync_id)
+            files_beside = stream_landing(storage, layout.directory)
+            # a FileUploader's files go beside the stream's files; sync-wide services are the driver's
+            with landing(files_beside), coordination.attached(job.coordinator):
+                results = [r for r in read_group(connector, stream, _decode_units(batches), typer, writer.write,
+                                                  start_state=job.start_state)
+                           if isinstance(r, UnitResult)]
+            failed = next((r.error for r in results if r.error), None)
+            if failed is None:
+                try:
+                    files = writer.commit()
+                except StorageError as exc:  # a full disk: each unit fails with where, nothing of the task appears
+                    failed = str(exc)
+                    results = [replace(r, error=failed) for r in results]
+            if failed is not None:
+                writer.abort()
+                files = []
+                # The units read before the failure shared the task's files, which are gone: they are not done.
+                results = [r if r.error else replace(
+                    r, error=f"not written, another partition of its task failed: {failed}") for r in results]
     except BaseException:
-        gc.set_threshold(*threshold)
-        gc.unfreeze()
         writer.abort()
         raise
-    gc.set_threshold(*threshold)
-    gc.unfreeze()
     if results:
         results[0] = replace(results[0], files=tuple(f.as_dict() for f in files))
     yield to_arrow(results)
 
 
 def warm_function(source: ConnectorSource):
-    """The function handed to ``mapInArrow`` by the warm-up job (:func:`framework.spark.pipeline.warmed`): in
+    """The function handed to ``mapInArrow`` by the warm-up job (:func:`framework.spark.warmup.warmed`): in
     each Python worker it runs in, the connector of ``source`` is built (and kept, as a task keeps it:
     :func:`~framework.engine.worker.worker_connector`) and the writers' modules imported, so the sync's first
     tasks start reading at once. It answers one row per input row; a connector that cannot be built is left

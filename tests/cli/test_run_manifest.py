@@ -516,7 +516,7 @@ class _Thresholds(io.BytesIO):
 
 
 def test_a_protocol_read_leaves_a_page_to_the_collector_young_and_puts_it_back(tmp_path, api):
-    from framework.protocol.read import YOUNG_OBJECTS
+    from framework.collector import YOUNG_OBJECTS
 
     manifest, config = _files(tmp_path, api)
     api.route("GET", "/broken", {"data": []})

@@ -23,9 +23,9 @@ def connect_server(tmp_path_factory):
         pytest.skip("no Java: a Spark Connect server needs Java 17 (make setup installs it)")
     if importlib.util.find_spec("grpc") is None:
         pytest.skip("the Spark Connect client packages are missing: pip install -e '.[connect]' (make setup does)")
-    from framework.spark.session import _jdbc_jars
+    from framework.spark.home import jdbc_jars
 
     # the PostgreSQL JDBC driver on the server's classpath, as a server for normalization's postgres target needs
-    jars = tuple(filter(None, (_jdbc_jars() or "").split(",")))
+    jars = tuple(filter(None, (jdbc_jars() or "").split(",")))
     with ConnectServer(tmp_path_factory.mktemp("spark-connect"), jars=jars) as server:
         yield server

@@ -1,5 +1,6 @@
-"""The class-data archive of Spark's classes (framework/spark/class_archive.py): where it lives, when it is
-used, and that a bad one never stops a session from starting."""
+"""The class-data archive of Spark's classes (framework/spark/class_archive.py, made by
+framework/spark/class_archive_builder.py): where it lives, when it is used, and that a bad one never stops a
+session from starting."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from framework.spark import class_archive as archives
+from framework.spark import class_archive_builder as builders
 from framework.spark.class_archive import ENVIRONMENT, ClassArchive, class_archive
-from framework.spark.session import SparkStartFailed, session_plan
+from framework.spark.launch import SparkStartFailed, launch_jvm
+from framework.spark.session import session_plan
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -124,36 +127,34 @@ def test_a_jvm_that_does_not_start_with_the_archive_starts_without_it(tmp_path, 
     from pyspark.core.context import SparkContext
 
     monkeypatch.setattr(SparkContext, "_gateway", None)  # an earlier test's JVM in this process: not this one's
-    from framework.spark.session import _launch_jvm
-
     with pytest.raises(SparkStartFailed, match="Spark could not start"):
-        _launch_jvm(plan, "test")
+        launch_jvm(plan, "test")
     assert options == [archive.java_options(), ""]  # once with it, once without
     assert not os.path.exists(archive.path)  # dropped: made again by a later sync
     options.clear()
     with pytest.raises(SparkStartFailed):
-        _launch_jvm(session_plan("local[1]", environ=env), "test")
+        launch_jvm(session_plan("local[1]", environ=env), "test")
     assert options == [None]  # no archive: tried once, as before
     options.clear()
     _made(archive)  # made again
     with pytest.raises(SparkStartFailed):  # an abandoned start killed its JVM: the archive is not to blame
-        _launch_jvm(plan, "test", stopped=lambda: True)
+        launch_jvm(plan, "test", stopped=lambda: True)
     assert options == [archive.java_options()]  # tried once, with it
     assert os.path.exists(archive.path)  # kept
 
 
 def test_a_builder_holds_a_lock_and_a_dead_ones_lock_is_taken_over(tmp_path):
     archive = ClassArchive(str(tmp_path / "spark-k.jsa"))
-    with archives._locked(archive) as mine:
+    with builders._locked(archive) as mine:
         assert mine and archive.building()
-        with archives._locked(archive) as second:
+        with builders._locked(archive) as second:
             assert not second
         assert archives.build_in_background(archive) is None  # one is at it already
     assert not os.path.exists(archive.lock)
     Path(archive.lock).write_text("1")
     os.utime(archive.lock, (0, 0))  # left by a builder that died long ago
     assert not archive.building()
-    with archives._locked(archive) as mine:
+    with builders._locked(archive) as mine:
         assert mine
 
 
@@ -165,7 +166,7 @@ def test_a_failed_making_is_not_tried_again_for_a_day(tmp_path):
     archive = ClassArchive(str(tmp_path / "cache" / "spark-k.jsa"))
     env = {**os.environ, "JAVA_HOME": str(tmp_path / "broken-jdk"), "PYTHONPATH": str(REPO),
            "PYSPARK_PYTHON": sys.executable}
-    made = subprocess.run([sys.executable, "-m", "framework.spark.class_archive", archive.path], env=env,
+    made = subprocess.run([sys.executable, "-m", "framework.spark.class_archive_builder", archive.path], env=env,
                           capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path)
     assert made.returncode == 1 and not archive.usable()
     assert os.path.exists(archive.failed) and not os.path.exists(archive.lock)
@@ -181,7 +182,7 @@ def test_making_one_drops_the_others_made_over_a_week_ago(tmp_path):
     os.utime(old.record, (0, 0))
     os.remove(unrecorded.record)  # a half-made one's leftover
     (tmp_path / "notes.txt").write_text("not ours")
-    archives._drop_old(kept)
+    builders._drop_old(kept)
     assert kept.usable() and recent.usable()
     assert not os.path.exists(old.path) and not os.path.exists(old.record) and not os.path.exists(unrecorded.path)
     assert (tmp_path / "notes.txt").exists()
@@ -209,7 +210,7 @@ def test_an_archive_is_made_mapped_and_a_broken_one_is_started_without(tmp_path)
            "PYSPARK_PYTHON": sys.executable}
     archive = class_archive(env)
     assert archive is not None
-    made = subprocess.run([sys.executable, "-m", "framework.spark.class_archive", archive.path], env=env,
+    made = subprocess.run([sys.executable, "-m", "framework.spark.class_archive_builder", archive.path], env=env,
                           capture_output=True, text=True, timeout=600, check=False)
     assert made.returncode == 0, made.stderr[-2000:]
     assert archive.usable() and not os.path.exists(archive.lock)

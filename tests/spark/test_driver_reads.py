@@ -249,8 +249,8 @@ def test_without_java_the_user_is_told_why_spark_did_not_start_and_the_fix(shop,
 
 def test_a_session_that_failed_while_the_driver_read_everything_is_one_warning():
     from framework.cli.sync_command import _spark_did_not_start
+    from framework.spark.launch import SparkStartFailed
     from framework.spark.pipeline import StreamResult
-    from framework.spark.session import SparkStartFailed
 
     failed: Future = Future()
     failed.set_exception(SparkStartFailed("Spark could not start: no java; fix: install Java 17 or newer"))
@@ -269,8 +269,8 @@ def test_a_session_that_failed_while_the_driver_read_everything_is_one_warning()
 
 def test_spark_is_ready_for_groups_once_a_warm_up_job_ran_and_a_failed_start_stays_failed(spark, shop, manifest):
     from framework.engine.worker import ConnectorSource
-    from framework.spark.pipeline import warmed
-    from framework.spark.session import SparkStartFailed
+    from framework.spark.launch import SparkStartFailed
+    from framework.spark.warmup import warmed
 
     connector = open_connector(manifest, config_for(shop), sleep=lambda seconds: None)
     source = ConnectorSource.of_connector(connector, manifest, Path(manifest).read_text())

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from framework.spark import class_archive as archives
+from framework.spark import home as spark_home
 from framework.spark import launch_home as homes
-from framework.spark import session as sessions
 from framework.spark.class_archive import class_archive
 from framework.spark.launch_home import ENVIRONMENT, launch_home
-from framework.spark.session import _spark_home, session_plan
+from framework.spark.session import session_plan
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="symbolic links: POSIX only")
 
@@ -31,7 +32,8 @@ def pip_home(tmp_path, monkeypatch):
     (home / "bin" / "spark-submit").write_text("#!/bin/sh\n")
     (home / "conf").mkdir()
     (home / "conf" / "spark-defaults.conf").write_text("spark.a 1\n")
-    monkeypatch.setattr(sessions, "_pip_spark_home", lambda: str(home))
+    for module in (spark_home, homes, archives):  # each looks it up by the name it imported
+        monkeypatch.setattr(module, "pip_spark_home", lambda: str(home))
     return home
 
 
@@ -110,17 +112,3 @@ def test_a_local_plan_launches_from_it_and_a_cluster_plan_does_not(tmp_path, pip
     assert session_plan("local[2]", environ=env).home == launch_home(env)
     assert session_plan("spark://host:7077", environ=env).home is None
     assert session_plan("local[2]", environ={**env, ENVIRONMENT: "off"}).home is None
-
-
-def test_spark_home_is_set_for_the_launch_only(monkeypatch):
-    monkeypatch.setenv("SPARK_HOME", "/before")
-    with _spark_home("/slim"):
-        assert os.environ["SPARK_HOME"] == "/slim"
-    assert os.environ["SPARK_HOME"] == "/before"
-    monkeypatch.delenv("SPARK_HOME")
-    with pytest.raises(RuntimeError), _spark_home("/slim"):
-        assert os.environ["SPARK_HOME"] == "/slim"
-        raise RuntimeError("the launch failed")
-    assert "SPARK_HOME" not in os.environ
-    with _spark_home(None):
-        assert "SPARK_HOME" not in os.environ

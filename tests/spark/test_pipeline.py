@@ -614,6 +614,7 @@ def test_a_task_reads_with_room_for_a_page_in_the_young_generation_and_puts_the_
     frozen; afterwards both are as they were, also when reading raised."""
     import gc
 
+    from framework.collector import YOUNG_OBJECTS
     from framework.spark import tasks
 
     job, plan = task_job(shop, manifest, tmp_path)
@@ -626,11 +627,11 @@ def test_a_task_reads_with_room_for_a_page_in_the_young_generation_and_puts_the_
 
     monkeypatch.setattr(tasks, "read_group", watched)
     before, frozen = gc.get_threshold(), gc.get_freeze_count()
-    assert before[0] < tasks.YOUNG_OBJECTS  # Python's default (700): the test means something
+    assert before[0] < YOUNG_OBJECTS  # Python's default (700): the test means something
     rows = [r for b in tasks.run_task(job, iter(tasks.encode_units(plan).to_batches()), 0) for r in b.to_pylist()]
     assert [r["records"] for r in rows] == [2, 2, 2, 2]
     (threshold, frozen_then), = seen
-    assert threshold == (tasks.YOUNG_OBJECTS, *before[1:]) and frozen_then > frozen
+    assert threshold == (YOUNG_OBJECTS, *before[1:]) and frozen_then > frozen
     assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
 
     def broken(*args, **kwargs):

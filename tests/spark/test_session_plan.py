@@ -9,22 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from framework.spark.session import environment_master, known_master, session_plan, spark_defaults, submit_conf
+from framework.spark.session import environment_master, known_master, session_plan, submit_conf
 
 
 def _conf_dir(tmp_path, text: str) -> dict[str, str]:
     (tmp_path / "spark-defaults.conf").write_text(text)
     return {"SPARK_CONF_DIR": str(tmp_path)}
-
-
-def test_spark_defaults_is_read_as_java_properties(tmp_path):
-    env = _conf_dir(tmp_path, "# a comment\n! another\nspark.executor.memory   2g\nspark.ui.enabled=true\n"
-                              "spark.app.x: y z\n\n")
-    assert spark_defaults(env) == {"spark.executor.memory": "2g", "spark.ui.enabled": "true", "spark.app.x": "y z"}
-    assert spark_defaults({"SPARK_CONF_DIR": str(tmp_path / "missing")}) == {}
-    (tmp_path / "home" / "conf").mkdir(parents=True)
-    (tmp_path / "home" / "conf" / "spark-defaults.conf").write_text("spark.a 1\n")
-    assert spark_defaults({"SPARK_HOME": str(tmp_path / "home")}) == {"spark.a": "1"}
 
 
 def test_submit_args_give_conf_and_master():

@@ -1,4 +1,4 @@
-"""Spark's warm-up while the driver reads (framework/spark/pipeline.py, ``_WarmUp`` and ``_Reading``): started
+"""Spark's warm-up while the driver reads (framework/spark/warmup.py, ``WarmUp`` and ``Reading``): started
 only when the driver has enough reading left for it to pay; no Spark here (the session is a stand-in)."""
 
 from __future__ import annotations
@@ -8,14 +8,8 @@ import time
 from concurrent.futures import Future
 from typing import Any
 
-from framework.spark.pipeline import (
-    SPARK_WORTH_CPU_S,
-    WARM_UP_WORTH_S,
-    StreamResult,
-    _Reading,
-    _spark_wanted,
-    _WarmUp,
-)
+from framework.spark.pipeline import StreamResult
+from framework.spark.warmup import SPARK_WORTH_CPU_S, WARM_UP_WORTH_S, Reading, WarmUp, spark_wanted
 
 
 class _Context:
@@ -37,10 +31,10 @@ class _Session:
         raise RuntimeError("no Spark here")
 
 
-def _warm_up(worth: list[bool], over: threading.Event | None = None) -> tuple[_WarmUp, Future, _Session]:
+def _warm_up(worth: list[bool], over: threading.Event | None = None) -> tuple[WarmUp, Future, _Session]:
     session: Future = Future()
     source: Any = None  # the failing frame comes first: the connector is never built
-    warm = _WarmUp(session, source, 2, "tag", over or threading.Event(), worth=lambda: worth[0])
+    warm = WarmUp(session, source, 2, "tag", over or threading.Event(), worth=lambda: worth[0])
     return warm, session, _Session()
 
 
@@ -87,7 +81,7 @@ def test_a_session_that_failed_answers_its_error():
 
 def test_the_driver_pace_decides():
     result = StreamResult("items")
-    reading = _Reading(result, time.monotonic() - 1.0, more_streams=False)
+    reading = Reading(result, time.monotonic() - 1.0, more_streams=False)
     result.units = 16
     assert reading.worth_warming()  # the plan may still be streaming
     reading.planned_all = True
@@ -98,15 +92,15 @@ def test_the_driver_pace_decides():
     assert reading.worth_warming()
     result.units_done = 16
     assert not reading.worth_warming()
-    slow = _Reading(result, time.monotonic() - 2 * WARM_UP_WORTH_S, more_streams=False, planned_all=True)
+    slow = Reading(result, time.monotonic() - 2 * WARM_UP_WORTH_S, more_streams=False, planned_all=True)
     result.units_done = 8  # half done in twice the threshold: as long again left
     assert slow.worth_warming()
-    assert _Reading(result, time.monotonic(), more_streams=True, planned_all=True).worth_warming()
+    assert Reading(result, time.monotonic(), more_streams=True, planned_all=True).worth_warming()
 
 
 def test_the_driver_cpu_decides_whether_spark_is_wanted_at_all():
     result = StreamResult("items")
-    reading = _Reading(result, time.monotonic() - 60.0, more_streams=False)  # slow by the clock: a busy machine
+    reading = Reading(result, time.monotonic() - 60.0, more_streams=False)  # slow by the clock: a busy machine
     result.units = 16
     assert reading.worth_spark()  # the plan may still be streaming
     reading.planned_all = True
@@ -116,7 +110,7 @@ def test_the_driver_cpu_decides_whether_spark_is_wanted_at_all():
     assert reading.worth_warming()  # by the wall clock it has 60 s left: the warm-up alone would be worth it
     reading.cpu = 2 * SPARK_WORTH_CPU_S  # as much CPU left again as Spark's start costs twice over
     assert reading.worth_spark()
-    assert _Reading(result, time.monotonic(), more_streams=True, planned_all=True).worth_spark()
+    assert Reading(result, time.monotonic(), more_streams=True, planned_all=True).worth_spark()
     reading.cpu = 0.0
     assert not reading.worth_spark()
     reading.spark_after = True  # a change-data apply runs on Spark once the stream is read
@@ -139,10 +133,9 @@ class _Start:
 def _run_reading(cpu: float, warmed: bool = False) -> tuple[Any, bool]:
     result = StreamResult("items")
     result.units, result.units_done = 16, 8
-    reading = _Reading(result, time.monotonic() - 60.0, more_streams=False, planned_all=True, cpu=cpu)
-    start = _Start()
-    run: Any = type("Run", (), {"reading": reading, "start": start})()
-    return start, _spark_wanted(run)
+    reading = Reading(result, time.monotonic() - 60.0, more_streams=False, planned_all=True, cpu=cpu)
+    start: Any = _Start()
+    return start, spark_wanted(reading, start)
 
 
 def test_a_start_not_wanted_is_paused_and_goes_on_when_wanted_again():

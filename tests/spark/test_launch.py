@@ -1,15 +1,17 @@
-"""The driver JVM's stderr goes through :func:`framework.spark.session.forward_jvm_stderr`: every line but
-the JVM's incubator-module notice reaches ours, whole and in order, however the bytes arrive."""
+"""The driver JVM's launch (framework/spark/launch.py): its stderr goes through :func:`forward_jvm_stderr`, every
+line but the JVM's incubator-module notice reaching ours, whole and in order, however the bytes arrive; and
+``SPARK_HOME`` names the launch home for the launch only."""
 
 from __future__ import annotations
 
 import os
 import threading
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from framework.spark.session import forward_jvm_stderr
+from framework.spark.launch import forward_jvm_stderr, spark_home_set
 
 NOTICE = b"WARNING: Using incubator modules: jdk.incubator.vector\n"
 
@@ -47,3 +49,17 @@ def test_any_split_of_the_bytes_gives_the_same_lines(lines, size):
     expected = b"".join(line + b"\n" for line in text.split(b"\n")[:-1] if line + b"\n" != NOTICE)
     expected += text.split(b"\n")[-1]
     assert forwarded(chunks) == expected
+
+
+def test_spark_home_is_set_for_the_launch_only(monkeypatch):
+    monkeypatch.setenv("SPARK_HOME", "/before")
+    with spark_home_set("/slim"):
+        assert os.environ["SPARK_HOME"] == "/slim"
+    assert os.environ["SPARK_HOME"] == "/before"
+    monkeypatch.delenv("SPARK_HOME")
+    with pytest.raises(RuntimeError), spark_home_set("/slim"):
+        assert os.environ["SPARK_HOME"] == "/slim"
+        raise RuntimeError("the launch failed")
+    assert "SPARK_HOME" not in os.environ
+    with spark_home_set(None):
+        assert "SPARK_HOME" not in os.environ
