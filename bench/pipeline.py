@@ -288,8 +288,8 @@ def spark_child(manifest: str, config: str, output: str) -> int:
     """
     sys.path.insert(0, str(REPO))
     from framework.engine.connector import open_connector, read_config
+    from framework.engine.selection import select_streams
     from framework.models.destination import DestinationSettings
-    from framework.protocol.catalog import select_streams
     from framework.spark.pipeline import run_pipeline
     from framework.spark.session import spark_session
 

@@ -199,10 +199,10 @@ def _interrupted(args: argparse.Namespace, json_errors: bool) -> None:
 
 def _run(args: argparse.Namespace, out: IO[bytes], collecting: bool = True) -> int:
     from framework.engine.connector import airbyte_spec, open_connector
+    from framework.engine.selection import parse_state, select_streams
     from framework.manifest import load_manifest
     from framework.manifest.config_check import read_config_file
     from framework.protocol import messages
-    from framework.protocol.catalog import parse_state, select_streams
     from framework.protocol.read import check_states, read  # --check and --discover import theirs below
 
     if args.spec:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from framework.engine.connector import Connector
-    from framework.protocol.catalog import Selection
+    from framework.engine.selection import Selection
     from framework.spark.pipeline import PipelineResult
     from framework.spark.session import SessionStart
 

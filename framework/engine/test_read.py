@@ -22,9 +22,9 @@ from framework.components.incremental import DatetimeCursor
 from framework.engine import signals
 from framework.engine.connector import Connector
 from framework.engine.plan import open_sync
+from framework.engine.selection import Selection
 from framework.engine.sync import StreamSync, Unit, read_unit
 from framework.errors import FrameworkError
-from framework.protocol.catalog import Selection
 
 
 class Exchange(Struct, frozen=True):

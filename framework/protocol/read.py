@@ -31,10 +31,10 @@ from framework.engine.connector import Connector
 from framework.engine.plan import Sync, open_sync
 from framework.engine.report import StreamReport, any_failed
 from framework.engine.scheduler import Page, read_units
+from framework.engine.selection import Selection
 from framework.engine.signals import FirstPages, ReadFacts, UnitWatch, pagination_strategy, stream_definition
 from framework.errors import FrameworkError, ReadError
 from framework.protocol import messages
-from framework.protocol.catalog import Selection
 
 
 class ReadReport(Struct):

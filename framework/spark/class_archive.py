@@ -51,7 +51,6 @@ from collections.abc import Mapping
 
 from msgspec import Struct
 
-import framework
 from framework.spark.home import jars_of, pip_spark_home
 from framework.spark.launch_home import cache_folder, launch_home
 
@@ -148,7 +147,7 @@ def build_in_background(archive: ClassArchive) -> subprocess.Popen[bytes] | None
     at it already or it cannot be started)."""
     if archive.building() or archive.usable() or _failed_lately(archive) or not _writable(archive.path):
         return None
-    root = os.path.dirname(os.path.dirname(os.path.abspath(framework.__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the package's folder's parent
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     env.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -64,11 +64,11 @@ from framework.engine.connector import Connector
 from framework.engine.plan import STATE_SAVE_SECONDS, Sync, contiguous_groups, lazy_groups, open_sync
 from framework.engine.report import StreamReport, any_failed
 from framework.engine.results import UnitResult, failed_group, fold_results, from_arrow
+from framework.engine.selection import Selection
 from framework.engine.worker import ConnectorSource
 from framework.errors import ConfigError, FrameworkError
 from framework.formats.rolling import delete_older_generations, publish
 from framework.models.destination import DestinationSettings
-from framework.protocol.catalog import Selection
 from framework.spark import connect
 from framework.spark.scheduling import schedule_groups
 from framework.spark.session import SessionStart

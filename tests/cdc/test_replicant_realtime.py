@@ -24,9 +24,9 @@ from fakes.api_server import FakeApi, RecordedRequest, dated, paged
 
 from framework.cdc import load_pointer
 from framework.engine.connector import open_connector
+from framework.engine.selection import select_streams
 from framework.errors import ConfigError
 from framework.models.destination import DestinationSettings
-from framework.protocol.catalog import select_streams
 from framework.spark.pipeline import PipelineResult, run_pipeline
 from framework.storage import storage_for
 from framework.temporal.clock import FixedClock

@@ -9,8 +9,8 @@ import pytest
 from spark.test_pipeline import MANIFEST, config_for, saved_state, serve, settings_for
 
 from framework.engine.connector import open_connector
+from framework.engine.selection import select_streams
 from framework.errors import ConfigError
-from framework.protocol.catalog import select_streams
 from framework.spark import connect
 from framework.spark import pipeline as pipeline_module
 

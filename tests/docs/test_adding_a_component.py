@@ -83,7 +83,7 @@ import io, json, sys
 from framework.components.http.transport import FunctionTransport
 from framework.engine.connector import open_connector
 from framework.manifest import check_manifest
-from framework.protocol.catalog import select_streams
+from framework.engine.selection import select_streams
 from framework.protocol.read import read
 
 checked = check_manifest(sys.argv[1])

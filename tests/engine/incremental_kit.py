@@ -23,7 +23,7 @@ import yaml
 from fakes.api_server import FakeApi, RecordedRequest, dated
 
 from framework.engine.connector import open_connector
-from framework.protocol.catalog import select_streams
+from framework.engine.selection import select_streams
 from framework.protocol.read import read
 from framework.temporal.clock import FixedClock
 

@@ -16,7 +16,7 @@ import yaml
 from fakes.api_server import paged
 
 from framework.engine.connector import open_connector
-from framework.protocol.catalog import select_streams
+from framework.engine.selection import select_streams
 from framework.protocol.read import read
 
 REGIONS = ["north", "south", "east", "west"]

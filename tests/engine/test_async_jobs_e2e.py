@@ -13,7 +13,7 @@ from engine.test_reading import source
 from fakes.api_server import ReportJobs
 
 from framework.engine.connector import open_connector
-from framework.protocol.catalog import select_streams
+from framework.engine.selection import select_streams
 from framework.protocol.read import read
 
 ACCOUNTS = [f"a{i:02d}" for i in range(20)]

@@ -12,8 +12,8 @@ import yaml
 from fakes.api_server import Reply, paged
 
 from framework.engine.connector import open_connector
+from framework.engine.selection import parse_state, select_streams
 from framework.errors import ConfigError
-from framework.protocol.catalog import parse_state, select_streams
 from framework.protocol.read import read
 
 COMPONENTS = '''

@@ -20,7 +20,7 @@ import yaml
 from fakes.api_server import Reply, paged
 
 from framework.engine.connector import open_connector
-from framework.protocol.catalog import select_streams
+from framework.engine.selection import select_streams
 from framework.protocol.read import read
 
 ITEMS = [{"id": i, "name": f"item-{i}", "price": i * 10, "owner": {"id": i % 3}} for i in range(1, 26)]

@@ -84,8 +84,8 @@ def test_spark_lands_the_same_rows_with_components_py_shipped_to_the_executors(c
     import pyarrow.parquet as pq
 
     from framework.engine.connector import open_connector
+    from framework.engine.selection import select_streams
     from framework.models.destination import DestinationSettings
-    from framework.protocol.catalog import select_streams
     from framework.spark.pipeline import run_pipeline
 
     manifest, config = connector

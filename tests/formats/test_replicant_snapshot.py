@@ -124,7 +124,7 @@ REGIONS = [{"r_regionkey": 0, "r_comment": "lar deposits, blithely", "r_name": "
 @pytest.mark.parametrize("fmt", ["replicant_csv", "replicant_json"])
 def test_a_sync_writes_snapshot_files(spark, fake_api, write_manifest, tmp_path, fmt):
     from framework.engine.connector import open_connector
-    from framework.protocol.catalog import select_streams
+    from framework.engine.selection import select_streams
     from framework.spark.pipeline import run_pipeline
 
     fake_api.route("GET", "/region", {"data": REGIONS})

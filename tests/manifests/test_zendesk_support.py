@@ -22,7 +22,7 @@ from manifests.harness import MANIFESTS, assert_clean, run_connector
 
 from framework.components.http.transport import FunctionTransport
 from framework.engine.connector import open_connector
-from framework.protocol.catalog import select_streams
+from framework.engine.selection import select_streams
 from framework.protocol.read import read
 
 EMAIL = "agent@example.com"

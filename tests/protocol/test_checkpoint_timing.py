@@ -15,7 +15,7 @@ import orjson
 from fakes.api_server import dated
 
 from framework.engine.connector import open_connector
-from framework.protocol.catalog import select_streams
+from framework.engine.selection import select_streams
 from framework.protocol.read import read
 
 MANIFEST = """\

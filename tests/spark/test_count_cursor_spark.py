@@ -11,8 +11,8 @@ import pytest
 from engine.incremental_kit import option, source, stream, write
 
 from framework.engine.connector import open_connector
+from framework.engine.selection import select_streams
 from framework.models.destination import DestinationSettings
-from framework.protocol.catalog import select_streams
 from framework.spark.pipeline import PipelineOptions, run_pipeline
 from framework.storage.state_store import STATE_KEY
 

@@ -23,7 +23,7 @@ import pytest
 from spark.test_pipeline import MANIFEST, config_for, data_files, saved_state, serve, settings_for
 
 from framework.engine.connector import open_connector
-from framework.protocol.catalog import select_streams
+from framework.engine.selection import select_streams
 from framework.spark.pipeline import PipelineOptions, PipelineResult, run_pipeline
 from framework.spark.session import SessionStart, local_cores, session_plan
 from framework.values import replace

@@ -29,8 +29,8 @@ import pytest
 from fakes.api_server import FakeApi, RecordedRequest, Reply, dated, paged
 
 from framework.engine.connector import open_connector
+from framework.engine.selection import select_streams
 from framework.models.destination import DestinationSettings
-from framework.protocol.catalog import select_streams
 from framework.spark.pipeline import PipelineOptions, PipelineResult, run_pipeline
 from framework.storage.state_store import STATE_KEY
 

@@ -24,7 +24,7 @@ from fakes.api_server import FakeApi, RecordedRequest, paged
 
 from framework.components.custom.airbyte import airbyte_available
 from framework.engine.connector import open_connector
-from framework.protocol.catalog import parse_state, select_streams
+from framework.engine.selection import parse_state, select_streams
 from framework.protocol.read import read
 
 pytestmark = pytest.mark.skipif(not airbyte_available(), reason="needs airbyte-cdk (make test-airbyte): "

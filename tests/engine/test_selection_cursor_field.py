@@ -10,8 +10,8 @@ import pytest
 from engine.incremental_kit import source, stream, sync, write
 
 from framework.engine.connector import open_connector
+from framework.engine.selection import select_streams
 from framework.errors import ConfigError
-from framework.protocol.catalog import select_streams
 from framework.protocol.discover import discover
 from framework.protocol.read import read
 

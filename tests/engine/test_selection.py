@@ -2,8 +2,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from framework.engine.selection import Selection, parse_state, select_streams
 from framework.errors import ConfigError, StateError
-from framework.protocol.catalog import Selection, parse_state, select_streams
 
 STREAMS = {"accounts": SimpleNamespace(cursor=None), "orders": SimpleNamespace(cursor=object())}
 

@@ -1,4 +1,7 @@
-"""Configured catalogs and input state in Airbyte's shapes.
+"""Which streams a sync reads, and from what state: configured catalogs and input state in Airbyte's shapes.
+
+Every front end selects streams through here (protocol mode's ``--catalog``, the
+Spark pipeline, ``--test-read``), so it sits in the engine, below them all.
 
 A configured catalog selects streams and their sync modes::
 
