@@ -277,7 +277,7 @@ def _at(place: str | None) -> str:
 
 
 @builds("ConfigAddFields")
-def _add(model: models.ConfigAddFields, ctx: BuildContext, path: tuple) -> AddConfigFields:
+def build_config_add_fields(model: models.ConfigAddFields, ctx: BuildContext, path: tuple) -> AddConfigFields:
     fields = []
     for index, definition in enumerate(model.fields):
         if not definition.path:
@@ -291,7 +291,7 @@ def _add(model: models.ConfigAddFields, ctx: BuildContext, path: tuple) -> AddCo
 
 
 @builds("ConfigRemapField")
-def _remap(model: models.ConfigRemapField, ctx: BuildContext, path: tuple) -> RemapConfigField:
+def build_config_remap_field(model: models.ConfigRemapField, ctx: BuildContext, path: tuple) -> RemapConfigField:
     if not model.field_path:
         raise ConfigError(f"ConfigRemapField: `field_path` is empty{_at(ctx.place(path))}; name the keys leading to "
                           "the value")
@@ -299,26 +299,26 @@ def _remap(model: models.ConfigRemapField, ctx: BuildContext, path: tuple) -> Re
 
 
 @builds("ConfigRemoveFields")
-def _remove_fields(model: models.ConfigRemoveFields, ctx: BuildContext, path: tuple) -> RemoveConfigFields:
+def build_config_remove_fields(model: models.ConfigRemoveFields, ctx: BuildContext, path: tuple) -> RemoveConfigFields:
     if model.condition:
         ctx.engine.compile(model.condition)
     return RemoveConfigFields(tuple(tuple(p) for p in model.field_pointers if p), model.condition, ctx.engine)
 
 
 @builds("CustomConfigTransformation")
-def _custom_transformation(model: custom_models.CustomConfigTransformation, ctx: BuildContext,
+def build_custom_config_transformation(model: custom_models.CustomConfigTransformation, ctx: BuildContext,
                            path: tuple) -> CustomConfigTransformer:
     return CustomConfigTransformer(user_component(model, ctx, path))
 
 
 @builds("ConfigMigration")
-def _migration(model: models.ConfigMigration, ctx: BuildContext, path: tuple) -> Migration:
+def build_config_migration(model: models.ConfigMigration, ctx: BuildContext, path: tuple) -> Migration:
     return Migration(model.description, tuple(ctx.build(t, path + ("transformations", i))
                                               for i, t in enumerate(model.transformations)))
 
 
 @builds("ValidateAdheresToSchema")
-def _schema(model: models.ValidateAdheresToSchema, ctx: BuildContext, path: tuple) -> SchemaValidation:
+def build_schema_validation(model: models.ValidateAdheresToSchema, ctx: BuildContext, path: tuple) -> SchemaValidation:
     schema = model.base_schema
     if isinstance(schema, str) and not has_markup(schema):
         schema = _json(schema, "base_schema", ctx.place(path + ("base_schema",)))
@@ -326,13 +326,13 @@ def _schema(model: models.ValidateAdheresToSchema, ctx: BuildContext, path: tupl
 
 
 @builds("CustomValidationStrategy")
-def _custom_validation(model: custom_models.CustomValidationStrategy, ctx: BuildContext,
+def build_custom_validation(model: custom_models.CustomValidationStrategy, ctx: BuildContext,
                        path: tuple) -> CustomValidation:
     return CustomValidation(user_component(model, ctx, path))
 
 
 @builds("DpathValidator")
-def _dpath(model: models.DpathValidator, ctx: BuildContext, path: tuple) -> PathValidator:
+def build_dpath_validator(model: models.DpathValidator, ctx: BuildContext, path: tuple) -> PathValidator:
     if not model.field_path:
         raise ConfigError(f"DpathValidator: `field_path` is empty{_at(ctx.place(path))}; name the keys leading to "
                           "the value")
@@ -341,6 +341,6 @@ def _dpath(model: models.DpathValidator, ctx: BuildContext, path: tuple) -> Path
 
 
 @builds("PredicateValidator")
-def _predicate(model: models.PredicateValidator, ctx: BuildContext, path: tuple) -> ValueValidator:
+def build_predicate_validator(model: models.PredicateValidator, ctx: BuildContext, path: tuple) -> ValueValidator:
     return ValueValidator(model.value, ctx.build(model.validation_strategy, path + ("validation_strategy",)),
                           ctx.engine)

@@ -524,7 +524,7 @@ def build_offset_strategy(model: OffsetIncrement, ctx: BuildContext, path: tuple
 
 
 @builds("DefaultPaginator")
-def _build_default(model: DefaultPaginator, ctx: BuildContext, path: tuple) -> StrategyPaginator:
+def build_default_paginator(model: DefaultPaginator, ctx: BuildContext, path: tuple) -> StrategyPaginator:
     strategy: PaginationStrategy = ctx.build(model.pagination_strategy, path + ("pagination_strategy",))
     option = model.page_token_option
     token_into = None
@@ -536,5 +536,5 @@ def _build_default(model: DefaultPaginator, ctx: BuildContext, path: tuple) -> S
 
 
 @builds("NoPagination")
-def _build_none(model: NoPagination, ctx: BuildContext, path: tuple) -> NoPaginator:
+def build_no_pagination(model: NoPagination, ctx: BuildContext, path: tuple) -> NoPaginator:
     return NoPaginator()

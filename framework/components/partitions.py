@@ -264,7 +264,7 @@ class UnionRouter(Struct, frozen=True):
 
 
 @builds("ListPartitionRouter")
-def _list_router(model: ListPartitionRouter, ctx: BuildContext, path: tuple) -> ListRouter:
+def build_list_router(model: ListPartitionRouter, ctx: BuildContext, path: tuple) -> ListRouter:
     values = model.values
     if isinstance(values, str):
         values = ctx.render(values, model.parameters, "object")
@@ -277,7 +277,7 @@ def _list_router(model: ListPartitionRouter, ctx: BuildContext, path: tuple) -> 
 
 
 @builds("SubstreamPartitionRouter")
-def _substream_router(model: SubstreamPartitionRouter, ctx: BuildContext, path: tuple) -> SubstreamRouter:
+def build_substream_router(model: SubstreamPartitionRouter, ctx: BuildContext, path: tuple) -> SubstreamRouter:
     parents = []
     for i, config in enumerate(model.parent_stream_configs):
         here = path + ("parent_stream_configs", i)
@@ -302,13 +302,13 @@ def _substream_router(model: SubstreamPartitionRouter, ctx: BuildContext, path: 
 
 
 @builds("GroupingPartitionRouter")
-def _grouping_router(model: GroupingPartitionRouter, ctx: BuildContext, path: tuple) -> GroupingRouter:
+def build_grouping_router(model: GroupingPartitionRouter, ctx: BuildContext, path: tuple) -> GroupingRouter:
     router = ctx.build(model.underlying_partition_router, path + ("underlying_partition_router",))
     return GroupingRouter(router, model.group_size, model.deduplicate, ctx.place(path))
 
 
 @builds("UnionPartitionRouter")
-def _union_router(model: UnionPartitionRouter, ctx: BuildContext, path: tuple) -> UnionRouter:
+def build_union_router(model: UnionPartitionRouter, ctx: BuildContext, path: tuple) -> UnionRouter:
     field = str(ctx.render(model.partition_field, model.parameters))
     routers = []
     for i, child in enumerate(model.partition_routers):

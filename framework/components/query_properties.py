@@ -264,7 +264,7 @@ def build_query_properties(model: SimpleRetriever, ctx: BuildContext, path: tupl
 
 
 @builds("QueryProperties")
-def _build_query_properties(model: QueryProperties, ctx: BuildContext, path: tuple) -> QueryPropertiesReader:
+def build_query_properties_reader(model: QueryProperties, ctx: BuildContext, path: tuple) -> QueryPropertiesReader:
     listed = model.property_list
     property_list = listed if isinstance(listed, tuple) else ctx.build(listed, path + ("property_list",))
     chunking = ctx.build(model.property_chunking, path + ("property_chunking",)) if model.property_chunking else None
@@ -273,7 +273,7 @@ def _build_query_properties(model: QueryProperties, ctx: BuildContext, path: tup
 
 
 @builds("PropertiesFromEndpoint")
-def _build_endpoint(model: PropertiesFromEndpoint, ctx: BuildContext, path: tuple) -> PropertiesEndpoint:
+def build_properties_from_endpoint(model: PropertiesFromEndpoint, ctx: BuildContext, path: tuple) -> PropertiesEndpoint:
     if isinstance(model.retriever, CustomRetriever):
         raise ConfigError(f"a PropertiesFromEndpoint reads its properties with a SimpleRetriever; a CustomRetriever "
                           f"(`{model.retriever.class_name}`) is not supported there"
@@ -288,14 +288,14 @@ def _at(place: str | None) -> str:
 
 
 @builds("PropertyChunking")
-def _build_chunking(model: PropertyChunking, ctx: BuildContext, path: tuple) -> Chunking:
+def build_property_chunking(model: PropertyChunking, ctx: BuildContext, path: tuple) -> Chunking:
     strategy: GroupByKeyMergeStrategy | None = model.record_merge_strategy
     key = ("id",) if strategy is None else ((strategy.key,) if isinstance(strategy.key, str) else strategy.key)
     return Chunking(model.property_limit_type, model.property_limit, tuple(key))
 
 
 @builds("JsonSchemaPropertySelector")
-def _build_selector(model: JsonSchemaPropertySelector, ctx: BuildContext, path: tuple) -> PropertySelector:
+def build_property_selector(model: JsonSchemaPropertySelector, ctx: BuildContext, path: tuple) -> PropertySelector:
     transformations = tuple(ctx.build(t, path + ("transformations", i)) for i, t in enumerate(model.transformations))
     return PropertySelector(transformations, ctx.variables(model.parameters))
 

@@ -39,7 +39,8 @@ class BlockSimultaneousReads(Struct, frozen=True):
 
 
 @builds("BlockSimultaneousSyncsAction")
-def _block(model: BlockSimultaneousSyncsAction, ctx: BuildContext, path: tuple) -> BlockSimultaneousReads:
+def build_block_simultaneous_syncs(model: BlockSimultaneousSyncsAction, ctx: BuildContext,
+                                   path: tuple) -> BlockSimultaneousReads:
     return BlockSimultaneousReads()
 
 

@@ -260,17 +260,18 @@ class CustomTransformation:
 
 
 @builds("CustomRecordExtractor")
-def _extractor(model: models.CustomRecordExtractor, ctx: BuildContext, path: tuple) -> CustomExtractor:
+def build_custom_extractor(model: models.CustomRecordExtractor, ctx: BuildContext, path: tuple) -> CustomExtractor:
     return CustomExtractor(user_component(model, ctx, path))
 
 
 @builds("CustomRecordFilter")
-def _filter(model: models.CustomRecordFilter, ctx: BuildContext, path: tuple) -> CustomFilter:
+def build_custom_filter(model: models.CustomRecordFilter, ctx: BuildContext, path: tuple) -> CustomFilter:
     return CustomFilter(user_component(model, ctx, path))
 
 
 @builds("CustomTransformation")
-def _transformation(model: models.CustomTransformation, ctx: BuildContext, path: tuple) -> CustomTransformation:
+def build_custom_transformation(model: models.CustomTransformation, ctx: BuildContext,
+                                path: tuple) -> CustomTransformation:
     return CustomTransformation(user_component(model, ctx, path))
 
 
@@ -330,7 +331,8 @@ class CustomPaginationStrategy:
 
 
 @builds("CustomPaginationStrategy")
-def _pagination(model: models.CustomPaginationStrategy, ctx: BuildContext, path: tuple) -> CustomPaginationStrategy:
+def build_custom_pagination(model: models.CustomPaginationStrategy, ctx: BuildContext,
+                            path: tuple) -> CustomPaginationStrategy:
     return CustomPaginationStrategy(lambda: user_component(model, ctx, path))
 
 
@@ -393,7 +395,7 @@ class CustomRouter:
 
 
 @builds("CustomPartitionRouter")
-def _router(model: models.CustomPartitionRouter, ctx: BuildContext, path: tuple) -> CustomRouter:
+def build_custom_router(model: models.CustomPartitionRouter, ctx: BuildContext, path: tuple) -> CustomRouter:
     return CustomRouter(user_component(model, ctx, path))
 
 
@@ -434,12 +436,13 @@ class CustomStateMigration:
 
 
 @builds("CustomSchemaLoader")
-def _schema(model: models.CustomSchemaLoader, ctx: BuildContext, path: tuple) -> CustomSchema:
+def build_custom_schema(model: models.CustomSchemaLoader, ctx: BuildContext, path: tuple) -> CustomSchema:
     return CustomSchema(user_component(model, ctx, path))
 
 
 @builds("CustomStateMigration")
-def _state_migration(model: models.CustomStateMigration, ctx: BuildContext, path: tuple) -> CustomStateMigration:
+def build_custom_state_migration(model: models.CustomStateMigration, ctx: BuildContext,
+                                 path: tuple) -> CustomStateMigration:
     return CustomStateMigration(user_component(model, ctx, path))
 
 
@@ -530,17 +533,17 @@ class CustomBackoff:
 
 
 @builds("CustomAuthenticator")
-def _auth(model: models.CustomAuthenticator, ctx: BuildContext, path: tuple) -> CustomAuth:
+def build_custom_auth(model: models.CustomAuthenticator, ctx: BuildContext, path: tuple) -> CustomAuth:
     return CustomAuth(user_component(model, ctx, path))
 
 
 @builds("CustomErrorHandler")
-def _error_handler(model: models.CustomErrorHandler, ctx: BuildContext, path: tuple) -> CustomErrorHandling:
+def build_custom_error_handler(model: models.CustomErrorHandler, ctx: BuildContext, path: tuple) -> CustomErrorHandling:
     return CustomErrorHandling(user_component(model, ctx, path), default_error_handler(ctx))
 
 
 @builds("CustomBackoffStrategy")
-def _backoff(model: models.CustomBackoffStrategy, ctx: BuildContext, path: tuple) -> CustomBackoff:
+def build_custom_backoff(model: models.CustomBackoffStrategy, ctx: BuildContext, path: tuple) -> CustomBackoff:
     return CustomBackoff(user_component(model, ctx, path))
 
 
@@ -591,17 +594,18 @@ class CustomNormalization:
 
 
 @builds("CustomDecoder")
-def _decoder(model: models.CustomDecoder, ctx: BuildContext, path: tuple) -> CustomDecoding:
+def build_custom_decoder(model: models.CustomDecoder, ctx: BuildContext, path: tuple) -> CustomDecoding:
     return CustomDecoding(user_component(model, ctx, path))
 
 
 @builds("CustomSchemaNormalization")
-def _normalization(model: models.CustomSchemaNormalization, ctx: BuildContext, path: tuple) -> CustomNormalization:
+def build_custom_normalization(model: models.CustomSchemaNormalization, ctx: BuildContext,
+                               path: tuple) -> CustomNormalization:
     return CustomNormalization(user_component(model, ctx, path))
 
 
 @builds("CustomRequester", "CustomRetriever", "CustomIncrementalSync")
-def _drives_the_read(model: models.CustomComponent, ctx: BuildContext, path: tuple) -> NoReturn:
+def build_custom_drives_the_read(model: models.CustomComponent, ctx: BuildContext, path: tuple) -> NoReturn:
     """The kinds that drive a read themselves: never built here, and a ``CustomIncrementalSync`` is refused.
 
     A stream with a ``CustomRetriever`` or ``CustomRequester`` is read by

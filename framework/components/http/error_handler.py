@@ -443,8 +443,8 @@ def build_error_handler(model: models.DefaultErrorHandler | models.CompositeErro
     if isinstance(model, CustomErrorHandler):  # a Python class (framework.components.custom)
         return ctx.build(model, path)
     if isinstance(model, models.CompositeErrorHandler):
-        return _build_composite(model, ctx, path)
-    return _build_default(model, ctx, path)
+        return build_composite_error_handler(model, ctx, path)
+    return build_default_error_handler(model, ctx, path)
 
 
 def _where(ctx: BuildContext, path: tuple) -> str:
@@ -452,7 +452,8 @@ def _where(ctx: BuildContext, path: tuple) -> str:
 
 
 @builds("DefaultErrorHandler")
-def _build_default(model: models.DefaultErrorHandler, ctx: BuildContext, path: tuple) -> FilterErrorHandler:
+def build_default_error_handler(model: models.DefaultErrorHandler, ctx: BuildContext,
+                                path: tuple) -> FilterErrorHandler:
     max_retries = ctx.render(model.max_retries, model.parameters, "integer")
     if not isinstance(max_retries, int) or max_retries < 0:
         raise ConfigError(f"`max_retries` must be a whole number of 0 or more, not {max_retries!r}"
@@ -465,7 +466,8 @@ def _build_default(model: models.DefaultErrorHandler, ctx: BuildContext, path: t
 
 
 @builds("CompositeErrorHandler")
-def _build_composite(model: models.CompositeErrorHandler, ctx: BuildContext, path: tuple) -> FirstMatchErrorHandler:
+def build_composite_error_handler(model: models.CompositeErrorHandler, ctx: BuildContext,
+                                  path: tuple) -> FirstMatchErrorHandler:
     if not model.error_handlers:
         raise ConfigError("a CompositeErrorHandler needs at least one entry in `error_handlers`" + _where(ctx, path))
     return FirstMatchErrorHandler([

@@ -133,7 +133,7 @@ class CountCursor(Struct, frozen=True):
 
 
 @builds("IncrementingCountCursor")
-def _build(model: IncrementingCountCursor, ctx: BuildContext, path: tuple) -> CountCursor:
+def build_count_cursor(model: IncrementingCountCursor, ctx: BuildContext, path: tuple) -> CountCursor:
     place = ctx.place(path)
     start = 0
     if model.start_value is not None:

@@ -370,7 +370,7 @@ def _check_durations(step: Step | None, granularity: Step | None, lookback: Step
 
 
 @builds("DatetimeBasedCursor")
-def _build(model: DatetimeBasedCursor, ctx: BuildContext, path: tuple) -> DatetimeCursor:
+def build_datetime_cursor(model: DatetimeBasedCursor, ctx: BuildContext, path: tuple) -> DatetimeCursor:
     place = ctx.place(path)
     parameters = model.parameters
     fmt = model.datetime_format

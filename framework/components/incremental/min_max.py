@@ -132,5 +132,5 @@ def min_max_of(
 
 
 @builds("MinMaxDatetime")
-def _build(model: MinMaxDatetime, ctx: BuildContext, path: tuple) -> MinMax:
+def build_min_max(model: MinMaxDatetime, ctx: BuildContext, path: tuple) -> MinMax:
     return min_max_of(model, ctx, path, DEFAULT_FORMAT, "datetime", model.parameters)

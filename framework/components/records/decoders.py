@@ -369,7 +369,7 @@ def _at(place: str | None) -> str:
 
 
 @builds(*(model.type_name() for model in models.DECODERS))
-def _build_decoder(model: Any, ctx: BuildContext, path: tuple) -> ResponseDecoder:
+def build_decoder(model: Any, ctx: BuildContext, path: tuple) -> ResponseDecoder:
     return decoder_of(model, ctx.place(path))
 
 

@@ -207,7 +207,7 @@ def _check_single(path: tuple[str, ...], name: str, where: str) -> None:
 
 
 @builds("RecordExpander")
-def _build_record_expander(model: models.RecordExpander, ctx: BuildContext, path: tuple) -> RecordExpander:
+def build_record_expander(model: models.RecordExpander, ctx: BuildContext, path: tuple) -> RecordExpander:
     parents = []
     for index, one in enumerate(model.parent_fields):
         where = ctx.place(path + ("parent_fields", index)) or ".".join(map(str, path + ("parent_fields", index)))

@@ -288,17 +288,17 @@ def matching_values(body: Any, path: tuple[str, ...]) -> list[Any]:
 
 
 @builds("KeysToLower")
-def _build_keys_to_lower(model: models.KeysToLower, ctx: BuildContext, path: tuple) -> KeysToLower:
+def build_keys_to_lower(model: models.KeysToLower, ctx: BuildContext, path: tuple) -> KeysToLower:
     return KeysToLower()
 
 
 @builds("KeysToSnakeCase")
-def _build_keys_to_snake_case(model: models.KeysToSnakeCase, ctx: BuildContext, path: tuple) -> KeysToSnakeCase:
+def build_keys_to_snake_case(model: models.KeysToSnakeCase, ctx: BuildContext, path: tuple) -> KeysToSnakeCase:
     return KeysToSnakeCase()
 
 
 @builds("KeysReplace")
-def _build_keys_replace(model: models.KeysReplace, ctx: BuildContext, path: tuple) -> KeysReplace:
+def build_keys_replace(model: models.KeysReplace, ctx: BuildContext, path: tuple) -> KeysReplace:
     constant = None
     if not has_markup(model.old) and not has_markup(model.new):
         variables = ctx.variables(model.parameters)
@@ -311,12 +311,12 @@ def _build_keys_replace(model: models.KeysReplace, ctx: BuildContext, path: tupl
 
 
 @builds("FlattenFields")
-def _build_flatten_fields(model: models.FlattenFields, ctx: BuildContext, path: tuple) -> FlattenFields:
+def build_flatten_fields(model: models.FlattenFields, ctx: BuildContext, path: tuple) -> FlattenFields:
     return FlattenFields(model.flatten_lists)
 
 
 @builds("DpathFlattenFields")
-def _build_dpath_flatten_fields(model: models.DpathFlattenFields, ctx: BuildContext,
+def build_dpath_flatten_fields(model: models.DpathFlattenFields, ctx: BuildContext,
                                 path: tuple) -> DpathFlattenFields:
     field_path = tuple(_as_text(ctx.render(key, model.parameters)) for key in model.field_path)
     prefix = suffix = ""

@@ -154,7 +154,7 @@ class RecordSelector(Struct, frozen=True):
 
 
 @builds("DpathExtractor")
-def _build_extractor(model: models.DpathExtractor, ctx: BuildContext, path: tuple) -> DpathExtractor:
+def build_dpath_extractor(model: models.DpathExtractor, ctx: BuildContext, path: tuple) -> DpathExtractor:
     field_path = tuple(str(ctx.render(key, model.parameters)) for key in model.field_path)
     expander = None
     if model.record_expander is not None:
@@ -163,12 +163,12 @@ def _build_extractor(model: models.DpathExtractor, ctx: BuildContext, path: tupl
 
 
 @builds("RecordFilter")
-def _build_filter(model: models.RecordFilter, ctx: BuildContext, path: tuple) -> RecordFilter:
+def build_record_filter(model: models.RecordFilter, ctx: BuildContext, path: tuple) -> RecordFilter:
     return RecordFilter(Condition.of(model.condition, ctx.engine), model.parameters, ctx.engine)
 
 
 @builds("RecordSelector")
-def _build_selector(model: models.RecordSelector, ctx: BuildContext, path: tuple) -> RecordSelector:
+def build_record_selector(model: models.RecordSelector, ctx: BuildContext, path: tuple) -> RecordSelector:
     extractor = ctx.build(model.extractor, path + ("extractor",))  # a DpathExtractor, or a custom one
     record_filter = None
     if model.record_filter is not None:

@@ -154,7 +154,7 @@ def _remove(node: Any, pointer: tuple[str, ...], depth: int, removable: Any) -> 
 
 
 @builds("AddFields")
-def _build_add_fields(model: models.AddFields, ctx: BuildContext, path: tuple) -> AddFields:
+def build_add_fields(model: models.AddFields, ctx: BuildContext, path: tuple) -> AddFields:
     place = ctx.place(path)
     fields = []
     for index, definition in enumerate(model.fields):
@@ -178,7 +178,7 @@ def _build_add_fields(model: models.AddFields, ctx: BuildContext, path: tuple) -
 
 
 @builds("RemoveFields")
-def _build_remove_fields(model: models.RemoveFields, ctx: BuildContext, path: tuple) -> RemoveFields:
+def build_remove_fields(model: models.RemoveFields, ctx: BuildContext, path: tuple) -> RemoveFields:
     pointers = tuple(tuple(pointer) for pointer in model.field_pointers if pointer)
     return RemoveFields(pointers, Condition.of(model.condition, ctx.engine), model.parameters, ctx.engine)
 

@@ -35,7 +35,7 @@ def present(*values: str | None) -> tuple[str, ...]:
 
 
 @builds("NoAuth")
-def _build_no_auth(model: models.NoAuth, ctx: BuildContext, path: tuple) -> NoAuth:
+def build_no_auth(model: models.NoAuth, ctx: BuildContext, path: tuple) -> NoAuth:
     return NoAuth()
 
 

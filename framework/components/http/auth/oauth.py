@@ -320,7 +320,7 @@ def _refusal(model: models.OAuthAuthenticator, place: str | None) -> _Refusal | 
 
 
 @builds("OAuthAuthenticator")
-def _build_oauth(model: models.OAuthAuthenticator, ctx: BuildContext, path: tuple) -> OAuth:
+def build_oauth(model: models.OAuthAuthenticator, ctx: BuildContext, path: tuple) -> OAuth:
     params = model.parameters
 
     def render(value: Any) -> str:

@@ -12,7 +12,7 @@ from framework.models import auth as models
 
 
 @builds("SelectiveAuthenticator")
-def _build_selective(model: models.SelectiveAuthenticator, ctx: BuildContext, path: tuple) -> Authenticator:
+def build_selective(model: models.SelectiveAuthenticator, ctx: BuildContext, path: tuple) -> Authenticator:
     where = ".".join(map(str, model.authenticator_selection_path))
     node: Any = ctx.config
     for key in model.authenticator_selection_path:

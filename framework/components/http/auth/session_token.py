@@ -97,7 +97,7 @@ class SessionToken(RenewedToken):
 
 
 @builds("SessionTokenAuthenticator")
-def _build_session_token(model: models.SessionTokenAuthenticator, ctx: BuildContext, path: tuple) -> SessionToken:
+def build_session_token(model: models.SessionTokenAuthenticator, ctx: BuildContext, path: tuple) -> SessionToken:
     login = model.login_requester
     params = login.parameters
     url = join_url(as_text(ctx.render(login.url_base, params)), as_text(ctx.render(login.path, params)))
@@ -293,7 +293,7 @@ class _ValidationErrors:
 
 
 @builds("LegacySessionTokenAuthenticator")
-def _build_legacy_session_token(model: models.LegacySessionTokenAuthenticator, ctx: BuildContext,
+def build_legacy_session_token(model: models.LegacySessionTokenAuthenticator, ctx: BuildContext,
                                 path: tuple) -> LegacySessionToken:
     params = model.parameters
 

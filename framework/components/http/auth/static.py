@@ -74,7 +74,7 @@ class BasicAuth:
 
 
 @builds("ApiKeyAuthenticator")
-def _build_api_key(model: models.ApiKeyAuthenticator, ctx: BuildContext, path: tuple) -> ApiKeyAuth:
+def build_api_key(model: models.ApiKeyAuthenticator, ctx: BuildContext, path: tuple) -> ApiKeyAuth:
     token = as_text(ctx.render(model.api_token, model.parameters))
     if model.inject_into is not None:
         injection = injection_of(model.inject_into, ctx)
@@ -84,12 +84,12 @@ def _build_api_key(model: models.ApiKeyAuthenticator, ctx: BuildContext, path: t
 
 
 @builds("BearerAuthenticator")
-def _build_bearer(model: models.BearerAuthenticator, ctx: BuildContext, path: tuple) -> BearerAuth:
+def build_bearer(model: models.BearerAuthenticator, ctx: BuildContext, path: tuple) -> BearerAuth:
     return BearerAuth(as_text(ctx.render(model.api_token, model.parameters)))
 
 
 @builds("BasicHttpAuthenticator")
-def _build_basic(model: models.BasicHttpAuthenticator, ctx: BuildContext, path: tuple) -> BasicAuth:
+def build_basic(model: models.BasicHttpAuthenticator, ctx: BuildContext, path: tuple) -> BasicAuth:
     return BasicAuth(
         as_text(ctx.render(model.username, model.parameters)),
         as_text(ctx.render(model.password, model.parameters)),
