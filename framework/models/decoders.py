@@ -107,10 +107,5 @@ Decoder = Annotated[
 # What a login response (SessionTokenAuthenticator) may be read with.
 LoginDecoder = Annotated[JsonDecoder | XmlDecoder, Field(discriminator="type")]
 
-DECODERS: tuple[type[Component], ...] = (
-    JsonDecoder, JsonlDecoder, IterableDecoder, XmlDecoder, CsvDecoder, JsonItemsDecoder, GzipDecoder,
-    ZipfileDecoder,
-)
-
-__all__ = ["DECODERS", "CsvDecoder", "Decoder", "GzipDecoder", "InnerDecoder", "IterableDecoder", "JsonDecoder",
+__all__ = ["CsvDecoder", "Decoder", "GzipDecoder", "InnerDecoder", "IterableDecoder", "JsonDecoder",
            "JsonItemsDecoder", "JsonlDecoder", "LoginDecoder", "XmlDecoder", "ZipfileDecoder"]

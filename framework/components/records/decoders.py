@@ -326,36 +326,6 @@ def csv_delimiter(delimiter: str) -> str:
     return delimiter.encode("utf-8").decode("unicode_escape") if delimiter.startswith("\\") else delimiter
 
 
-def decoder_of(model: Any, place: str | None = None) -> ResponseDecoder:
-    """The runtime of a decoder model (a JsonDecoder too: as an inner format)."""
-    if isinstance(model, models.JsonDecoder):
-        return JsonDocument()
-    if isinstance(model, models.JsonlDecoder):
-        return JsonLines()
-    if isinstance(model, models.IterableDecoder):
-        return TextLines()
-    if isinstance(model, models.XmlDecoder):
-        return XmlDocument()
-    if isinstance(model, models.CsvDecoder):
-        try:
-            delimiter = csv_delimiter(model.delimiter)
-        except UnicodeDecodeError:
-            delimiter = model.delimiter
-        _check_codec(model.encoding, place)
-        if len(delimiter) != 1:
-            raise ConfigError(f"the CSV `delimiter` must be one character, not {model.delimiter!r}"
-                              f"{_at(place)}; write it like `,`, `;` or `\\t`")
-        return CsvRows(model.encoding, delimiter, frozenset(model.set_values_to_none or ()))
-    if isinstance(model, models.JsonItemsDecoder):
-        _check_codec(model.encoding, place)
-        return JsonItems(tuple(model.items_path.split(".")), model.encoding)
-    if isinstance(model, models.GzipDecoder):
-        return Gunzip(decoder_of(model.decoder, place))
-    if isinstance(model, models.ZipfileDecoder):
-        return Unzip(decoder_of(model.decoder, place))
-    raise NotImplementedError(f"no decoder {getattr(model, 'type', model)!r}")  # pragma: no cover
-
-
 def _check_codec(encoding: str, place: str | None) -> None:
     try:
         codecs.lookup(encoding)
@@ -368,11 +338,57 @@ def _at(place: str | None) -> str:
     return place_suffix(place)
 
 
-@builds(*(model.type_name() for model in models.DECODERS))
-def build_decoder(model: Any, ctx: BuildContext, path: tuple) -> ResponseDecoder:
-    return decoder_of(model, ctx.place(path))
+@builds("JsonDecoder")
+def build_json_decoder(model: models.JsonDecoder, ctx: BuildContext, path: tuple) -> JsonDocument:
+    return JsonDocument()
 
 
-__all__ = ["BATCH_BYTES", "BATCH_ROWS", "BODY_ERRORS", "CsvRows", "Gunzip", "JsonDocument", "JsonItems",
-           "JsonLines", "ResponseDecoder", "TextLines", "Unzip", "XmlDocument", "csv_delimiter", "decoder_of",
-           "pagination_capable"]
+@builds("JsonlDecoder")
+def build_jsonl_decoder(model: models.JsonlDecoder, ctx: BuildContext, path: tuple) -> JsonLines:
+    return JsonLines()
+
+
+@builds("IterableDecoder")
+def build_iterable_decoder(model: models.IterableDecoder, ctx: BuildContext, path: tuple) -> TextLines:
+    return TextLines()
+
+
+@builds("XmlDecoder")
+def build_xml_decoder(model: models.XmlDecoder, ctx: BuildContext, path: tuple) -> XmlDocument:
+    return XmlDocument()
+
+
+@builds("CsvDecoder")
+def build_csv_decoder(model: models.CsvDecoder, ctx: BuildContext, path: tuple) -> CsvRows:
+    place = ctx.place(path)
+    try:
+        delimiter = csv_delimiter(model.delimiter)
+    except UnicodeDecodeError:
+        delimiter = model.delimiter
+    _check_codec(model.encoding, place)
+    if len(delimiter) != 1:
+        raise ConfigError(f"the CSV `delimiter` must be one character, not {model.delimiter!r}"
+                          f"{_at(place)}; write it like `,`, `;` or `\\t`")
+    return CsvRows(model.encoding, delimiter, frozenset(model.set_values_to_none or ()))
+
+
+@builds("JsonItemsDecoder")
+def build_json_items_decoder(model: models.JsonItemsDecoder, ctx: BuildContext, path: tuple) -> JsonItems:
+    _check_codec(model.encoding, ctx.place(path))
+    return JsonItems(tuple(model.items_path.split(".")), model.encoding)
+
+
+@builds("GzipDecoder")
+def build_gzip_decoder(model: models.GzipDecoder, ctx: BuildContext, path: tuple) -> Gunzip:
+    return Gunzip(ctx.build(model.decoder, path + ("decoder",)))
+
+
+@builds("ZipfileDecoder")
+def build_zipfile_decoder(model: models.ZipfileDecoder, ctx: BuildContext, path: tuple) -> Unzip:
+    return Unzip(ctx.build(model.decoder, path + ("decoder",)))
+
+
+__all__ = ["BATCH_BYTES", "BATCH_ROWS", "BODY_ERRORS", "CsvRows", "Gunzip", "JsonDocument", "JsonItems", "JsonLines",
+           "ResponseDecoder", "TextLines", "Unzip", "XmlDocument", "build_csv_decoder", "build_gzip_decoder",
+           "build_iterable_decoder", "build_json_decoder", "build_json_items_decoder", "build_jsonl_decoder",
+           "build_xml_decoder", "build_zipfile_decoder", "csv_delimiter", "pagination_capable"]

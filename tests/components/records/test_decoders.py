@@ -17,13 +17,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from requests.structures import CaseInsensitiveDict
 
+from framework.components.context import BuildContext
 from framework.components.http.request import HttpRequest
 from framework.components.http.transport import HttpResponse
 from framework.components.records import decoders
-from framework.components.records.decoders import decoder_of, pagination_capable
+from framework.components.records.decoders import pagination_capable
 from framework.components.records.extraction import DpathExtractor, records_of
 from framework.errors import ConfigError, DecodeError
 from framework.models import decoders as models
+
+
+def decoder_of(model: Any, place: str | None = None) -> decoders.ResponseDecoder:
+    """The runtime of a decoder model, built as a manifest's is (``place``: where its errors say it is)."""
+    return BuildContext({}, locate=lambda path: place).build(model, ("decoder",))
 
 
 def streamed(body: bytes, content_type: str = "application/octet-stream") -> HttpResponse:
