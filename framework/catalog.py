@@ -72,15 +72,15 @@ CATALOG: dict[str, Entry] = {
     "SessionTokenAuthenticator": built("auth:SessionTokenAuthenticator",
                                        "http.auth.session_token:build_session_token"),
     # budgets
-    "FixedWindowCallRatePolicy": part("budgets:FixedWindowCallRatePolicy", "HTTPAPIBudget"),
+    "FixedWindowCallRatePolicy": built("budgets:FixedWindowCallRatePolicy", "http.budget:build_fixed_window_policy"),
     "HTTPAPIBudget": built("budgets:HTTPAPIBudget", "http.budget:build_api_budget"),
     "HttpRequestRegexMatcher": part("budgets:HttpRequestRegexMatcher", "FixedWindowCallRatePolicy",
                                     "MovingWindowCallRatePolicy", "TokenQuota", "UnlimitedCallRatePolicy"),
-    "MovingWindowCallRatePolicy": part("budgets:MovingWindowCallRatePolicy", "HTTPAPIBudget"),
+    "MovingWindowCallRatePolicy": built("budgets:MovingWindowCallRatePolicy", "http.budget:build_moving_window_policy"),
     "QuotaStatusSource": part("budgets:QuotaStatusSource", "HTTPAPIBudget"),
     "Rate": part("budgets:Rate", "MovingWindowCallRatePolicy"),
     "TokenQuota": part("budgets:TokenQuota", "HTTPAPIBudget"),
-    "UnlimitedCallRatePolicy": part("budgets:UnlimitedCallRatePolicy", "HTTPAPIBudget"),
+    "UnlimitedCallRatePolicy": built("budgets:UnlimitedCallRatePolicy", "http.budget:build_unlimited_policy"),
     # custom
     "CustomAuthenticator": built("custom:CustomAuthenticator", "custom.builders:build_custom_auth"),
     "CustomBackoffStrategy": built("custom:CustomBackoffStrategy", "custom.builders:build_custom_backoff"),

@@ -81,6 +81,16 @@ def test_every_builder_is_marked_for_its_type_and_every_marked_function_is_the_c
     assert unlisted == [], f"@builds functions the catalog does not name for their type: {unlisted}"
 
 
+def test_every_builder_takes_the_model_the_context_and_the_path():
+    for kind in CATALOG:
+        where = builder_path(kind)
+        if where is None:
+            continue
+        builder = getattr(importlib.import_module(where[0]), where[1])
+        names = list(inspect.signature(builder).parameters)
+        assert names == ["model", "ctx", "path"], f"{kind}: {where[0]}:{where[1]}{tuple(names)} is not a Builder"
+
+
 def test_a_part_names_the_types_that_build_it():
     roots = []
     for kind, entry in CATALOG.items():

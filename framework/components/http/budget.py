@@ -55,6 +55,7 @@ from framework.models.budgets import (
     HTTPAPIBudget,
     HttpRequestRegexMatcher,
     MovingWindowCallRatePolicy,
+    UnlimitedCallRatePolicy,
 )
 from framework.temporal.clock import Clock
 from framework.temporal.durations import parse_duration
@@ -490,6 +491,44 @@ def _matcher(model: HttpRequestRegexMatcher, ctx: BuildContext, where: str) -> M
     )
 
 
+class PolicyLimit(Struct, frozen=True):
+    """What a call-rate policy builds to: its window (None: unlimited), how long a lease is held, its smallest
+    limit (no request may weigh more)."""
+
+    window: Window | None
+    hold: float
+    smallest: int
+
+
+def _where(ctx: BuildContext, path: tuple) -> str:
+    return ctx.place(path) or ".".join(map(str, path))
+
+
+@builds("MovingWindowCallRatePolicy")
+def build_moving_window_policy(model: MovingWindowCallRatePolicy, ctx: BuildContext, path: tuple) -> PolicyLimit:
+    where = _where(ctx, path)
+    if not model.rates:
+        raise ConfigError(f"{where}: a MovingWindowCallRatePolicy needs at least one rate in `rates`")
+    rates = tuple((_positive(ctx, rate.limit, "limit", where), _seconds(rate.interval, where)) for rate in model.rates)
+    hold = min(HOLD_MAX, HOLD_FRACTION * min(interval for _, interval in rates))
+    return PolicyLimit(MovingWindow(rates, hold), hold, min(limit for limit, _ in rates))
+
+
+@builds("FixedWindowCallRatePolicy")
+def build_fixed_window_policy(model: FixedWindowCallRatePolicy, ctx: BuildContext, path: tuple) -> PolicyLimit:
+    where = _where(ctx, path)
+    if model.call_limit < 1:
+        raise ConfigError(f"{where}: `call_limit` must be at least 1")
+    period = _seconds(model.period, where)
+    hold = min(HOLD_MAX, HOLD_FRACTION * period)
+    return PolicyLimit(FixedWindow(model.call_limit, period, hold), hold, model.call_limit)
+
+
+@builds("UnlimitedCallRatePolicy")
+def build_unlimited_policy(model: UnlimitedCallRatePolicy, ctx: BuildContext, path: tuple) -> PolicyLimit:
+    return PolicyLimit(None, 0.0, 0)
+
+
 @builds("HTTPAPIBudget")
 def build_api_budget(model: HTTPAPIBudget, ctx: BuildContext, path: tuple) -> ApiBudget:
     """The task side of the budget; its :class:`Ledger` is offered as the sync-wide service."""
@@ -502,24 +541,8 @@ def build_api_budget(model: HTTPAPIBudget, ctx: BuildContext, path: tuple) -> Ap
         where = ctx.place(here) or ".".join(map(str, here))
         matchers = tuple(_matcher(m, ctx, ctx.place(here + ("matchers", i)) or where)
                          for i, m in enumerate(policy.matchers))
-        window: Window | None = None
-        hold = 0.0
-        smallest = 0
-        if isinstance(policy, MovingWindowCallRatePolicy):
-            if not policy.rates:
-                raise ConfigError(f"{where}: a MovingWindowCallRatePolicy needs at least one rate in `rates`")
-            rates = tuple((_positive(ctx, rate.limit, "limit", where), _seconds(rate.interval, where))
-                          for rate in policy.rates)
-            hold = min(HOLD_MAX, HOLD_FRACTION * min(interval for _, interval in rates))
-            window = MovingWindow(rates, hold)
-            smallest = min(limit for limit, _ in rates)
-        elif isinstance(policy, FixedWindowCallRatePolicy):
-            if policy.call_limit < 1:
-                raise ConfigError(f"{where}: `call_limit` must be at least 1")
-            period = _seconds(policy.period, where)
-            hold = min(HOLD_MAX, HOLD_FRACTION * period)
-            window = FixedWindow(policy.call_limit, period, hold)
-            smallest = policy.call_limit
+        limit: PolicyLimit = ctx.build(policy, here)
+        window, hold, smallest = limit.window, limit.hold, limit.smallest
         heaviest = max((m.weight for m in matchers), default=1)
         if window is not None and heaviest > smallest:
             raise ConfigError(f"{where}: a request of weight {heaviest} could never be sent under a limit of "
@@ -537,4 +560,5 @@ def build_api_budget(model: HTTPAPIBudget, ctx: BuildContext, path: tuple) -> Ap
 
 
 __all__ = ["SERVICE", "ApiBudget", "Ask", "FixedWindow", "Grant", "Ledger", "Matcher", "MovingWindow", "Policy",
-           "Reading", "Ticket", "build_api_budget"]
+           "PolicyLimit", "Reading", "Ticket", "build_api_budget", "build_fixed_window_policy",
+           "build_moving_window_policy", "build_unlimited_policy"]
