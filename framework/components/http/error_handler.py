@@ -439,12 +439,8 @@ def build_response_filter(model: models.HttpResponseFilter, ctx: BuildContext, p
 
 def build_error_handler(model: models.DefaultErrorHandler | models.CompositeErrorHandler | CustomErrorHandler,
                         ctx: BuildContext, path: tuple = ()) -> Any:
-    """The runtime handler of a ``DefaultErrorHandler``, ``CompositeErrorHandler`` or custom model."""
-    if isinstance(model, CustomErrorHandler):  # a Python class (framework.components.custom)
-        return ctx.build(model, path)
-    if isinstance(model, models.CompositeErrorHandler):
-        return build_composite_error_handler(model, ctx, path)
-    return build_default_error_handler(model, ctx, path)
+    """The runtime handler of a ``DefaultErrorHandler``, ``CompositeErrorHandler`` or custom model (its builder)."""
+    return ctx.build(model, path)
 
 
 def _where(ctx: BuildContext, path: tuple) -> str:
