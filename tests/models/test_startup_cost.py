@@ -12,8 +12,8 @@ import typing
 
 from framework.models import Model
 
-# 34 of 527 fields when written: the names that modules importing each other (auth and requests, source and
-# partitions, ...) cannot have yet
+# 21 of 527 fields when written: the back-references, names of models in a module above the field's own
+# (framework/models/back_references.py)
 MOST_DEFERRED = 0.1
 
 
