@@ -33,6 +33,7 @@ from framework.engine.config_fit import surely_fits
 from framework.engine.config_sink import ConfigSink
 from framework.errors import ConfigError, FrameworkError, ManifestError
 from framework.interpolation import TemplateEngine
+from framework.manifest import check_manifest, check_manifest_text
 from framework.manifest.config_check import (
     ConfigFile,
     check_config,
@@ -191,8 +192,6 @@ def open_connector(manifest_path: str, config: Mapping[str, Any], *, config_path
     as it is known: before the config is checked against the spec and the rules' validations, as airbyte-cdk
     announces a migrated config before it checks it.
     """
-    from framework.manifest import check_manifest
-
     checked = check_manifest(manifest_path)
     return _build(checked, config, os.path.dirname(os.path.abspath(manifest_path)), config_path=config_path,
                   transport=transport, clock=clock, sleep=sleep, allow_custom_code=allow_custom_code,
@@ -210,8 +209,6 @@ def open_connector_text(text: str, config: Mapping[str, Any], *, file: str = "<m
     schema files, which an executor on another machine may not have; ``templates`` are the
     streams ``dynamic_streams`` made on the driver (None: resolved here, reading their endpoints).
     """
-    from framework.manifest import check_manifest_text
-
     checked = check_manifest_text(text, file, base_dir)
     return _build(checked, config, base_dir, transport=transport, clock=clock, sleep=sleep,
                   schemas=schemas or {}, allow_custom_code=allow_custom_code, templates=templates)

@@ -29,6 +29,8 @@ import requests
 
 from framework.components.custom.loader import UserCodeError, user_traceback
 from framework.errors import ConfigError, FrameworkError, place_suffix
+from framework.models import REGISTRY
+from framework.models.custom import CUSTOM_KINDS
 
 if TYPE_CHECKING:
     from framework.components.registry import BuildContext
@@ -56,8 +58,6 @@ def declared_fields(cls: type) -> dict[str, Any]:
 
 def _component_type(hint: Any) -> str | None:
     """The component ``type`` a field's declared class names (``Optional[DpathExtractor]`` -> ``DpathExtractor``)."""
-    from framework.models import REGISTRY
-
     candidates = [hint, *typing.get_args(hint)]
     for candidate in candidates:
         if isinstance(candidate, typing.ForwardRef):
@@ -116,9 +116,6 @@ def _maybe_component(value: Any, hint: Any, parameters: Mapping[str, Any], ctx: 
         kind = _component_type(inner)
         if kind is None:
             return value
-    from framework.models import REGISTRY
-    from framework.models.custom import CUSTOM_KINDS
-
     model_class = REGISTRY.get(kind) or CUSTOM_KINDS.get(kind)
     if model_class is None:
         raise ConfigError(f"the component type `{kind}` is not one this framework knows"
@@ -159,7 +156,8 @@ class _TransformationFacade:
 
 def _facade(built: Any, ctx: BuildContext) -> Any:
     """What a class gets for a built component: its object as it is, or a built-in seen through Airbyte's names."""
-    from framework.components.records import AddFields, DpathExtractor, RemoveFields
+    from framework.components.records.extraction import DpathExtractor
+    from framework.components.records.transformations import AddFields, RemoveFields
 
     if isinstance(built, DpathExtractor):
         return _ExtractorFacade(built)
