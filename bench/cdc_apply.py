@@ -7,7 +7,7 @@ No HTTP and no tasks: the script writes staged Parquet files itself (the
 typed batches a sync's tasks would land: ``_airbyte_extracted_at`` and six
 data fields, ``id`` the primary key, ``updated_at`` the cursor,
 ``_ab_cdc_deleted_at`` the delete mark) under a temp output folder and calls
-:func:`framework.cdc.apply_changes` on a ``local[2]`` session:
+:func:`framework.cdc.apply.apply_changes` on a ``local[2]`` session:
 
 * **first**: N new keys, so N inserts and the first image;
 * then one apply per entry of ``--changes`` (C), in order, on the same image:
@@ -165,7 +165,8 @@ def _warm(batches):
 
 
 def child(keys: int, changes: list[str], fmt: str, image: str, keep: str | None, cold: bool) -> None:
-    from framework.cdc import ChangeStream, apply_changes
+    from framework.cdc.apply import apply_changes
+    from framework.cdc.plan import ChangeStream
     from framework.models.destination import DestinationSettings
     from framework.spark.session import spark_session
     from framework.storage import storage_for

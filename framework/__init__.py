@@ -16,7 +16,7 @@ commands that run it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from framework.errors import (
     ConfigError,
@@ -26,6 +26,10 @@ from framework.errors import (
     InterpolationError,
     ManifestError,
 )
+
+if TYPE_CHECKING:
+    from framework.manifest import CheckedManifest
+    from framework.models import DeclarativeSource
 
 __version__ = "0.1.0"
 
@@ -41,9 +45,15 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:  # lazy: `import framework` stays cheap
-    if name in ("check_manifest", "load_manifest"):
-        from framework import manifest
+def load_manifest(path: str) -> DeclarativeSource:
+    """The typed source of the manifest at ``path``; raises :class:`ManifestError` when it has errors."""
+    from framework import manifest  # here: every ``import framework.x`` runs this module, which stays cheap
 
-        return getattr(manifest, name)
-    raise AttributeError(name)
+    return manifest.load_manifest(path)
+
+
+def check_manifest(path: str, strict: bool = False) -> CheckedManifest:
+    """Read, resolve, type and check the manifest at ``path``; the problems are returned, not raised."""
+    from framework import manifest  # here: every ``import framework.x`` runs this module, which stays cheap
+
+    return manifest.check_manifest(path, strict)

@@ -150,7 +150,9 @@ def _graph() -> dict[str, set[str]]:
                 continue
             parts = target.split(".")
             edges.update(".".join(parts[:i]) for i in range(2, len(parts) + 1))  # its packages' __init__ run first
-        graph[module] = {edge for edge in edges if edge in MODULES and edge != module}
+        # a package the importing module is inside is loading already: importing it again loads nothing
+        inside = {".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 1)}
+        graph[module] = {edge for edge in edges if edge in MODULES and edge != module and edge not in inside}
     return graph
 
 

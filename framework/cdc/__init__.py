@@ -20,35 +20,9 @@ deleted or, in a full-refresh stream, a key gone from the new snapshot.
 * :mod:`.buckets`: the image split into hash buckets of the key, so that an
   apply reads and writes only the buckets its records fall in.
 * :mod:`.pointer`: the commit document.
+
+The package itself imports nothing: a task that stages records
+(``framework.cdc.staging``) needs none of the apply's modules, and the driver
+of a sync without change data none at all. Import the submodule you need,
+``from framework.cdc.apply import apply_changes``.
 """
-
-
-from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from framework.cdc.apply import ApplyResult, apply_changes
-    from framework.cdc.ops import Change, CursorInfo, OpCounts, derive
-    from framework.cdc.plan import ChangeStream, is_realtime, realtime_stream
-    from framework.cdc.pointer import Pointer, load_pointer
-
-# Imported on first use: a task that stages records (``framework.cdc.staging``) needs none of the apply's
-# modules, and the driver of a sync without change data none at all.
-_HOME = {"ApplyResult": "apply", "apply_changes": "apply", "Change": "ops", "CursorInfo": "ops", "OpCounts": "ops",
-         "derive": "ops", "ChangeStream": "plan", "is_realtime": "plan", "realtime_stream": "plan",
-         "Pointer": "pointer", "load_pointer": "pointer"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-__all__ = ["ApplyResult", "Change", "ChangeStream", "CursorInfo", "OpCounts", "Pointer", "apply_changes", "derive",
-           "is_realtime", "load_pointer", "realtime_stream"]

@@ -32,6 +32,7 @@ from framework.components.context import BuildContext
 from framework.components.partitions import ParentConfig, ParentPages, build_router
 from framework.components.slices import StreamSlice
 from framework.errors import ConfigError, ReadError, place_suffix
+from framework.manifest.components import Preparation
 from framework.models import (
     ConfigComponentsResolver,
     DeclarativeSource,
@@ -248,8 +249,6 @@ def _push_parameters(node: Any, inherited: Mapping[str, Any], root: bool = True)
 def template_streams(source: DeclarativeSource, templates: Templates, checked: Any,
                      ctx: BuildContext) -> Iterator[tuple[tuple, DeclarativeStream | StateDelegatingStream]]:
     """``(path, model)`` of every stream the templates make; ``path`` is its definition's template."""
-    from framework.manifest.components import Preparation
-
     seen: dict[str, tuple] = {}
     written = checked.data.get("dynamic_streams") if isinstance(checked.data, Mapping) else None
     for index, (definition, made) in enumerate(zip(source.dynamic_streams, templates)):

@@ -17,6 +17,7 @@ from msgspec import Struct, field
 from pydantic import BaseModel
 
 from framework.components.context import BuildContext, builds
+from framework.components.custom.names import resolve_class_name
 from framework.components.http.request import RequestParts
 from framework.components.incremental import DatetimeCursor
 from framework.components.partitions import Router, build_router
@@ -202,7 +203,6 @@ def bridge_reason(model: DeclarativeStream,
 def _is_airbyte_class(model: CustomComponent, *, ctx: BuildContext, path: tuple) -> bool:
     """Whether ``model``'s class subclasses an airbyte-cdk class (loaded through the custom-code gate)."""
     from framework.components.custom.airbyte import is_airbyte_class
-    from framework.components.custom.names import resolve_class_name
 
     ref = resolve_class_name(model.class_name, ctx.base_dir or os.getcwd())
     return is_airbyte_class(ctx.code.load_class(ref, model.kind, ctx.place(path)))
@@ -234,7 +234,6 @@ def _bridged_stream(model: DeclarativeStream, ctx: BuildContext, path: tuple, re
     :class:`~framework.errors.ConfigError` names the extra.
     """
     from framework.components.custom.airbyte import airbyte_available, missing_airbyte_error
-    from framework.components.custom.names import resolve_class_name
 
     place = ctx.place(path)
     if not airbyte_available():

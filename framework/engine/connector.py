@@ -33,6 +33,7 @@ from framework.components.stream_groups import StreamGroups, build_stream_groups
 from framework.engine.config_fit import surely_fits
 from framework.errors import ConfigError, FrameworkError, ManifestError
 from framework.interpolation import TemplateEngine
+from framework.manifest import check_manifest, check_manifest_text
 from framework.manifest.config_check import (
     ConfigFile,
     check_config,
@@ -78,7 +79,7 @@ class Connector:
 
     def stream_for_start(self, stream: Stream, start_state: Mapping[str, Any] | None) -> Stream:
         """The definition a unit of ``stream`` is read with, for a sync that started from ``start_state``
-        (a StateDelegatingStream's ``start_state``, see :mod:`framework.engine.delegating`)."""
+        (a StateDelegatingStream's ``start_state``, see :class:`framework.engine.sync.DelegatedSync`)."""
         found = self.delegations.get(stream.name)
         return found.for_start(start_state) if found is not None and stream.bridge is None else stream
 
@@ -191,8 +192,6 @@ def open_connector(manifest_path: str, config: Mapping[str, Any], *, config_path
     as it is known: before the config is checked against the spec and the rules' validations, as airbyte-cdk
     announces a migrated config before it checks it.
     """
-    from framework.manifest import check_manifest
-
     checked = check_manifest(manifest_path)
     return _build(checked, config, os.path.dirname(os.path.abspath(manifest_path)), config_path=config_path,
                   transport=transport, clock=clock, sleep=sleep, allow_custom_code=allow_custom_code,
@@ -210,8 +209,6 @@ def open_connector_text(text: str, config: Mapping[str, Any], *, file: str = "<m
     schema files, which an executor on another machine may not have; ``templates`` are the
     streams ``dynamic_streams`` made on the driver (None: resolved here, reading their endpoints).
     """
-    from framework.manifest import check_manifest_text
-
     checked = check_manifest_text(text, file, base_dir)
     return _build(checked, config, base_dir, transport=transport, clock=clock, sleep=sleep,
                   schemas=schemas or {}, allow_custom_code=allow_custom_code, templates=templates)

@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 from framework.components.stream import Stream
 from framework.engine.connector import Connector
-from framework.engine.sync import StreamSync
+from framework.engine.sync import DelegatedSync, StreamSync
 
 __all__ = ["GROUP_UNITS", "STATE_SAVE_SECONDS", "Sync", "contiguous_groups", "lazy_groups", "open_sync"]
 
@@ -73,8 +73,6 @@ def open_sync(connector: Connector, stream: Stream, state: Mapping[str, Any] | N
     state = connector.migrate_state(stream.name, state)
     delegation = connector.delegations.get(stream.name)
     if delegation is not None:  # a StateDelegatingStream: the definition its state picks
-        from framework.engine.delegating import DelegatedSync
-
         return DelegatedSync(delegation, connector.config, state, incremental=incremental,
                              clock=connector.context.clock)
     return StreamSync(stream, connector.config, state, incremental=incremental, clock=connector.context.clock)

@@ -62,6 +62,7 @@ from typing import Any, cast
 
 from msgspec import Struct
 
+from framework.components.delegating import NO_CURSOR_STATE_KEY, Delegation
 from framework.components.incremental import CountCursor, Cursor, DatetimeCursor
 from framework.components.incremental.date_ranges import Closed, is_range_state
 from framework.components.partitions import LAZY_KEY, ParentConfig, RoutedPartition
@@ -72,7 +73,7 @@ from framework.engine.window_progress import WindowProgress
 from framework.errors import StateError
 from framework.temporal.clock import Clock, SystemClock
 
-__all__ = ["MAX_PARTITION_STATES", "PARENT_READERS", "StreamSync", "Unit", "read_unit"]
+__all__ = ["MAX_PARTITION_STATES", "PARENT_READERS", "DelegatedSync", "StreamSync", "Unit", "read_unit"]
 
 #: Partitions kept in full in a per-partition state (Airbyte's limit); older ones are compacted.
 MAX_PARTITION_STATES = 10_000
@@ -472,8 +473,6 @@ class StreamSync:
         dependent = parent.incremental_dependency and parent.stream.cursor is not None
         saved = (self.saved.get("parent_state") or {}).get(name) if dependent else None
         if parent.delegation is not None:  # a StateDelegatingStream: the parent's state picks the definition
-            from framework.engine.delegating import DelegatedSync  # it imports this module
-
             sync: StreamSync = DelegatedSync(parent.delegation, self.config, saved, incremental=dependent,
                                              clock=self.clock)
         else:
@@ -618,3 +617,42 @@ class StreamSync:
     def _duration(self) -> int:
         """This sync's duration so far in whole seconds, rounded up."""
         return max(0, math.ceil((self.clock.now() - self.started).total_seconds()))
+
+
+class DelegatedSync(StreamSync):
+    """The sync of a ``StateDelegatingStream``: the definition its saved state picks, read as any stream.
+
+    :class:`DelegatedSync` is a :class:`~.sync.StreamSync` of the chosen
+    definition (see :class:`~framework.components.delegating.Delegation`), with
+    two additions:
+
+    * ``start_state``: the state the incremental definition starts from, or None
+      when the full-refresh definition reads; workers that read units elsewhere
+      (Spark tasks, the DataFrame reader) pick the same definition from it
+      (:meth:`~framework.engine.connector.Connector.stream_for_start`);
+    * a full-refresh definition without a cursor ends with Airbyte's
+      ``{"__ab_no_cursor_state_message": true}``, so the next sync has a state and
+      reads incrementally.
+
+    A full-refresh sync mode (``incremental=False``) always reads the full-refresh
+    definition and ignores the saved state (airbyte-cdk reads by the state
+    whatever the mode).
+    """
+
+    def __init__(self, delegation: Delegation, config: Mapping[str, Any], state: Mapping[str, Any] | None, *,
+                 incremental: bool = True, clock: Clock):
+        if incremental:
+            stream, start, reason = delegation.choose(state, clock)
+        else:
+            stream, start, reason = delegation.full_refresh, None, "full refresh: the full-refresh definition reads"
+        super().__init__(stream, config, start, incremental=incremental, clock=clock)
+        self.delegation = delegation
+        self.start_state: dict | None = dict(start) if start else None
+        self.reason = reason
+        self._mark_end = incremental and stream is delegation.full_refresh and stream.cursor is None
+
+    def state(self, final: bool = False) -> dict | None:
+        found = super().state(final)
+        if final and self._mark_end and not found:
+            return {NO_CURSOR_STATE_KEY: True}
+        return found

@@ -26,18 +26,20 @@ Two kinds of input, by format:
   top-level field names (``columns``) so that every file has the same columns;
   without any, it keeps the ``_airbyte_data`` column so that nothing is lost.
   The meta of a raw record carries the source's changes only: the record is
-  written as it came, so nothing was nulled.
+  written as it came, so nothing was nulled. (:mod:`.raw` holds them, :mod:`.sink`
+  the :class:`CountingSink` the writers write through.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, BinaryIO, Protocol
+from typing import BinaryIO, Protocol
 
-import orjson
 import pyarrow as pa
 
 from framework.errors import ConfigError
+from framework.formats.raw import RAW_SCHEMA, raw_batch
+from framework.formats.sink import CountingSink
 from framework.models.destination import (
     AvroFormat,
     CsvFormat,
@@ -46,19 +48,9 @@ from framework.models.destination import (
     ReplicantCsvFormat,
     ReplicantJsonFormat,
 )
-from framework.typed.envelope import DATA, EXTRACTED_AT, GENERATION_ID, META, RAW_ID
 
 #: The settings of any output format (the ``format`` of the destination settings).
 FormatSettings = AvroFormat | CsvFormat | JsonlFormat | ParquetFormat | ReplicantCsvFormat | ReplicantJsonFormat
-
-#: The columns of a raw batch, the input of the JSONL and CSV writers.
-RAW_SCHEMA = pa.schema([
-    (RAW_ID, pa.string()),
-    (EXTRACTED_AT, pa.timestamp("ms", tz="UTC")),
-    (META, pa.string()),
-    (GENERATION_ID, pa.int64()),
-    (DATA, pa.string()),
-])
 
 
 class FormatWriter(Protocol):
@@ -79,67 +71,6 @@ class FormatWriter(Protocol):
         """Flush everything into the sink (footer, last block). The sink stays open."""
 
 
-class CountingSink:
-    """A write-only view of a binary sink that counts the bytes through it and never closes it.
-
-    Format libraries close what they are given; the sink belongs to the caller
-    (it still has to be committed), so ``close`` here only marks this view closed.
-    """
-
-    def __init__(self, sink: BinaryIO):
-        self._sink = sink
-        self.count = 0
-        self.closed = False
-
-    def write(self, data: Any) -> int:
-        self._sink.write(data)
-        size = len(data) if isinstance(data, (bytes, bytearray)) else memoryview(data).nbytes
-        self.count += size
-        return size
-
-    def tell(self) -> int:
-        return self.count
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        self.closed = True
-
-    def writable(self) -> bool:
-        return True
-
-    def readable(self) -> bool:
-        return False
-
-    def seekable(self) -> bool:
-        return False
-
-
-def raw_batch(data: Sequence[Any], raw_ids: Sequence[str] | pa.Array, extracted_at_ms: int | Sequence[int],
-              generation_id: int, *, sync_id: int = 0,
-              metas: Sequence[str | None] | None = None) -> pa.RecordBatch:
-    """A batch of :data:`RAW_SCHEMA` for the JSONL and CSV writers.
-
-    ``data`` holds the records as JSON text (str or bytes, used as they are) or
-    as JSON values (serialized here). ``raw_ids`` may be an Arrow string array.
-    ``extracted_at_ms`` may be one value for all rows. ``metas`` are the
-    ``_airbyte_meta`` JSON texts; by default every row gets
-    ``{"sync_id": <sync_id>, "changes": []}``.
-    """
-    n = len(data)
-    texts = [d if isinstance(d, (str, bytes, bytearray)) or d is None else orjson.dumps(d) for d in data]
-    at = pa.array([extracted_at_ms] * n if isinstance(extracted_at_ms, int) else list(extracted_at_ms), pa.int64())
-    if metas is None:
-        metas = [f'{{"sync_id":{int(sync_id)},"changes":[]}}'] * n
-    ids = raw_ids if isinstance(raw_ids, pa.Array) else pa.array(list(raw_ids), pa.string())
-    return pa.RecordBatch.from_arrays(
-        [ids, at.cast(RAW_SCHEMA.field(EXTRACTED_AT).type), pa.array(list(metas), pa.string()),
-         pa.repeat(pa.scalar(generation_id, pa.int64()), n), pa.array(texts, pa.string())],
-        schema=RAW_SCHEMA,
-    )
-
-
 def open_format_writer(fmt_settings: FormatSettings, arrow_schema: pa.Schema | None, avro_schema: Mapping | None,
                        sink: BinaryIO, *, columns: Sequence[str] = (),
                        to_avro: Callable[[pa.RecordBatch], Iterable[dict]] | None = None) -> FormatWriter:
@@ -150,7 +81,8 @@ def open_format_writer(fmt_settings: FormatSettings, arrow_schema: pa.Schema | N
     batch into Avro-ready records.
     """
     kind = getattr(fmt_settings, "format_type", None)
-    # The writers' modules import CountingSink from this one, so each is imported when its format is asked for.
+    # Each writer is imported when its format is asked for: it loads its format's libraries (pyarrow.parquet,
+    # fastavro, pyarrow.compute), which a sync writing another format never needs.
     if isinstance(fmt_settings, ParquetFormat):
         from framework.formats.parquet import ParquetFileWriter
 

@@ -37,7 +37,7 @@ import pyarrow as pa
 from fastavro.write import Writer
 
 from framework.errors import ConfigError
-from framework.formats import CountingSink
+from framework.formats.sink import CountingSink
 
 if TYPE_CHECKING:
     from framework.models.destination import AvroFormat

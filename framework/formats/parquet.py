@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from framework.errors import ConfigError
-from framework.formats import CountingSink
+from framework.formats.sink import CountingSink
 
 if TYPE_CHECKING:
     from framework.models.destination import ParquetFormat

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from framework.errors import ConfigError
-from framework.formats import CountingSink
+from framework.formats.sink import CountingSink
 from framework.models.destination import ReplicantCsvFormat, ReplicantJsonFormat
 from framework.typed.envelope import ENVELOPE_NAMES  # left out of Replicant files
 

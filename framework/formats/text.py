@@ -36,7 +36,8 @@ import orjson
 import pyarrow as pa
 
 from framework.errors import ConfigError
-from framework.formats import RAW_SCHEMA, CountingSink
+from framework.formats.raw import RAW_SCHEMA
+from framework.formats.sink import CountingSink
 from framework.models.destination import CsvFormat, JsonlFormat
 from framework.typed.envelope import DATA, EXTRACTED_AT, GENERATION_ID, META, RAW_ID, TEXT_ENVELOPE
 

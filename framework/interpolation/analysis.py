@@ -12,7 +12,7 @@ from jinja2 import meta, nodes
 from jinja2.exceptions import TemplateError, TemplateSyntaxError
 from msgspec import Struct
 
-from framework.interpolation import checks
+import framework.interpolation.checks as checks
 from framework.interpolation.environment import SandboxEnvironment, build_environment
 from framework.interpolation.limits import TemplateLimitError, check_binop
 from framework.interpolation.macros import GLOBALS

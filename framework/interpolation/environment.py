@@ -34,8 +34,9 @@ from jinja2.runtime import Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from msgspec import Struct
 
+import framework.interpolation.checks as checks
+import framework.interpolation.limits as limits
 from framework.errors import FrameworkError, InterpolationError
-from framework.interpolation import checks, limits
 from framework.interpolation.conversions import (
     RESULT_TYPES,
     ConversionError,

@@ -24,7 +24,7 @@ from typing import Any
 
 from jinja2.runtime import Undefined
 
-from framework.interpolation import limits
+import framework.interpolation.limits as limits
 
 __all__ = ["FILTERS", "LiteralText", "build_filters", "guard_builtin_filters"]
 

@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from jinja2.utils import Cycler, Joiner, Namespace, generate_lorem_ipsum
 
-from framework.interpolation import limits
+import framework.interpolation.limits as limits
 from framework.temporal import datetime_formats
 from framework.temporal.clock import Clock
 from framework.temporal.durations import parse_duration

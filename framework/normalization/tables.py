@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from msgspec import Struct
 
 from framework.normalization.plan import AB_ID, DATA, EMITTED_AT, StreamPlan, TablePlan
-from framework.normalization.transform import RECORD_DATA, nested_column, record_frame
+from framework.normalization.transform import RECORD_DATA, all_tables, nested_column, record_frame, root_nodes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -76,8 +76,6 @@ class StreamTables(Mapping[str, "DataFrame"]):
 
     def _made(self) -> dict[str, DataFrame]:
         if self._frames is None:
-            from framework.normalization.transform import all_tables, root_nodes
-
             nodes = root_nodes(self._raw, self.plan, self._normalized_at, keep_data=True)
             self._frames = {self.plan.raw_table: self._raw.select(AB_ID, EMITTED_AT, DATA),
                             **all_tables(nodes, self.plan)}

@@ -38,6 +38,7 @@ from framework.engine.config_migration import NormalizedConfig
 from framework.engine.connector import prepare_config
 from framework.errors import ManifestError
 from framework.interpolation import TemplateEngine
+from framework.manifest import check_manifest
 from framework.manifest.config_check import ConfigFile
 from framework.models import DeclarativeStream, StateDelegatingStream
 from framework.models.custom import CustomComponent, CustomIncrementalSync
@@ -56,8 +57,6 @@ def discover(manifest_path: str, config: Mapping[str, Any], *, config_path: str 
     spec (checked in the file at ``config_path`` when given, for its lines),
     for custom code refused by the gate, and for a schema that cannot be loaded.
     """
-    from framework.manifest import check_manifest
-
     checked = check_manifest(manifest_path)
     if not checked.ok or checked.source is None:
         raise ManifestError(checked.diagnostics)

@@ -91,7 +91,7 @@ from framework.values import replace
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from framework.cdc import ChangeStream
+    from framework.cdc.plan import ChangeStream
 
 
 class StreamResult(StreamReport):
@@ -390,7 +390,7 @@ def _realtime_stream(run: _Run, stream: Any, incremental: bool) -> ChangeStream 
     starts reading that much sooner."""
     if getattr(run.settings.format, "mode", None) != "realtime":
         return None
-    from framework.cdc import realtime_stream
+    from framework.cdc.plan import realtime_stream
 
     return realtime_stream(run.settings, stream, incremental=incremental, sync_id=run.connection.sync_id,
                            namespace=run.options.namespace)
@@ -422,7 +422,7 @@ def _counted(units: Iterable[Any], result: StreamResult, reading: Reading | None
 
 def _apply_changes(run: _Run, change: ChangeStream, completed: bool, result: StreamResult) -> None:
     """Run the change-data apply of a realtime stream; its failure becomes the stream's error."""
-    from framework.cdc import apply_changes
+    from framework.cdc.apply import apply_changes
 
     try:
         applied = apply_changes(run.spark, run.storage, run.settings, change, completed=completed,

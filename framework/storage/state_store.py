@@ -32,6 +32,7 @@ import orjson
 from msgspec import Struct, field
 
 from framework.errors import StateError, StorageError
+from framework.storage.local import METADATA_FOLDER, LocalStorage
 
 if TYPE_CHECKING:
     from framework.components.stream import Stream
@@ -113,8 +114,6 @@ def clear_staging(storage: Storage) -> list[str]:
 
     A local output loses the whole staging folder (hidden temporaries of killed tasks included).
     """
-    from framework.storage.local import METADATA_FOLDER, LocalStorage  # here: imported by the storage package
-
     victims = [info.key for info in storage.list(STAGING_PREFIX, with_metadata=False)]
     if victims:
         storage.delete(victims)

@@ -39,7 +39,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from framework.typed import types as t
+import framework.typed.types as t
 from framework.typed.envelope import DATA, ENVELOPE_NAMES, EXTRACTED_AT, GENERATION_ID, META, RAW_ID
 from framework.typed.errors import SchemaConflictError
 

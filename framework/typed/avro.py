@@ -52,8 +52,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from framework.typed import arrow as a
-from framework.typed import types as t
+import framework.typed.arrow as a
+import framework.typed.types as t
 
 Fixer = Callable[[Any], Any]
 

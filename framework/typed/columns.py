@@ -28,8 +28,8 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from framework.typed import types as t
-from framework.typed import values as v
+import framework.typed.types as t
+import framework.typed.values as v
 from framework.typed.arrow import TIMESTAMP_TYPE, arrow_type
 
 NoneType = type(None)

@@ -19,8 +19,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from framework.typed import arrow as a
-from framework.typed import types as t
+import framework.typed.arrow as a
+import framework.typed.types as t
 from framework.typed.avro import AvroSchema, avro_records, build_avro_schema
 from framework.typed.columns import Changes, TopField, column_for, lookup_keys
 from framework.typed.raw_ids import random_uuids

@@ -41,7 +41,7 @@ from typing import Any
 
 import orjson
 
-from framework.typed import types as t
+import framework.typed.types as t
 
 SERIALIZATION_ERROR = "DESTINATION_SERIALIZATION_ERROR"
 FIELD_SIZE_LIMITATION = "DESTINATION_FIELD_SIZE_LIMITATION"

@@ -3,7 +3,7 @@ after any history (deletes, updates, re-inserts of the same keys across applies,
 buckets and moving the pointer, an image of an older version) equals a from-scratch apply of all records.
 
 Records are staged the way a sync's tasks stage them (typed Parquet under the staging folder) and applied
-with :func:`framework.cdc.apply_changes` directly; the image is read back with pyarrow from the files the
+with :func:`framework.cdc.apply.apply_changes` directly; the image is read back with pyarrow from the files the
 pointer names, and the operation files are replayed with Python's json module.
 """
 
@@ -19,8 +19,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import framework.cdc.apply as apply_module
-from framework.cdc import ApplyResult, ChangeStream, apply_changes, load_pointer
+from framework.cdc.apply import ApplyResult, apply_changes
 from framework.cdc.buckets import bucket_of, parse_image_file
+from framework.cdc.plan import ChangeStream
+from framework.cdc.pointer import load_pointer
 from framework.errors import FrameworkError
 from framework.models.destination import DestinationSettings
 from framework.storage import storage_for

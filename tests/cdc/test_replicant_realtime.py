@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 from fakes.api_server import FakeApi, RecordedRequest, dated, paged
 
-from framework.cdc import load_pointer
+from framework.cdc.pointer import load_pointer
 from framework.engine.connector import open_connector
 from framework.engine.selection import select_streams
 from framework.errors import ConfigError

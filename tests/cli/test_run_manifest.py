@@ -23,6 +23,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from builder_modules import OPTIONAL
 from conftest import LINUX_ONLY
 from fakes.api_server import Reply, paged
 
@@ -445,7 +446,7 @@ def test_the_command_exits_2_on_a_bad_config_and_0_on_spec(tmp_path):
 # What a protocol read of a manifest that needs none of them must not import: Spark mode's (pyspark, py4j,
 # pyarrow, pandas), the JwtAuthenticator's (jwt, cryptography), the full config check's (jsonschema, asked
 # only when framework.engine.config_fit cannot vouch for the config) and durations' (isodate); nor the builders
-# of component types it does not use (framework.components.context._ON_DEMAND). Each costs start-up time.
+# of component types it does not use (tests/builder_modules.py). Each costs start-up time.
 NOT_IN_PROTOCOL_MODE = ("pyspark", "py4j", "pyarrow", "pandas", "jsonschema", "jwt", "cryptography", "isodate")
 # The framework's modules a read leaves out: the other commands' (--check, --discover, --test-read), and those
 # of what the manifest does not have: QueryProperties, state migrations, config normalization rules.
@@ -472,8 +473,7 @@ def _after_a_protocol_read(tmp_path, api, then: str) -> subprocess.CompletedProc
 def test_protocol_mode_does_not_import_pyspark(tmp_path, api):
     done = _after_a_protocol_read(tmp_path, api, (
         f"spark = sorted(m for m in sys.modules if m.split('.')[0] in {NOT_IN_PROTOCOL_MODE!r})\n"
-        "from framework.components.context import _ON_DEMAND\n"  # builders the manifest does not use
-        "spark += sorted(set(_ON_DEMAND.values()) & set(sys.modules))\n"
+        f"spark += sorted(set({OPTIONAL!r}) & set(sys.modules))\n"  # builders the manifest does not use
         f"spark += sorted(set({NOT_IN_A_READ!r}) & set(sys.modules))\n"
         "print(code, spark)\n"
     ))
@@ -484,8 +484,8 @@ def test_a_protocol_read_builds_no_pydantic_validator(tmp_path, api):
     """The manifest's models come from the quick build (framework/manifest/vouch.py): no model's core schema is
     built, nor pydantic's plugin loader imported, for a valid manifest (about 60 ms of a cold start)."""
     done = _after_a_protocol_read(tmp_path, api, (
-        "from framework.models import COMPONENTS\n"
-        "print(code, [m.__name__ for m in COMPONENTS if m.__pydantic_complete__], "
+        "from framework.models import REGISTRY\n"
+        "print(code, [m.__name__ for m in REGISTRY.values() if m.__pydantic_complete__], "
         "'pydantic.plugin._loader' in sys.modules)\n"
     ))
     assert done.stdout.strip() == "0 [] False", done.stdout + done.stderr

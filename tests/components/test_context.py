@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from framework.catalog import CATALOG, builder_path
+from builder_modules import OPTIONAL as _OPTIONAL
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,16 +26,6 @@ streams:
       record_selector: {type: RecordSelector, extractor: {type: DpathExtractor, field_path: [data]}}
 check: {type: CheckStream, stream_names: [items]}
 """
-#: The builders' modules a plain HTTP stream does not need: each costs start-up time, so each loads only with a
-#: manifest that names one of its types (the catalog names the module; nothing else imports it).
-_OPTIONAL = sorted({module for kind in CATALOG if (found := builder_path(kind)) is not None
-                    for module in [found[0]]} - {
-    "framework.components.stream", "framework.components.retriever", "framework.components.http.requester",
-    "framework.components.records.selection", "framework.components.pagination", "framework.components.partitions",
-    "framework.components.http.error_handler", "framework.components.incremental.datetime_cursor",
-    "framework.components.incremental.count_cursor", "framework.components.incremental.min_max",
-    "framework.components.http.request", "framework.components.delegating", "framework.components.query_properties",
-    "framework.components.stream_groups", "framework.components.records.schemas"})
 _BEARER = ", authenticator: {type: BearerAuthenticator, api_token: \"{{ config.token }}\"}"
 
 

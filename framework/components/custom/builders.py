@@ -20,20 +20,18 @@ import importlib
 import inspect
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from http import HTTPStatus
 from typing import Any, NoReturn, TypeVar
 
 import orjson
 import requests
-from requests.structures import CaseInsensitiveDict
-from requests.utils import get_encoding_from_headers
 
 from framework.components.context import BuildContext, builds
 from framework.components.custom.construct import construct
 from framework.components.custom.loader import UserCodeError, user_traceback
 from framework.components.custom.names import resolve_class_name
+from framework.components.custom.responses import requests_response_of
 from framework.components.http.error_handler import Resolution, default_error_handler, default_resolution
-from framework.components.http.request import HttpRequest, RequestParts
+from framework.components.http.request import RequestParts
 from framework.components.http.transport import HttpResponse
 from framework.components.partitions import ReadParent, RoutedPartition
 from framework.components.slices import StreamSlice
@@ -54,62 +52,9 @@ __all__ = [
     "CustomStateMigration",
     "CustomTransformation",
     "UserCall",
-    "http_response_of",
-    "requests_response_of",
 ]
 
 T = TypeVar("T")
-
-# -- responses as Airbyte's classes see them ----------------------------------------------
-
-
-class _Response(requests.Response):
-    """A :class:`requests.Response` whose ``json()`` is the runtime's (decoded once, with orjson)."""
-
-    _ours: HttpResponse
-
-    def json(self, **kwargs: Any) -> Any:
-        if kwargs:
-            return super().json(**kwargs)
-        try:
-            return self._ours.json()
-        except ValueError as exc:
-            raise requests.JSONDecodeError(str(exc), self.text, 0) from None
-
-
-def requests_response_of(response: HttpResponse) -> requests.Response:
-    """``response`` as a :class:`requests.Response` (made once per response, however many components read it)."""
-    cached = response.__dict__.get("_as_requests")
-    if cached is not None:
-        return cached
-    out = _Response()
-    out._ours = response
-    out.status_code = response.status
-    out.headers = CaseInsensitiveDict(response.headers)
-    out._content = response.content
-    out.encoding = get_encoding_from_headers(out.headers) or "utf-8"
-    request = response.request
-    out.url = request.full_url()
-    try:
-        out.reason = HTTPStatus(response.status).phrase
-    except ValueError:
-        out.reason = ""
-    prepared = requests.PreparedRequest()
-    prepared.method = request.method
-    prepared.url = out.url
-    prepared.headers = CaseInsensitiveDict(request.headers)
-    prepared.body = orjson.dumps(request.json) if request.json is not None else request.data
-    out.request = prepared
-    response.__dict__["_as_requests"] = out
-    return out
-
-
-def http_response_of(response: requests.Response) -> HttpResponse:
-    """A :class:`requests.Response` (from user code) as the runtime's response."""
-    sent = response.request
-    request = HttpRequest(sent.method or "GET", sent.url or response.url or "", headers=dict(sent.headers or {}))
-    return HttpResponse(response.status_code, CaseInsensitiveDict(response.headers), response.content, request)
-
 
 # -- calling user code ----------------------------------------------------------------------
 

@@ -28,7 +28,10 @@ from typing import TYPE_CHECKING, Any
 import requests
 
 from framework.components.custom.loader import UserCodeError, user_traceback
+from framework.components.custom.responses import http_response_of
 from framework.errors import ConfigError, FrameworkError, place_suffix
+from framework.models import REGISTRY
+from framework.models.custom import CUSTOM_KINDS
 
 if TYPE_CHECKING:
     from framework.components.context import BuildContext
@@ -56,8 +59,6 @@ def declared_fields(cls: type) -> dict[str, Any]:
 
 def _component_type(hint: Any) -> str | None:
     """The component ``type`` a field's declared class names (``Optional[DpathExtractor]`` -> ``DpathExtractor``)."""
-    from framework.models import REGISTRY
-
     candidates = [hint, *typing.get_args(hint)]
     for candidate in candidates:
         if isinstance(candidate, typing.ForwardRef):
@@ -116,9 +117,6 @@ def _maybe_component(value: Any, hint: Any, parameters: Mapping[str, Any], ctx: 
         kind = _component_type(inner)
         if kind is None:
             return value
-    from framework.models import REGISTRY
-    from framework.models.custom import CUSTOM_KINDS
-
     model_class = REGISTRY.get(kind) or CUSTOM_KINDS.get(kind)
     if model_class is None:
         raise ConfigError(f"the component type `{kind}` is not one this framework knows"
@@ -136,8 +134,6 @@ class _ExtractorFacade:
         self.runtime = runtime
 
     def extract_records(self, response: requests.Response) -> list[dict]:
-        from framework.components.custom.builders import http_response_of
-
         return self.runtime.extract(http_response_of(response))
 
 

@@ -54,6 +54,7 @@ from msgspec import Struct
 
 from framework.errors import FrameworkError
 from framework.models.normalization import NormalizationSettings
+from framework.spark.connect import is_connect
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -243,8 +244,6 @@ class PostgresTarget:
 
     @contextmanager
     def _session(self) -> Iterator[_Session | _ServerSession]:
-        from framework.spark.connect import is_connect
-
         if is_connect(self._spark):  # no JVM here: the statements run on the Spark Connect server
             yield _ServerSession(self)
             return

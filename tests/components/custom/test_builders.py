@@ -8,11 +8,9 @@ from components.custom.kit import context, model, response, write_components
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from framework.components.custom.builders import (
-    CustomPaginationStrategy,
-    requests_response_of,
-)
+from framework.components.custom.builders import CustomPaginationStrategy
 from framework.components.custom.loader import UserCodeError
+from framework.components.custom.responses import requests_response_of
 from framework.components.http.error_handler import FilterErrorHandler
 from framework.components.http.request import Injection, RequestParts
 from framework.components.pagination import StrategyPaginator

@@ -9,6 +9,7 @@ from components.custom.kit import context, model, response, write_components
 from framework.components.custom.builders import user_component
 from framework.components.custom.construct import declared_fields
 from framework.components.custom.loader import UserCodeError
+from framework.components.custom.responses import requests_response_of
 from framework.errors import ConfigError
 
 CODE = """
@@ -101,8 +102,7 @@ def test_nested_components_are_built_first_custom_ones_as_objects_built_ins_seen
     assert type(found.inner).__name__ == "Extractor" and found.inner.limit == 1
     assert found.inner.config == {"region": "eu"}
     assert found.inners[1] == 3
-    assert found.inners[0].extract_records(__import__("framework.components.custom.builders", fromlist=["x"])
-                                           .requests_response_of(response({"data": [{"id": 1}]}))) == [{"id": 1}]
+    assert found.inners[0].extract_records(requests_response_of(response({"data": [{"id": 1}]}))) == [{"id": 1}]
 
 
 def test_a_mapping_without_type_takes_the_type_its_field_declares(ctx):
