@@ -42,10 +42,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from requests.structures import CaseInsensitiveDict  # noqa: E402
 
+from framework.components.context import BuildContext  # noqa: E402
 from framework.components.http.request import HttpRequest  # noqa: E402
 from framework.components.http.transport import HttpResponse  # noqa: E402
 from framework.components.records import RecordSelector  # noqa: E402
-from framework.components.records.decoders import decoder_of  # noqa: E402
 from framework.components.records.extraction import DpathExtractor  # noqa: E402
 from framework.models import decoders as models  # noqa: E402
 
@@ -72,7 +72,7 @@ def read_json_pages(pages: list[bytes]) -> int:
 
 
 def reader(model: Any) -> Callable[[bytes], int]:
-    selector = RecordSelector(DpathExtractor((), decoder=decoder_of(model)))
+    selector = RecordSelector(DpathExtractor((), decoder=BuildContext({}).build(model, ())))
 
     def read(body: bytes) -> int:
         return sum(len(records) for _page, records in selector.select_batches(streamed(body), {}))
@@ -125,7 +125,7 @@ def big_body(megabytes: int) -> None:
     block = b"".join(orjson.dumps(r) + b"\n" for r in make_records(10_000))
     size = megabytes << 20
     size -= size % len(block)  # whole lines only
-    selector = RecordSelector(DpathExtractor((), decoder=decoder_of(models.JsonlDecoder())))
+    selector = RecordSelector(DpathExtractor((), decoder=BuildContext({}).build(models.JsonlDecoder(), ())))
     before = peak_rss_mib()
     started = time.perf_counter()
     response = HttpResponse(200, HEADERS, None, REQUEST, stream=io.BufferedReader(_Repeated(block, size), 1 << 16))

@@ -26,7 +26,7 @@ import importlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from framework import coordination
 from framework.catalog import builder_path, builds
@@ -59,10 +59,10 @@ class RequestBudget(Protocol):
 
 
 #: The builders found so far, by type (each found once through the catalog).
-_FOUND: dict[str, Callable[..., Any]] = {}
+_FOUND: dict[str, Builder[Any, Any]] = {}
 
 
-def builder_of(kind: str) -> Callable[..., Any] | None:
+def builder_of(kind: str) -> Builder[Any, Any] | None:
     """The builder the catalog names for the component type ``kind`` (its module imported on first use)."""
     found = _FOUND.get(kind)
     if found is None:
@@ -70,7 +70,7 @@ def builder_of(kind: str) -> Callable[..., Any] | None:
         if where is None:
             return None
         module, name = where
-        found = getattr(importlib.import_module(module), name)
+        found = cast("Builder[Any, Any]", getattr(importlib.import_module(module), name))
         _FOUND[kind] = found
     return found
 
