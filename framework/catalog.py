@@ -166,7 +166,7 @@ CATALOG: dict[str, Entry] = {
     # partitions
     "GroupingPartitionRouter": built("partitions:GroupingPartitionRouter", "partitions:build_grouping_router"),
     "ListPartitionRouter": built("partitions:ListPartitionRouter", "partitions:build_list_router"),
-    "ParentStreamConfig": part("partitions:ParentStreamConfig", "SubstreamPartitionRouter"),
+    "ParentStreamConfig": built("partitions:ParentStreamConfig", "partitions:build_parent_config"),
     "SubstreamPartitionRouter": built("partitions:SubstreamPartitionRouter", "partitions:build_substream_router"),
     "UnionPartitionRouter": built("partitions:UnionPartitionRouter", "partitions:build_union_router"),
     # query_properties
@@ -191,7 +191,7 @@ CATALOG: dict[str, Entry] = {
     # requests
     "HttpRequester": built("requests:HttpRequester", "http.requester:build_requester"),
     "RequestOption": built("requests:RequestOption", "http.request:build_injection"),
-    "RequestPath": part("requests:RequestPath", "DefaultPaginator"),
+    "RequestPath": built("requests:RequestPath", "http.request:build_path_injection"),
     # schema_loaders
     "ComplexFieldType": part("schema_loaders:ComplexFieldType", "TypesMap"),
     "DynamicSchemaLoader": built("schema_loaders:DynamicSchemaLoader", "records.dynamic_schema:build_dynamic_schema"),

@@ -42,7 +42,7 @@ from requests.structures import CaseInsensitiveDict
 from requests.utils import parse_header_links
 
 from framework.components.context import BuildContext, builds
-from framework.components.http.request import Injection, RequestParts, injection_of
+from framework.components.http.request import Injection, PathInjection, RequestParts
 from framework.components.http.transport import HttpResponse
 from framework.errors import ConfigError, PaginationLoopError, place_suffix
 from framework.interpolation import TemplateEngine
@@ -54,7 +54,6 @@ from framework.models.pagination import (
     OffsetIncrement,
     PageIncrement,
 )
-from framework.models.requests import RequestPath
 
 __all__ = [
     "CursorStrategy",
@@ -304,7 +303,7 @@ class StrategyPaginator:
     """
 
     strategy: PaginationStrategy
-    token_into: Injection | None = None
+    token_into: Injection | PathInjection | None = None
     token_is_path: bool = False
     size_into: Injection | None = None
     place: str | None = None
@@ -354,13 +353,7 @@ class StrategyPager:
         token = self.token
         if token is None:
             return
-        if paginator.token_is_path:
-            text = str(token)
-            if "://" in text:
-                parts.url = text
-            else:
-                parts.path = text
-        elif paginator.token_into is not None:
+        if paginator.token_into is not None:
             paginator.token_into.apply(parts, token)
 
     def advance(self, response: HttpResponse, records: list, variables: Mapping[str, Any]) -> bool:
@@ -527,12 +520,14 @@ def build_offset_strategy(model: OffsetIncrement, ctx: BuildContext, path: tuple
 def build_default_paginator(model: DefaultPaginator, ctx: BuildContext, path: tuple) -> StrategyPaginator:
     strategy: PaginationStrategy = ctx.build(model.pagination_strategy, path + ("pagination_strategy",))
     option = model.page_token_option
-    token_into = None
-    token_is_path = isinstance(option, RequestPath)
-    if option is not None and not isinstance(option, RequestPath):
-        token_into = injection_of(option, ctx)
-    size_into = injection_of(model.page_size_option, ctx) if model.page_size_option is not None else None
-    return StrategyPaginator(strategy, token_into, token_is_path, size_into, ctx.place(path), ctx.mask)
+    token_into: Injection | PathInjection | None = None
+    if option is not None:
+        token_into = ctx.build(option, path + ("page_token_option",))
+    size_into: Injection | None = None
+    if model.page_size_option is not None:
+        size_into = ctx.build(model.page_size_option, path + ("page_size_option",))
+    return StrategyPaginator(strategy, token_into, isinstance(token_into, PathInjection), size_into, ctx.place(path),
+                             ctx.mask)
 
 
 @builds("NoPagination")

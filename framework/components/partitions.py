@@ -39,6 +39,7 @@ from framework.errors import ConfigError, place_suffix
 from framework.models import (
     GroupingPartitionRouter,
     ListPartitionRouter,
+    ParentStreamConfig,
     SubstreamPartitionRouter,
     UnionPartitionRouter,
 )
@@ -276,29 +277,33 @@ def build_list_router(model: ListPartitionRouter, ctx: BuildContext, path: tuple
     return ListRouter(tuple(values), cursor_field, option)
 
 
+@builds("ParentStreamConfig")
+def build_parent_config(model: ParentStreamConfig, ctx: BuildContext, path: tuple) -> ParentConfig:
+    """One parent of a substream: its stream built (a StateDelegatingStream's definitions too), where its
+    records' key goes."""
+    from framework.components.delegating import Delegation  # it imports this module (through stream)
+
+    parent_key = ctx.render(model.parent_key, model.parameters)
+    stream = ctx.build(model.stream, path + ("stream",))
+    delegation = None
+    if isinstance(stream, Delegation):  # a StateDelegatingStream parent
+        delegation, stream = stream, stream.incremental
+    return ParentConfig(
+        stream=stream,
+        delegation=delegation,
+        parent_key=tuple(parent_key.split("/")),
+        partition_field=ctx.render(model.partition_field, model.parameters),
+        option=ctx.build(model.request_option, path + ("request_option",)) if model.request_option else None,
+        incremental_dependency=model.incremental_dependency,
+        extra_fields=tuple(tuple(ctx.render(p, model.parameters) for p in extra) for extra in model.extra_fields),
+        lazy=tuple(str(ctx.render(p, model.parameters)) for p in model.lazy_read_pointer),
+    )
+
+
 @builds("SubstreamPartitionRouter")
 def build_substream_router(model: SubstreamPartitionRouter, ctx: BuildContext, path: tuple) -> SubstreamRouter:
-    parents = []
-    for i, config in enumerate(model.parent_stream_configs):
-        here = path + ("parent_stream_configs", i)
-        parent_key = ctx.render(config.parent_key, config.parameters)
-        from framework.components.delegating import Delegation  # it imports this module (through stream)
-
-        stream = ctx.build(config.stream, here + ("stream",))
-        delegation = None
-        if isinstance(stream, Delegation):  # a StateDelegatingStream parent
-            delegation, stream = stream, stream.incremental
-        parents.append(ParentConfig(
-            stream=stream,
-            delegation=delegation,
-            parent_key=tuple(parent_key.split("/")),
-            partition_field=ctx.render(config.partition_field, config.parameters),
-            option=injection_of(config.request_option, ctx) if config.request_option else None,
-            incremental_dependency=config.incremental_dependency,
-            extra_fields=tuple(tuple(ctx.render(p, config.parameters) for p in extra) for extra in config.extra_fields),
-            lazy=tuple(str(ctx.render(p, config.parameters)) for p in config.lazy_read_pointer),
-        ))
-    return SubstreamRouter(tuple(parents))
+    return SubstreamRouter(tuple(ctx.build(config, path + ("parent_stream_configs", i))
+                                 for i, config in enumerate(model.parent_stream_configs)))
 
 
 @builds("GroupingPartitionRouter")

@@ -19,7 +19,7 @@ from framework.catalog import builds
 
 if TYPE_CHECKING:  # pragma: no cover - the build context imports the transport, which imports this module
     from framework.components.context import BuildContext
-    from framework.models.requests import RequestOption
+    from framework.models.requests import RequestOption, RequestPath
 
 Mask = Callable[[str], str]
 
@@ -148,8 +148,22 @@ class Injection(Struct, frozen=True):
             raise ValueError(f"unknown inject_into {where!r}")
 
 
-__all__ = ["HttpRequest", "Injection", "Mask", "RequestParts", "build_injection", "injection_of", "join_url",
-           "without_nulls"]
+__all__ = ["HttpRequest", "Injection", "Mask", "PathInjection", "RequestParts", "build_injection",
+           "build_path_injection", "injection_of", "join_url", "without_nulls"]
+
+
+class PathInjection(Struct, frozen=True):
+    """Where a ``RequestPath`` puts a value: in place of the request's path (a full URL replaces the whole URL)."""
+
+    def apply(self, parts: RequestParts, value: Any) -> None:
+        """Put ``value`` into ``parts``; ``None`` means "send nothing"."""
+        if value is None:
+            return
+        text = str(value)
+        if "://" in text:
+            parts.url = text
+        else:
+            parts.path = text
 
 
 def injection_of(option: RequestOption, ctx: BuildContext) -> Injection:
@@ -165,3 +179,9 @@ def injection_of(option: RequestOption, ctx: BuildContext) -> Injection:
 def build_injection(model: RequestOption, ctx: BuildContext, path: tuple) -> Injection:
     """A RequestOption built on its own (the components that hold one call :func:`injection_of`)."""
     return injection_of(model, ctx)
+
+
+@builds("RequestPath")
+def build_path_injection(model: RequestPath, ctx: BuildContext, path: tuple) -> PathInjection:
+    """A paginator's token sent as the next request's path (or URL)."""
+    return PathInjection()
