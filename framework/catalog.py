@@ -74,8 +74,7 @@ CATALOG: dict[str, Entry] = {
     # budgets
     "FixedWindowCallRatePolicy": built("budgets:FixedWindowCallRatePolicy", "http.budget:build_fixed_window_policy"),
     "HTTPAPIBudget": built("budgets:HTTPAPIBudget", "http.budget:build_api_budget"),
-    "HttpRequestRegexMatcher": part("budgets:HttpRequestRegexMatcher", "FixedWindowCallRatePolicy",
-                                    "MovingWindowCallRatePolicy", "TokenQuota", "UnlimitedCallRatePolicy"),
+    "HttpRequestRegexMatcher": built("budgets:HttpRequestRegexMatcher", "http.budget:build_request_matcher"),
     "MovingWindowCallRatePolicy": built("budgets:MovingWindowCallRatePolicy", "http.budget:build_moving_window_policy"),
     "QuotaStatusSource": part("budgets:QuotaStatusSource", "HTTPAPIBudget"),
     "Rate": part("budgets:Rate", "MovingWindowCallRatePolicy"),

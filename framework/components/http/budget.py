@@ -476,7 +476,22 @@ def _positive(ctx: BuildContext, value: int | str, what: str, where: str) -> int
     return rendered
 
 
-def _matcher(model: HttpRequestRegexMatcher, ctx: BuildContext, where: str) -> Matcher:
+class PolicyLimit(Struct, frozen=True):
+    """What a call-rate policy builds to: its window (None: unlimited), how long a lease is held, its smallest
+    limit (no request may weigh more)."""
+
+    window: Window | None
+    hold: float
+    smallest: int
+
+
+def _where(ctx: BuildContext, path: tuple) -> str:
+    return ctx.place(path) or ".".join(map(str, path))
+
+
+@builds("HttpRequestRegexMatcher")
+def build_request_matcher(model: HttpRequestRegexMatcher, ctx: BuildContext, path: tuple) -> Matcher:
+    where = _where(ctx, path)
     try:
         pattern = re.compile(model.url_path_pattern) if model.url_path_pattern else None
     except re.error as exc:
@@ -489,19 +504,6 @@ def _matcher(model: HttpRequestRegexMatcher, ctx: BuildContext, where: str) -> M
         headers={str(k).lower(): str(v) for k, v in model.headers.items()},
         weight=_positive(ctx, model.weight, "weight", where) if model.weight is not None else 1,
     )
-
-
-class PolicyLimit(Struct, frozen=True):
-    """What a call-rate policy builds to: its window (None: unlimited), how long a lease is held, its smallest
-    limit (no request may weigh more)."""
-
-    window: Window | None
-    hold: float
-    smallest: int
-
-
-def _where(ctx: BuildContext, path: tuple) -> str:
-    return ctx.place(path) or ".".join(map(str, path))
 
 
 @builds("MovingWindowCallRatePolicy")
@@ -539,8 +541,8 @@ def build_api_budget(model: HTTPAPIBudget, ctx: BuildContext, path: tuple) -> Ap
     for index, policy in enumerate(model.policies):
         here = path + ("policies", index)
         where = ctx.place(here) or ".".join(map(str, here))
-        matchers = tuple(_matcher(m, ctx, ctx.place(here + ("matchers", i)) or where)
-                         for i, m in enumerate(policy.matchers))
+        matchers: tuple[Matcher, ...] = tuple(ctx.build(m, here + ("matchers", i))
+                                              for i, m in enumerate(policy.matchers))
         limit: PolicyLimit = ctx.build(policy, here)
         window, hold, smallest = limit.window, limit.hold, limit.smallest
         heaviest = max((m.weight for m in matchers), default=1)
@@ -561,4 +563,4 @@ def build_api_budget(model: HTTPAPIBudget, ctx: BuildContext, path: tuple) -> Ap
 
 __all__ = ["SERVICE", "ApiBudget", "Ask", "FixedWindow", "Grant", "Ledger", "Matcher", "MovingWindow", "Policy",
            "PolicyLimit", "Reading", "Ticket", "build_api_budget", "build_fixed_window_policy",
-           "build_moving_window_policy", "build_unlimited_policy"]
+           "build_moving_window_policy", "build_request_matcher", "build_unlimited_policy"]
