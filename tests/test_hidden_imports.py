@@ -12,13 +12,10 @@ but for the modules of :data:`MODULE_GETATTR`.
 from __future__ import annotations
 
 import ast
-import functools
-import gc
-from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "framework"
+from framework_imports import MODULES, ROOT, imports, tree, within
+
 EXCLUDED = ("framework.cli",)
 
 IN_FUNCTION: dict[tuple[str, str], str] = {
@@ -77,74 +74,14 @@ IN_FUNCTION: dict[tuple[str, str], str] = {
 MODULE_GETATTR: dict[str, str] = {}
 
 
-def _modules() -> dict[str, Path]:
-    found = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = path.relative_to(ROOT).with_suffix("").parts
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        found[".".join(parts)] = path
-    return found
-
-
-MODULES = _modules()
-
-
-@functools.cache
-def _tree(path: Path) -> ast.Module:
-    # The collector is held off while the tree is built: on CPython 3.11.7 a collection in the middle of it (of
-    # objects earlier tests left, after tests/formats) made the parse fail with a spurious SystemError
-    # ("AST constructor recursion depth mismatch").
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return ast.parse(path.read_text(), str(path))
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _imported(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -> Iterator[str]:
-    """The modules an import statement loads: ``from a import b`` is ``a.b`` when that is a module, else ``a``."""
-    if isinstance(node, ast.Import):
-        yield from (alias.name for alias in node.names)
-        return
-    base = node.module or ""
-    if node.level:
-        package = module.split(".") if is_package else module.split(".")[:-1]
-        package = package[: len(package) - node.level + 1]
-        base = ".".join([*package, *([node.module] if node.module else [])])
-    for alias in node.names:
-        yield f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return "TYPE_CHECKING" in ast.unparse(test)
-
-
-def _in_function_imports(module: str, path: Path) -> Iterator[tuple[str, int]]:
+def _in_function_imports(module: str, path: Path) -> list[tuple[str, int]]:
     """``(imported framework module, line)`` of every import inside a function of the module at ``path``."""
-    is_package = path.name == "__init__.py"
-
-    def walk(node: ast.AST, in_function: bool) -> Iterator[tuple[str, int]]:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child.test):
-                for other in child.orelse:
-                    yield from walk(other, in_function)
-                continue
-            if isinstance(child, (ast.Import, ast.ImportFrom)) and in_function:
-                for name in _imported(child, module, is_package):
-                    if name == "framework" or name.startswith("framework."):
-                        yield name, child.lineno
-            yield from walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                      ast.Lambda)))
-
-    yield from walk(_tree(path), False)
+    return [(found.target, found.line) for found in imports(module, path) if found.runs and found.in_function]
 
 
 def _checked() -> dict[str, Path]:
     return {name: path for name, path in MODULES.items()
-            if not any(name == skip or name.startswith(skip + ".") for skip in EXCLUDED)}
+            if not any(within(name, skip) for skip in EXCLUDED)}
 
 
 def test_every_in_function_import_of_a_framework_module_is_listed_with_its_reason():
@@ -168,7 +105,7 @@ def test_every_listed_reason_is_one_line():
 def test_no_module_loads_its_attributes_lazily_but_the_listed_ones():
     found = {module for module, path in MODULES.items()
              if any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "__getattr__"
-                    for node in _tree(path).body)}
+                    for node in tree(path).body)}
     assert not found - set(MODULE_GETATTR), f"module-level __getattr__ in {sorted(found - set(MODULE_GETATTR))}"
     assert not set(MODULE_GETATTR) - found, f"MODULE_GETATTR lists modules without one: " \
                                             f"{sorted(set(MODULE_GETATTR) - found)}"

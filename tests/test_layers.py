@@ -16,13 +16,11 @@ holds a retriever whose partition router reads parent streams).
 
 from __future__ import annotations
 
-import ast
 import re
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-PACKAGE = REPO / "framework"
-PAGE = REPO / "docs" / "architecture.md"
+from framework_imports import MODULES, ROOT, imports, within
+
+PAGE = ROOT / "docs" / "architecture.md"
 
 _TICKED = re.compile(r"`([\w./-]+)`")
 #: Cycles allowed, by the folder they stay inside, and why.
@@ -31,58 +29,6 @@ RECURSIVE = {
     "framework.components": "the runtime of that recursion: a stream's builder builds its retriever, whose "
                             "partition router builds and reads its parent streams",
 }
-
-
-def _module_names() -> dict[str, Path]:
-    found = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(REPO).with_suffix("").parts
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        found[".".join(parts)] = path
-    return found
-
-
-MODULES = _module_names()
-
-
-def _resolve(name: str) -> str:
-    while name not in MODULES and "." in name:
-        name = name.rsplit(".", 1)[0]
-    return name
-
-
-def _imports(module: str, path: Path) -> list[tuple[str, int, bool]]:
-    """(imported module, line, runs) for each framework import of ``module``; ``runs`` is False under TYPE_CHECKING."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    found: list[tuple[str, int, bool]] = []
-
-    def visit(node: ast.AST, runs: bool) -> None:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.body:
-                visit(child, False)
-            for child in node.orelse:
-                visit(child, runs)
-            return
-        if isinstance(node, ast.Import):
-            found.extend((_resolve(alias.name), node.lineno, runs) for alias in node.names
-                         if alias.name.startswith("framework"))
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                source = ".".join(base + ([node.module] if node.module else []))
-            else:
-                source = node.module or ""
-            if source.startswith("framework"):
-                for alias in node.names:
-                    whole = f"{source}.{alias.name}"
-                    found.append((whole if whole in MODULES else _resolve(source), node.lineno, runs))
-        for child in ast.iter_child_nodes(node):
-            visit(child, runs)
-
-    visit(tree, True)
-    return found
 
 
 def _layers() -> dict[str, list[str]]:
@@ -104,12 +50,8 @@ def _dotted(path: str) -> str:
     return path.rstrip("/").removesuffix(".py").removesuffix("/__init__").replace("/", ".")
 
 
-def _within(module: str, prefix: str) -> bool:
-    return module == prefix or module.startswith(prefix + ".")
-
-
 def _layer_of(module: str, layers: dict[str, list[str]]) -> str | None:
-    matches = [layer for layer in layers if _within(module, layer)]
+    matches = [layer for layer in layers if within(module, layer)]
     return max(matches, key=len) if matches else None
 
 
@@ -129,13 +71,13 @@ def test_every_import_goes_down_to_a_layer_the_page_allows():
     for module, path in MODULES.items():
         own = _layer_of(module, layers)
         assert own is not None
-        for target, line, _ in _imports(module, path):
+        for target, line, _, _ in imports(module, path):
             there = _layer_of(target, layers)
-            if there == own or _within(target, own) or there in foundation:
+            if there == own or within(target, own) or there in foundation:
                 continue
-            if any(_within(target, allowed) for allowed in layers[own]):
+            if any(within(target, allowed) for allowed in layers[own]):
                 continue
-            wrong.append(f"{path.relative_to(REPO)}:{line} imports {target} ({own} may import: "
+            wrong.append(f"{path.relative_to(ROOT)}:{line} imports {target} ({own} may import: "
                          f"{', '.join(layers[own]) or 'nothing of ours'})")
     assert wrong == [], "imports that go up or across (fix the import, or the page if the layer truly depends on " \
                         "it):\n" + "\n".join(wrong)
@@ -145,7 +87,7 @@ def _graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for module, path in MODULES.items():
         edges = set()
-        for target, _, runs in _imports(module, path):
+        for target, _, runs, _ in imports(module, path):
             if not runs:
                 continue
             parts = target.split(".")
@@ -203,7 +145,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_cycle_but_the_languages_own_recursion():
     wrong = [cycle for cycle in _cycles(_graph())
-             if not any(all(_within(module, folder) for module in cycle) for folder in RECURSIVE)]
+             if not any(all(within(module, folder) for module in cycle) for folder in RECURSIVE)]
     assert wrong == [], f"import cycles: {wrong}"
 
 
@@ -211,4 +153,4 @@ def test_the_checks_catch_a_cycle_and_an_upward_import():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     layers = _layers()
     assert _layer_of("framework.engine.sync", layers) == "framework.engine"
-    assert not any(_within("framework.cli.run", allowed) for allowed in layers["framework.engine"])
+    assert not any(within("framework.cli.run", allowed) for allowed in layers["framework.engine"])
