@@ -384,7 +384,7 @@ def _tell_ready(run: _Run, result: StreamResult, progress: Callable[[str, Stream
 
 
 def _realtime_stream(run: _Run, stream: Any, incremental: bool) -> ChangeStream | None:
-    """The stream's change data when the format asks for realtime files (framework.cdc.realtime_stream), else None.
+    """The stream's change data when the format asks for realtime files (framework.cdc.plan.realtime_stream), else None.
 
     framework.cdc (the apply, pyarrow.parquet, pandas: about 0.5 s) is imported only then: every other sync
     starts reading that much sooner."""

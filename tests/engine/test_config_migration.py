@@ -11,7 +11,6 @@ import pytest
 from framework.engine.config_migration import rewrite_config_file
 from framework.engine.connector import open_connector_text
 from framework.errors import ConfigError
-from framework.protocol.control import control_message
 
 MANIFEST = """
 version: 6.7.0
@@ -82,12 +81,6 @@ def test_the_migrated_config_is_announced_before_it_is_checked():
         _build(check_manifest_text(MANIFEST), {"region": "europe", "api_key": "not json"}, None,
                on_config=seen.append)
     assert [n.migrated["region"] for n in seen] == ["eu"]
-
-
-def test_control_message_is_airbytes_connector_config():
-    message = control_message({"a": 1}, 1700000000000)
-    assert message == {"type": "CONTROL", "control": {"type": "CONNECTOR_CONFIG", "emitted_at": 1700000000000.0,
-                                                       "connectorConfig": {"config": {"a": 1}}}}
 
 
 def test_rewrite_keeps_a_backup_and_the_file_mode(tmp_path):

@@ -1,19 +1,14 @@
-"""Saving a config changed during a run: atomic rewrite with a backup, CONTROL messages, one save per change."""
+"""Spark mode's config sink: the config file rewritten atomically with a backup, one save per change."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import threading
 
-import orjson
 import pytest
 
-from framework.components.config_sink import ConfigSink, get_path, set_path
 from framework.engine import config_sink
 from framework.engine.config_sink import config_file_sink, replace_config_file
-from framework.protocol.control import control_message_sink
 
 
 def write(path, config) -> None:
@@ -74,30 +69,3 @@ def test_a_file_that_cannot_be_rewritten_is_a_warning_not_a_failure(tmp_path):
     sink = config_file_sink({"a": 1}, str(tmp_path / "missing" / "config.json"), said.append)
     sink.update({("a",): 2})
     assert said and said[0].startswith("warning:") and sink.config == {"a": 2}
-
-
-def test_the_control_sink_writes_one_connector_config_message_per_save():
-    out = io.BytesIO()
-    sink = control_message_sink({"a": 1}, out, now_ms=lambda: 5.0)
-    sink.update({("b", "c"): "x"})
-    (line,) = out.getvalue().splitlines()
-    assert orjson.loads(line) == {"type": "CONTROL", "control": {
-        "type": "CONNECTOR_CONFIG", "emitted_at": 5.0, "connectorConfig": {"config": {"a": 1, "b": {"c": "x"}}}}}
-
-
-def test_concurrent_updates_are_saved_one_at_a_time_and_none_is_lost():
-    saved: list[dict] = []
-    sink = ConfigSink({}, saved.append)
-    threads = [threading.Thread(target=sink.update, args=({(f"k{i}",): i},)) for i in range(20)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(saved) == 20 and saved[-1] == {f"k{i}": i for i in range(20)}
-
-
-def test_paths_are_created_and_read():
-    config: dict = {"credentials": "not an object"}
-    set_path(config, ("credentials", "token"), "t")
-    assert config == {"credentials": {"token": "t"}} and get_path(config, ("credentials", "token")) == "t"
-    assert get_path(config, ("nope", "token")) is None
