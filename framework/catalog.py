@@ -7,8 +7,12 @@ Each entry names, as ``"module:name"`` strings, the pydantic model of the type
   decorated ``@builds("Type")`` beside the runtime component it makes, which
   :meth:`framework.components.context.BuildContext.build` calls; or
 * the types whose builders read it as a part of their own model
-  (:func:`part`): the path a paginator writes its token to, a policy of an API budget, the
-  source's ``spec``. Such a type has no runtime of its own.
+  (:func:`part`): a piece that only means something with its owner's model or
+  ``$parameters`` (an added field's definition, a session token's request
+  authentication, a rate of a policy, a stream's legacy state migration, which
+  reads the stream's router and cursor), or the source's own pieces, which the
+  connector reads (``spec``, ``check``, ``concurrency_level``). Such a type
+  has no runtime of its own.
 
 Nothing is imported here: the catalog is plain text, so reading it costs
 nothing, and each builder's module is imported the first time a manifest uses
