@@ -1,6 +1,7 @@
 """A fast local JSON API for benchmarks: N synthetic records in numbered pages.
 
     python bench/api_server.py --records 200000 [--port 0] [--page-size 1000] [--shards 1]
+                               [--latency-ms 0] [--max-concurrent 0]
 
 ``GET /records?page=N&per_page=M`` answers ``{"data": [...], "page": N}``
 with records ``(N - 1) * M + 1`` to ``N * M`` (pages start at 1; a page past
@@ -18,6 +19,14 @@ what a benchmark measures.
 It runs in its own process (so it does not share the client's GIL), speaks
 HTTP/1.1 with keep-alive and Content-Length, and prints ``ready <url>`` on
 stdout once it listens, where ``<url>`` is the base URL (``http://127.0.0.1:PORT``).
+
+An API as real ones are: ``--latency-ms L`` answers each page L ms after it
+was asked for (waiting needs no CPU of the client, only requests in flight),
+and ``--max-concurrent N`` refuses a request while N others are in flight
+(``429`` with ``Retry-After: 1``), as APIs that cap requests in flight do.
+``GET /_stats`` answers what was served: ``requests``, ``refused`` (the 429s)
+and ``most_in_flight``, the most requests it held at once; a benchmark reads
+it after a run to say how close the client came to what the API allows.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+import time
 from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -103,12 +113,61 @@ def _int_param(query: dict[str, list[str]], name: str, default: int) -> int:
     return int(values[0])
 
 
-def handler_for(pages: Pages, default_per_page: int) -> type[BaseHTTPRequestHandler]:
+class InFlight:
+    """The requests being answered: at most ``limit`` at once (0: no limit), the most seen, the refusals."""
+
+    def __init__(self, limit: int = 0):
+        self.limit = limit
+        self.now = 0
+        self.most = 0
+        self.requests = 0
+        self.refused = 0
+        self._lock = threading.Lock()
+
+    def enter(self) -> bool:
+        """Take a place for a request; False (counted as refused) when ``limit`` are in flight already."""
+        with self._lock:
+            self.requests += 1
+            if self.limit and self.now >= self.limit:
+                self.refused += 1
+                return False
+            self.now += 1
+            self.most = max(self.most, self.now)
+            return True
+
+    def leave(self) -> None:
+        with self._lock:
+            self.now -= 1
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {"requests": self.requests, "refused": self.refused, "most_in_flight": self.most,
+                    "max_concurrent": self.limit}
+
+
+def handler_for(pages: Pages, default_per_page: int, latency_s: float = 0.0,
+                in_flight: InFlight | None = None) -> type[BaseHTTPRequestHandler]:
+    flight = in_flight if in_flight is not None else InFlight()
+
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive
         disable_nagle_algorithm = True  # headers and body go out without waiting for an ACK
 
         def do_GET(self) -> None:
+            if urlsplit(self.path).path == "/_stats":
+                self._send(200, orjson.dumps(flight.stats()))
+                return
+            if not flight.enter():
+                self._send(429, b'{"error":"too many requests in flight"}', b"Retry-After: 1\r\n")
+                return
+            try:
+                if latency_s:
+                    time.sleep(latency_s)
+                self._answer()
+            finally:
+                flight.leave()
+
+        def _answer(self) -> None:
             parts = urlsplit(self.path)
             if parts.path != PATH:
                 self._send(404, b'{"error":"not found; the records are at /records"}')
@@ -130,9 +189,10 @@ def handler_for(pages: Pages, default_per_page: int) -> type[BaseHTTPRequestHand
                 return
             self._send(200, pages.body(page, per_page, shard, shards))
 
-        def _send(self, status: int, body: bytes) -> None:
+        def _send(self, status: int, body: bytes, more_headers: bytes = b"") -> None:
             head = (f"HTTP/1.1 {status} {self.responses[status][0]}\r\n"
-                    f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode("ascii")
+                    f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n").encode("ascii") \
+                + more_headers + b"\r\n"
             self.wfile.write(head + body)  # one write: no small header packet ahead of the body
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet
@@ -149,10 +209,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--page-size", type=int, default=1000, help="per_page when the request has none")
     parser.add_argument("--shards", type=int, default=1,
                         help="encode the pages of this many shards before ready (default 1: the whole range)")
+    parser.add_argument("--latency-ms", type=float, default=0.0, help="answer each page this long after it is asked")
+    parser.add_argument("--max-concurrent", type=int, default=0,
+                        help="refuse (429, Retry-After: 1) a request while this many are in flight (0: no limit)")
     args = parser.parse_args(argv)
     pages = Pages(args.records)
     pages.warm(args.page_size, args.shards)
-    server = ThreadingHTTPServer((args.host, args.port), handler_for(pages, args.page_size))
+    handler = handler_for(pages, args.page_size, args.latency_ms / 1000, InFlight(args.max_concurrent))
+    server = ThreadingHTTPServer((args.host, args.port), handler)
     server.daemon_threads = True
     host, port = server.server_address[:2]
     print(f"ready http://{host}:{port}", flush=True)
