@@ -17,7 +17,7 @@ CORE = frozenset({
     "framework.components.pagination", "framework.components.partitions",
     "framework.components.incremental.datetime_cursor", "framework.components.incremental.count_cursor",
     "framework.components.incremental.min_max", "framework.components.delegating",
-    "framework.components.query_properties", "framework.components.stream_groups",
+    "framework.components.query_properties", "framework.components.stream_groups", "framework.components.dynamic",
 })
 
 OPTIONAL = tuple(sorted({found[0] for kind in CATALOG if (found := builder_path(kind)) is not None} - CORE))

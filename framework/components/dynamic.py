@@ -23,11 +23,13 @@ import copy
 import fnmatch
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
+from msgspec import Struct
 from pydantic import ValidationError
 
+from framework.catalog import builds
 from framework.components.context import BuildContext
 from framework.components.partitions import ParentConfig, ParentPages, build_router
 from framework.components.slices import StreamSlice
@@ -39,11 +41,14 @@ from framework.models import (
     DeclarativeStream,
     DynamicDeclarativeStream,
     HttpComponentsResolver,
+    ParametrizedComponentsResolver,
     StateDelegatingStream,
 )
 from framework.models.dynamic import ComponentMappingDefinition
 
-__all__ = ["Templates", "apply_mapping", "resolve_templates", "template_streams"]
+__all__ = ["ComponentsResolver", "ConfigResolver", "HttpResolver", "ParametrizedResolver", "Templates", "apply_mapping",
+           "build_config_resolver", "build_http_resolver", "build_parametrized_resolver", "resolve_templates",
+           "template_streams"]
 
 #: Per DynamicDeclarativeStream of the manifest, in order: the stream templates its values made (JSON values).
 Templates = tuple[tuple[dict[str, Any], ...], ...]
@@ -69,22 +74,78 @@ def resolve_templates(source: DeclarativeSource, data: Any, ctx: BuildContext) -
 
 def _resolve(definition: DynamicDeclarativeStream, template: Mapping[str, Any], ctx: BuildContext,
              path: tuple) -> Iterator[dict[str, Any]]:
-    resolver = definition.components_resolver
+    model = definition.components_resolver
     where = path + ("components_resolver",)
     plain: dict[str, Any] = _plain(template)
-    if isinstance(resolver, HttpComponentsResolver):
-        for values, stream_slice in _endpoint_values(resolver, ctx, where, definition.name):
-            yield _mapped(plain, resolver.components_mapping, resolver.parameters, ctx, where,
-                          {"components_values": values, "stream_slice": stream_slice}, kind="http")
-        return
-    if isinstance(resolver, ConfigComponentsResolver):
-        for values in _config_values(resolver, ctx):
-            yield _mapped(plain, resolver.components_mapping, resolver.parameters, ctx, where,
-                          {"components_values": values}, kind="config")
-        return
-    for values in resolver.stream_parameters.list_of_parameters_for_stream:
-        yield _mapped(plain, resolver.components_mapping, resolver.parameters, ctx, where,
-                      {"components_values": _plain(values)}, kind="parametrized")
+    resolver: ComponentsResolver = ctx.build(model, where)
+    for variables in resolver.values(definition.name):
+        yield _mapped(plain, model.components_mapping, model.parameters, ctx, where, variables, kind=resolver.kind)
+
+
+class ComponentsResolver(Protocol):
+    """What a DynamicDeclarativeStream's ``components_resolver`` builds to: the variables of each stream it makes.
+
+    ``kind`` says how its mappings' values are written (``http``, ``config`` or ``parametrized``:
+    :func:`_mapped`); :meth:`values` gives, per stream, the variables its mappings render with
+    (``components_values``, and an HTTP resolver's ``stream_slice``).
+    """
+
+    @property
+    def kind(self) -> str: ...
+
+    def values(self, name: str) -> Iterator[dict[str, Any]]: ...
+
+
+class HttpResolver(Struct, frozen=True):
+    """``HttpComponentsResolver``: a stream per record its retriever reads from the API."""
+
+    model: HttpComponentsResolver
+    ctx: BuildContext
+    path: tuple
+    kind = "http"
+
+    def values(self, name: str) -> Iterator[dict[str, Any]]:
+        for values, stream_slice in _endpoint_values(self.model, self.ctx, self.path, name):
+            yield {"components_values": values, "stream_slice": stream_slice}
+
+
+class ConfigResolver(Struct, frozen=True):
+    """``ConfigComponentsResolver``: a stream per combination of the entries the config holds."""
+
+    model: ConfigComponentsResolver
+    ctx: BuildContext
+    kind = "config"
+
+    def values(self, name: str) -> Iterator[dict[str, Any]]:
+        for values in _config_values(self.model, self.ctx):
+            yield {"components_values": values}
+
+
+class ParametrizedResolver(Struct, frozen=True):
+    """``ParametrizedComponentsResolver``: a stream per set of parameters written in the manifest."""
+
+    model: ParametrizedComponentsResolver
+    kind = "parametrized"
+
+    def values(self, name: str) -> Iterator[dict[str, Any]]:
+        for values in self.model.stream_parameters.list_of_parameters_for_stream:
+            yield {"components_values": _plain(values)}
+
+
+@builds("HttpComponentsResolver")
+def build_http_resolver(model: HttpComponentsResolver, ctx: BuildContext, path: tuple) -> HttpResolver:
+    return HttpResolver(model, ctx, path)
+
+
+@builds("ConfigComponentsResolver")
+def build_config_resolver(model: ConfigComponentsResolver, ctx: BuildContext, path: tuple) -> ConfigResolver:
+    return ConfigResolver(model, ctx)
+
+
+@builds("ParametrizedComponentsResolver")
+def build_parametrized_resolver(model: ParametrizedComponentsResolver, ctx: BuildContext,
+                                path: tuple) -> ParametrizedResolver:
+    return ParametrizedResolver(model)
 
 
 def _no_parent(parent: ParentConfig) -> ParentPages:
