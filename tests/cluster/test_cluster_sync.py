@@ -94,12 +94,14 @@ def test_same_rows_and_state_as_local_mode_with_a_relative_output(spark_cluster,
 
 
 def _holder_of(out: Path) -> tuple[int, Path] | None:
-    """A process holding a temp file of ``out`` open (the Python worker running the task), and the file."""
+    """A process under an executor JVM holding a temp file of ``out`` open (the Python worker running the task),
+    and the file. The driver's own temp files (the state it saves as the first groups return, the write probe)
+    are not a task's: a driver caught writing one is passed over."""
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             for fd in os.listdir(f"/proc/{pid}/fd"):
                 target = os.readlink(f"/proc/{pid}/fd/{fd}")
-                if target.startswith(str(out)) and target.endswith(".tmp"):
+                if target.startswith(str(out)) and target.endswith(".tmp") and _executor(int(pid)) is not None:
                     return int(pid), Path(target)
         except OSError:  # gone, or not ours to look at
             continue
