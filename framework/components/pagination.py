@@ -297,14 +297,13 @@ def _token_key(token: Any) -> Any:
 class StrategyPaginator:
     """A ``DefaultPaginator``: a strategy, and where its token and page size go.
 
-    ``token_into`` is None when the token is not sent; ``token_is_path`` sends
+    ``token_into`` is None when the token is not sent; a :class:`PathInjection` sends
     it in place of the request path (a next-page URL replaces the whole URL).
     ``mask`` hides secrets in messages; ``place`` is the manifest place.
     """
 
     strategy: PaginationStrategy
     token_into: Injection | PathInjection | None = None
-    token_is_path: bool = False
     size_into: Injection | None = None
     place: str | None = None
     mask: Mask = field(default=lambda text: text, repr=False)
@@ -399,7 +398,7 @@ class StrategyPager:
         signature = _page_signature(records)
         paginator = self.paginator
         pages = f"{self.pages} page" + ("" if self.pages == 1 else "s")
-        if paginator.token_is_path and response.request.method == "GET":
+        if isinstance(paginator.token_into, PathInjection) and response.request.method == "GET":
             # a next-page URL equal to the URL just read is a loop as well
             seen.setdefault(_token_key(response.request.full_url()), (None, 0))
         key = _token_key(token)
@@ -526,8 +525,7 @@ def build_default_paginator(model: DefaultPaginator, ctx: BuildContext, path: tu
     size_into: Injection | None = None
     if model.page_size_option is not None:
         size_into = ctx.build(model.page_size_option, path + ("page_size_option",))
-    return StrategyPaginator(strategy, token_into, isinstance(token_into, PathInjection), size_into, ctx.place(path),
-                             ctx.mask)
+    return StrategyPaginator(strategy, token_into, size_into, ctx.place(path), ctx.mask)
 
 
 @builds("NoPagination")

@@ -31,7 +31,11 @@ PERMISSIVE_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
 
 def default_schema_path(ctx: BuildContext, stream_name: str) -> str:
     """``schemas/<stream_name>.json`` in the manifest's folder."""
-    return os.path.join(ctx.base_dir or os.getcwd(), "schemas", f"{stream_name}.json")
+    return _default_file(ctx.base_dir or os.getcwd(), stream_name)
+
+
+def _default_file(base_dir: str, stream_name: str) -> str:
+    return os.path.join(base_dir, "schemas", f"{stream_name}.json")
 
 
 class SchemaLoader(Protocol):
@@ -65,7 +69,7 @@ class SchemaFile(Struct, frozen=True):
     optional: bool = False
 
     def load(self, stream_name: str) -> dict:
-        file = self.file or os.path.join(self.base_dir, "schemas", f"{stream_name}.json")
+        file = self.file or _default_file(self.base_dir, stream_name)
         if self.optional and not os.path.exists(file):
             return {"type": "object", "properties": {}}
         resolver = _Resolver(stream_name, self.where)
