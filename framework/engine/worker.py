@@ -8,10 +8,10 @@
   or a second read of a property endpoint;
 * :func:`worker_connector` - that connector, built once per process (the last
   one is kept, so a worker that reads several tasks of one sync builds it once);
-* :class:`PageTyper` and :func:`read_group` - a group of units read one after
-  the other, page by page, into the Arrow batches the sink writes, with a
-  :class:`~framework.engine.results.UnitResult` for each unit and the
-  connector's masking on failure.
+* :class:`PageTyper` and :func:`read_group` - a group of units read page by
+  page, one after the other or several at once (``readers``), into the Arrow
+  batches the sink writes, with a :class:`~framework.engine.results.UnitResult`
+  for each unit and the connector's masking on failure.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from framework.components.retriever import PAGE_WATCH
 from framework.components.stream import Stream
 from framework.engine.connector import Connector, open_connector_text
 from framework.engine.results import UnitResult
+from framework.engine.scheduler import Page, concurrent_pages
 from framework.engine.signals import ReadFacts, UnitWatch, stream_definition
 from framework.engine.sync import read_unit
 from framework.formats import raw_batch
@@ -178,68 +179,121 @@ class PageTyper(Struct, frozen=True):
 
 def read_group(connector: Connector, stream: Stream, units: Iterable[Any], typer: PageTyper,
                write: Callable[[pa.RecordBatch], None] | None = None, *,
-               start_state: Mapping[str, Any] | None = None) -> Iterator[pa.RecordBatch | UnitResult]:
-    """Read ``units`` one after the other, page by page, each page typed by ``typer``.
+               start_state: Mapping[str, Any] | None = None, readers: int = 1) -> Iterator[pa.RecordBatch | UnitResult]:
+    """Read ``units`` page by page, ``readers`` of them at once, each page typed by ``typer``.
+
+    With ``readers`` 1 (or a single unit) the units are read one after the
+    other in this thread. With more, up to ``min(readers, len(units))`` threads
+    read them (:func:`~framework.engine.scheduler.concurrent_pages`, taking
+    units in the order given) while this thread types and writes their pages in
+    the order they arrive: a unit's pages stay in order, units interleave (the
+    rolling writer does not care). Each reader thread watches its own unit's
+    pages (:data:`~framework.components.retriever.PAGE_WATCH`, a
+    :class:`~framework.engine.signals.UnitWatch` per unit). Memory: besides the
+    page being typed, at most ``readers`` pages (one per reader, waiting) plus
+    the queue's ``2 * readers`` are held; pages are taken as they arrive, so a
+    unit's records never pile up behind a slow neighbour.
 
     Yields each page's batch (or, when ``write`` is given, hands it to
-    ``write`` instead) and, after a unit's pages, its :class:`UnitResult`. The
-    first failure (reading, typing or writing a page) ends the reading: its
-    unit's result carries the connector-masked message and every later unit
-    gets a result with the same message, unread. A stream airbyte-cdk reads
-    (``stream.bridge``) is read by :func:`~framework.engine.bridge.read_bridged_unit`,
-    its result's ``latest`` being the unit's most recent record and ``start_state`` the state the
-    sync started from (a unit of ours carries its own).
+    ``write`` instead) and, once a unit's last page is handled, its
+    :class:`UnitResult` (units in the order they finish). The first failure
+    (reading, typing or writing a page) ends the reading (the other readers
+    finish their request in flight and quit): every unit not finished then
+    (the failed one first among them when read one at a time) gets a result
+    with the connector-masked message, after the results of the units
+    finished before. A stream airbyte-cdk reads (``stream.bridge``) is
+    read by :func:`~framework.engine.bridge.read_bridged_unit`, always one unit
+    at a time (its readers are not known to be thread-safe), its result's
+    ``latest`` being the unit's most recent record and ``start_state`` the
+    state the sync started from (a unit of ours carries its own). The
+    asynchronous jobs of the group's units (job slots) are prefetched before
+    the first unit and released after the last.
     """
     stream = connector.stream_for_start(stream, start_state)  # a StateDelegatingStream: the definition read
-    bridged = stream.bridge is not None
     config = connector.config
     units = list(units)
     slices = [unit.slice for unit in units if hasattr(unit, "slice")]
     prefetch(stream, slices, config)  # asynchronous jobs: the group's jobs created together, polled together
     try:
-        yield from _read_each(connector, stream, units, typer, write, start_state, bridged)
+        yield from _read_units(connector, stream, units, typer, write, start_state, readers)
     finally:
         release(stream, slices)  # the jobs of units left unread: aborted, their slots freed
 
 
-def _read_each(connector: Connector, stream: Stream, units: list[Any], typer: PageTyper,
-               write: Callable[[pa.RecordBatch], None] | None, start_state: Mapping[str, Any] | None,
-               bridged: bool) -> Iterator[pa.RecordBatch | UnitResult]:
+class _Tally:
+    """What the pages handled so far of one unit came to."""
+
+    __slots__ = ("latest", "nulled", "pages", "records")
+
+    def __init__(self) -> None:
+        self.records = self.pages = self.nulled = 0
+        self.latest: Any = None
+
+
+def _read_units(connector: Connector, stream: Stream, units: list[Any], typer: PageTyper,
+                write: Callable[[pa.RecordBatch], None] | None, start_state: Mapping[str, Any] | None,
+                readers: int) -> Iterator[pa.RecordBatch | UnitResult]:
+    bridged = stream.bridge is not None
     if bridged:
         from framework.engine.bridge import read_bridged_unit
     config = connector.config
-    failed: str | None = None
     facts = None if bridged else ReadFacts.of(stream_definition(connector.manifest, stream.name))
-    for unit in units:
-        if failed is not None:
-            yield UnitResult(unit.index, error=failed)
-            continue
-        records = pages = nulled = 0
-        latest: Any = None
+    watches: dict[int, UnitWatch] = {}  # by unit index, each made by the thread that reads its unit
+
+    def read_one(unit: Any) -> Iterator[tuple[list[dict], Any]]:
         # the unit's first pages, watched for what looks wrong (engine/signals.py): a few pages, then counts only
         watch = UnitWatch(stream.name, facts, stream.primary_key, stream.cursor_field) if facts is not None else None
+        if watch is not None:
+            watches[unit.index] = watch
         watching = PAGE_WATCH.set(watch)
         try:
-            pages_of = (read_bridged_unit(connector, stream, unit, start_state) if bridged
-                        else read_unit(stream, config, unit))
-            for page, page_latest in pages_of:
+            if bridged:
+                yield from read_bridged_unit(connector, stream, unit, start_state)
+            else:
+                yield from read_unit(stream, config, unit)
+        finally:
+            try:
+                PAGE_WATCH.reset(watching)
+            except ValueError:  # resumed in another context: nobody watches there either
+                PAGE_WATCH.set(None)
+
+    def result(unit: Any, tally: _Tally | None, error: str | None) -> UnitResult:
+        watch = watches.get(unit.index)
+        tally = tally or _Tally()
+        return UnitResult(unit.index, tally.records, tally.pages, tally.nulled, tally.latest, error,
+                          warnings=tuple(watch.signals()) if watch is not None else (),
+                          empty_pages=watch.empty if watch is not None else 0)
+
+    tallies: dict[int, _Tally] = {}
+    finished: set[int] = set()
+    failed: str | None = None
+    events = concurrent_pages(units, read_one, 1 if bridged else readers)
+    try:
+        for event in events:
+            index = event.unit.index
+            if isinstance(event, Page):
+                page, page_latest = event.records
                 batch, page_nulled = typer(page, int(time.time() * 1000))
                 if write is not None:
                     write(batch)
                 else:
                     yield batch
-                records += len(page)
-                pages += 1
-                nulled += page_nulled
-                if page_latest is not None and (bridged or latest is None or page_latest > latest):
-                    latest = page_latest  # bridged: the unit's most recent record so far
-        except Exception as exc:  # noqa: BLE001 - the unit fails; the caller weighs its other units' data
-            failed = connector.mask(str(exc) or type(exc).__name__)
-        finally:
-            try:
-                PAGE_WATCH.reset(watching)
-            except ValueError:  # resumed in another context (a reader's thread): nobody watches there either
-                PAGE_WATCH.set(None)
-        yield UnitResult(unit.index, records, pages, nulled, latest, failed,
-                         warnings=tuple(watch.signals()) if watch is not None else (),
-                         empty_pages=watch.empty if watch is not None else 0)
+                tally = tallies.get(index)
+                if tally is None:
+                    tally = tallies[index] = _Tally()
+                tally.records += len(page)
+                tally.pages += 1
+                tally.nulled += page_nulled
+                if page_latest is not None and (bridged or tally.latest is None or page_latest > tally.latest):
+                    tally.latest = page_latest  # bridged: the unit's most recent record so far
+            else:
+                finished.add(index)
+                yield result(event.unit, tallies.pop(index, None), None)
+    except Exception as exc:  # noqa: BLE001 - the units fail; the caller weighs its other units' data
+        failed = connector.mask(str(exc) or type(exc).__name__)
+    finally:
+        events.close()  # the readers stopped (a failure, or this generator closed early) and briefly joined
+    if failed is not None:
+        for unit in units:
+            if unit.index not in finished:
+                yield result(unit, tallies.get(unit.index), failed)

@@ -15,7 +15,9 @@ Options: ``manifest`` (path, read on the driver), ``config`` (path to the
 config JSON) or ``config_json`` (the config itself), ``stream`` (the stream
 to read), and ``state`` (optional: the stream's state as JSON, in Airbyte's
 shape, to read only what is newer), ``partitions`` (how many input
-partitions, default 8), and ``allow_custom_code`` (``true`` runs the Python
+partitions, default 8), ``readers`` (how many units of a partition are read
+at once, by threads of its task; default: the connector's concurrency, its
+``concurrency_level``, else 1), and ``allow_custom_code`` (``true`` runs the Python
 code of custom components shipped with the manifest; else the environment
 decides, see :mod:`framework.components.custom.loader`). The driver sends
 the code it loaded to the executors with the manifest text. The driver plans the stream's units (partitions
@@ -80,7 +82,7 @@ def register(spark: SparkSession) -> None:
 
 def read_stream(spark: SparkSession, manifest: str, config: str | Mapping[str, Any], stream: str, *,
                 state: Mapping[str, Any] | None = None, partitions: int | None = None,
-                allow_custom_code: bool | None = None) -> DataFrame:
+                readers: int | None = None, allow_custom_code: bool | None = None) -> DataFrame:
     """``stream`` of the connector at ``manifest`` as a DataFrame, everything read in this process.
 
     ``config`` is the config or the path of its JSON file. The manifest, its schema files, the custom
@@ -100,6 +102,8 @@ def read_stream(spark: SparkSession, manifest: str, config: str | Mapping[str, A
         reader = reader.option("state", orjson.dumps(state).decode())
     if partitions is not None:
         reader = reader.option("partitions", str(partitions))
+    if readers is not None:
+        reader = reader.option("readers", str(readers))
     return reader.load()
 
 
@@ -125,6 +129,7 @@ class _Source(Struct, frozen=True):
     stream: str
     state: Mapping[str, Any] | None
     partitions: int = DEFAULT_PARTITIONS
+    readers: int | None = None  # units of a partition read at once (None: the connector's concurrency)
 
 
 class _UnitPartition(InputPartition):
@@ -148,8 +153,9 @@ class ManifestDataSource(DataSource):
                               ".option('manifest', 'path/to/manifest.yaml').option('stream', 'name')")
         state = orjson.loads(options["state"]) if options.get("state") else None
         partitions = _partitions(options.get("partitions"))
+        readers = _readers(options.get("readers"))
         if options.get(SOURCE_OPTION):
-            return _Source(_decode(options[SOURCE_OPTION]), options["stream"], state, partitions)
+            return _Source(_decode(options[SOURCE_OPTION]), options["stream"], state, partitions, readers)
         if options.get("config_json"):
             config = orjson.loads(options["config_json"])
         elif options.get("config"):
@@ -166,7 +172,7 @@ class ManifestDataSource(DataSource):
                               "read on the server: use framework.spark.datasource.read_stream)") from None
         allow = (options.get("allow_custom_code") or "").strip().lower() in ("1", "true", "yes", "on")
         return _Source(ConnectorSource.of(path, text, config, allow_custom_code=True if allow else None),
-                       options["stream"], state, partitions)
+                       options["stream"], state, partitions, readers)
 
     def schema(self) -> StructType:
         source = self._source()
@@ -181,7 +187,7 @@ class ManifestDataSource(DataSource):
         source = replace(source, connector=replace(
             source.connector, schemas=all_schemas(connector), shipped=connector.shipped_files,
             allow_custom_code=connector.custom_code_allowed, templates=connector.templates,
-        ).with_query_properties(connector, source.stream))
+        ).with_query_properties(connector, source.stream), readers=source.readers or connector.concurrency())
         return _ManifestReader(source, connector, schema)
 
 
@@ -194,6 +200,19 @@ def _partitions(given: str | None) -> int:
         raise ConfigError(f"the `partitions` option is {given!r}; give a whole number, 1 "
                           "or more (units are read in that many groups)")
     return partitions
+
+
+def _readers(given: str | None) -> int | None:
+    if not given:
+        return None
+    try:
+        readers = int(given)
+    except ValueError:
+        readers = 0
+    if readers < 1:
+        raise ConfigError(f"the `readers` option is {given!r}; give a whole number, 1 or more (units of an "
+                          "input partition read at once)")
+    return readers
 
 
 class _ManifestReader(DataSourceReader):
@@ -226,7 +245,8 @@ class _ManifestReader(DataSourceReader):
         converter = RecordConverter(parse_schema(source.connector.schemas[source.stream], stream=stream.name),
                                     stream=stream.name)
         target = self.arrow_schema
-        for item in read_group(connector, stream, group, PageTyper(converter), start_state=start_state):
+        for item in read_group(connector, stream, group, PageTyper(converter), start_state=start_state,
+                               readers=source.readers or 1):
             if isinstance(item, UnitResult):
                 if item.error:  # already masked
                     raise RuntimeError(f"stream `{stream.name}`: {item.error}")

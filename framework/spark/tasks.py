@@ -4,19 +4,19 @@ A task gets a few units (picklable slices) and a :class:`TaskJob` that holds
 everything else it needs: the connector as text (manifest, config, every
 stream's schema) and the destination settings. The engine does the reading
 (:func:`framework.engine.worker.read_group`: the connector built once per
-Python worker, the units read page by page, each page typed into an Arrow
-batch); the task writes the batches through a rolling writer and commits the
-files, *staged*, only when all its units are read: complete, under a key of
-its own attempt (:func:`~framework.storage.state_store.staging_prefix`) that
-no reader looks at. It answers with one small row per unit
-(:class:`~framework.engine.results.UnitResult`: records, latest cursor value,
-whether it failed, and on the first the staged files); the records
-themselves never go back to the driver. The driver alone makes files
-visible (:func:`~framework.formats.rolling.publish`), together with the
-state that covers them, so a task that outlives its driver leaves only
-staged files, which the next sync removes. A failure aborts the task's
-files: nothing partial appears, and the driver's state does not move over
-those units.
+Python worker, the units read page by page, ``TaskJob.readers`` of them at
+once, each page typed into an Arrow batch); the task writes the batches
+through a rolling writer and commits the files, *staged*, only when all its
+units are read: complete, under a key of its own attempt
+(:func:`~framework.storage.state_store.staging_prefix`) that no reader looks
+at. It answers with one small row per unit
+(:class:`~framework.engine.results.UnitResult`: records, latest cursor
+value, whether it failed, and on the first the staged files); the records
+themselves never go back to the driver. The driver alone makes files visible
+(:func:`~framework.formats.rolling.publish`), together with the state that
+covers them, so a task that outlives its driver leaves only staged files,
+which the next sync removes. A failure aborts the task's files: nothing
+partial appears, and the driver's state does not move over those units.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ class TaskJob(Struct, frozen=True):
     start_state: Mapping[str, Any] | None = None  # a stream airbyte-cdk reads: the state its sync started from
     cursor_field: str | None = None  # the cursor field the configured catalog chose, where the stream allows it
     coordinator: coordination.CoordinatorAddress | None = None  # the driver's sync-wide services (one token, budget)
+    readers: int = 1  # how many of its units a task reads at once (threads: engine/worker.py read_group)
 
 
 def encode_units(units: Iterable[Any]) -> pa.Table:
@@ -123,7 +124,7 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
             # a FileUploader's files go beside the stream's files; sync-wide services are the driver's
             with landing(files_beside), coordination.attached(job.coordinator):
                 results = [r for r in read_group(connector, stream, _decode_units(batches), typer, writer.write,
-                                                  start_state=job.start_state)
+                                                  start_state=job.start_state, readers=job.readers)
                            if isinstance(r, UnitResult)]
             failed = next((r.error for r in results if r.error), None)
             if failed is None:

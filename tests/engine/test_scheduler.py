@@ -6,6 +6,7 @@ so the tests control which unit finishes first.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from dataclasses import dataclass, field
 
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from framework.engine.scheduler import Page, UnitEnd, read_units
+from framework.engine.scheduler import Page, UnitEnd, concurrent_pages, read_units
 
 
 @dataclass
@@ -85,3 +86,39 @@ def test_dropping_the_iterator_stops_the_workers():
     started = len(sync.started)
     assert started < 50
     assert len(sync.started) == started  # nothing more is read once it returned
+
+
+SEEN: contextvars.ContextVar[str] = contextvars.ContextVar("seen", default="unset")
+
+
+def test_each_unit_is_read_and_ended_in_its_readers_thread_with_the_callers_context():
+    """``read_one``'s iterator runs, and is closed, in the thread that reads the unit, which sees what the
+    caller set in its context; closing early closes the iterators started."""
+    ended: list[tuple[int, str, str]] = []
+
+    def read_one(unit: int):
+        try:
+            while True:
+                yield unit
+        finally:
+            ended.append((unit, threading.current_thread().name, SEEN.get()))
+
+    SEEN.set("the caller's")
+    events = concurrent_pages(list(range(10)), read_one, 3)
+    assert next(events).unit in (0, 1, 2)
+    events.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("reader-")]
+    assert sorted(unit for unit, _, _ in ended) == [0, 1, 2]
+    assert all(name.startswith("reader-") and seen == "the caller's" for _, name, seen in ended)
+
+
+def test_an_interrupt_of_the_caller_stops_the_readers():
+    def read_one(unit: int):
+        while True:
+            yield unit
+
+    with pytest.raises(KeyboardInterrupt):
+        for count, _ in enumerate(concurrent_pages(list(range(4)), read_one, 4)):
+            if count == 10:
+                raise KeyboardInterrupt
+    assert not [t for t in threading.enumerate() if t.name.startswith("reader-")]

@@ -61,3 +61,25 @@ def test_a_missing_option_says_which_and_how(spark, shop):
 def test_a_bad_partitions_option_says_what_to_give(spark, shop):
     with pytest.raises(Exception, match=r"`partitions` option is '0'; give a whole number"):
         _reader(spark, shop, "accounts", partitions="0").load()
+
+
+def test_a_partitions_units_read_several_at_once_give_every_record(spark, shop):
+    frame = _reader(spark, shop, "orders", partitions="2", readers="4").load()
+    assert frame.select("id").distinct().count() == shop.shop.counts()["orders"]
+
+
+def test_readers_default_to_the_connectors_concurrency(shop, monkeypatch):
+    """Read where the query is planned: the option, else what the connector says (its concurrency_level)."""
+    from pyspark.sql.types import StructType
+
+    from framework.engine.connector import Connector
+    from framework.spark.datasource import ManifestDataSource
+
+    config = {**json.loads((SHOP / "config.json").read_text()), "base_url": shop.url}
+    options = {"manifest": str(SHOP / "manifest.yaml"), "config_json": json.dumps(config), "stream": "accounts"}
+    monkeypatch.setattr(Connector, "concurrency", lambda self, requested=None: 5)
+    assert ManifestDataSource(options).reader(StructType()).source.readers == 5  # type: ignore[attr-defined]
+    given = ManifestDataSource({**options, "readers": "2"}).reader(StructType())
+    assert given.source.readers == 2  # type: ignore[attr-defined]
+    with pytest.raises(Exception, match=r"`readers` option is 'none'; give a whole number, 1 or more"):
+        ManifestDataSource({**options, "readers": "none"}).reader(StructType())

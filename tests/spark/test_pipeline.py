@@ -608,6 +608,27 @@ def test_one_result_row_per_unit(shop, manifest, tmp_path):
     assert sum(b.nbytes for b in batches) < 4096
 
 
+def test_a_task_reads_several_of_its_units_at_once(shop, manifest, tmp_path):
+    """``TaskJob.readers``: the units are read by threads, their pages written by the task as they come; one
+    row per unit (in the order they finished), the task's files on one of them; a refused unit fails all."""
+    from framework.engine.results import from_arrow
+    from framework.spark.tasks import encode_units, run_task
+    from framework.values import replace
+
+    job, plan = task_job(shop, manifest, tmp_path)
+    job = replace(job, readers=3)
+    results = sorted((r for b in run_task(job, iter(encode_units(plan).to_batches()), 0) for r in from_arrow(b)),
+                     key=lambda r: r.unit)
+    assert [(r.unit, r.records, r.error) for r in results] == [(u.index, 2, None) for u in plan]
+    assert [f["records"] for r in results for f in r.files] == [8]
+
+    shop.refuse_since = {"2024-01-02T00:00:00Z"}
+    failed = [r for b in run_task(job, iter(encode_units(plan).to_batches()), 0) for r in from_arrow(b)]
+    assert sorted(r.unit for r in failed) == [u.index for u in plan]
+    assert all(r.error and r.files == () for r in failed)
+    assert any("401" in r.error for r in failed)
+
+
 def test_a_task_reads_with_room_for_a_page_in_the_young_generation_and_puts_the_collector_back(
         shop, manifest, tmp_path, monkeypatch):
     """While a task reads, the collector's young threshold is YOUNG_OBJECTS and the heap it started with is
