@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -14,12 +15,15 @@ PAGE_SIZE = 1000
 
 
 class ApiServer:
-    """``bench/api_server.py`` in a child process, for a ``with`` block; ``shards`` splits its records."""
+    """``bench/api_server.py`` in a child process, for a ``with`` block; ``shards`` splits its records;
+    ``options``: more of its flags (``--latency-ms``, ``--max-concurrent``, the shapes of bench/latency.py)."""
 
-    def __init__(self, records: int, shards: int | None = None, page_size: int = PAGE_SIZE):
+    def __init__(self, records: int, shards: int | None = None, page_size: int = PAGE_SIZE,
+                 options: Sequence[str] = ()):
         self.records = records
         self.shards = shards
         self.page_size = page_size
+        self.options = list(options)
         self.process: subprocess.Popen | None = None
         self.url = ""
 
@@ -28,6 +32,7 @@ class ApiServer:
                    "--page-size", str(self.page_size)]
         if self.shards is not None:
             command += ["--shards", str(self.shards)]
+        command += self.options
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         assert self.process.stdout is not None
         line = self.process.stdout.readline().strip()

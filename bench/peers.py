@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import signal
@@ -333,15 +334,14 @@ def measure(mode: str, command: Sequence[str], watcher: Watcher, expected: int, 
     label = LABELS[mode]
     with tempfile.TemporaryFile() as other:
         started = time.perf_counter()
-        pipes = {"stdout": other, "stderr": subprocess.PIPE} if watch_stderr else {
-            "stdout": subprocess.PIPE, "stderr": other}
+        out, err = (other, subprocess.PIPE) if watch_stderr else (subprocess.PIPE, other)
         process = subprocess.Popen(list(command), cwd=cwd, env=env, bufsize=1 << 20, start_new_session=True,
-                                   **pipes)
+                                   stdout=out, stderr=err)
         sampler = PeakSampler(process.pid)
         timer = threading.Timer(timeout, _kill_group, (process.pid,))
         timer.start()
         stream = process.stderr if watch_stderr else process.stdout
-        assert stream is not None
+        assert isinstance(stream, io.BufferedReader)  # a pipe with a buffer (bufsize): read1 returns what is there
         rest = b""
         while chunk := stream.read1(1 << 20):
             end = chunk.rfind(b"\n") + 1
@@ -495,7 +495,7 @@ def warm_connect_server(root: Path):  # -> tests/connect/server.py's ConnectServ
     """A Spark Connect server on 127.0.0.1 over every core, set up as docs/cluster.md says for syncs."""
     repo = Path(__file__).resolve().parents[1]
     sys.path[:0] = [str(repo / "tests"), str(repo)]
-    from connect.server import ConnectServer
+    from connect.server import ConnectServer  # type: ignore[import-not-found]  # tests/, on the path above
 
     from framework.spark.connect import SERVER_CONF
 

@@ -298,7 +298,9 @@ def spark_child(manifest: str, config: str, output: str) -> int:
     started = time.perf_counter()
     spark = spark_session()
     ready = time.perf_counter()
-    jvm = spark.sparkContext._gateway.proc.pid
+    gateway = spark.sparkContext._gateway
+    assert gateway is not None  # a local session's JVM, started by this process
+    jvm = gateway.proc.pid
     syncs = []
     for number in (1, 2):
         folder = str(Path(output, f"sync-{number}"))
