@@ -126,9 +126,22 @@ class Coordinator:
                 self._open.discard(connection)
             with contextlib.suppress(OSError):
                 connection.close()
+            self._gone(id(connection))
+
+    def _gone(self, caller: int) -> None:
+        """Tell the handlers that keep something per caller (``disconnected``) that ``caller``'s process left."""
+        for handler in self._handlers.values():
+            disconnected = getattr(handler, "disconnected", None)
+            if disconnected is None:
+                continue
+            try:
+                disconnected(caller)
+            except Exception as exc:  # noqa: BLE001 - one handler's trouble must not stop the others' cleanup
+                log.debug("coordinator: a handler's disconnect failed: %s", exc)
 
     def _answer(self, connection: Connection) -> None:
         _serving.active = True  # a handler's own service calls run in place here, even while a task is attached
+        _serving.caller = id(connection)
         while not self._closed.is_set():
             try:
                 name, payload = connection.recv()
@@ -194,6 +207,12 @@ def call(address: CoordinatorAddress, name: str, payload: Any, timeout: float = 
     return answer
 
 
+def caller() -> int | None:
+    """Within a handler: which task connection the call came through (None: a call in place). A handler that
+    keeps something per caller offers ``disconnected(caller)``, called when that connection ends."""
+    return getattr(_serving, "caller", None)
+
+
 def routed(name: str, handler: Handler) -> Handler:
     """``handler``, or (inside :func:`attached` with an address) a call of the driver's service ``name``."""
 
@@ -228,5 +247,5 @@ def _drop(address: CoordinatorAddress) -> None:
             found.close()
 
 
-__all__ = ["CALL_TIMEOUT", "Coordinator", "CoordinatorAddress", "CoordinatorError", "attached", "call", "current",
-           "routed"]
+__all__ = ["CALL_TIMEOUT", "Coordinator", "CoordinatorAddress", "CoordinatorError", "attached", "call", "caller",
+           "current", "routed"]

@@ -48,7 +48,13 @@ with milliseconds, such as ``"2026-11-03T10:15:02.418Z"``):
 ``summary``
     ``sync_id``, ``output``, ``ok`` (no stream failed), ``records`` (all
     streams), ``seconds`` (the whole command), ``streams`` (a list of objects
-    with the keys of ``stream_done`` but ``event`` and ``time``).
+    with the keys of ``stream_done`` but ``event`` and ``time``), ``in_flight``
+    (the requests in flight: ``concurrency`` (``manifest``, ``flag``, ``auto``
+    or ``default``: no ``concurrency_level`` and no flag, airbyte-cdk's 2),
+    ``concurrency_level`` and ``concurrency_ceiling`` (where it started and
+    the most it may reach), ``requests``, ``rate_limited`` (answered 429),
+    ``most_in_flight``, ``level`` (at the end), ``lowest_level``,
+    ``highest_level``; :mod:`framework.components.http.in_flight`).
 ``config_migrated``
     before Spark starts, when the manifest's config migrations changed the
     config: ``config`` (the file rewritten), ``backup`` (the previous file),
@@ -155,7 +161,8 @@ def normalized_line(outcome: StreamOutcome) -> str:
 
 
 def summary_table(result: PipelineResult, output: str) -> str:
-    """The table printed at the end of a sync: one row per stream, then the sync id and where it went."""
+    """The table printed at the end of a sync: one row per stream, the requests in flight (the most at once, the
+    limit and who set it, the 429s), then the sync id and where it went."""
     rows = [("stream", "records", "files", "bytes", "nulled", "state", "seconds")]
     for s in result.streams:
         rows.append((s.name, str(s.records), str(len(s.files)), str(s.bytes), str(s.nulled), _state_word(s),
@@ -163,6 +170,8 @@ def summary_table(result: PipelineResult, output: str) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    if result.pace is not None and result.pace.requests:
+        lines.append(result.pace.describe())
     lines.append(f"sync {result.sync_id} -> {output}")
     return "\n".join(lines)
 
@@ -318,8 +327,10 @@ class JsonReporter(Struct):
 
     def summary(self, result: PipelineResult, output: str, seconds: float) -> None:
         streams = [stream_fields(s) for s in result.streams]
+        pace = result.pace.as_dict() if result.pace is not None else None
         self._emit("summary", sync_id=result.sync_id, output=output, ok=not any(s.error for s in result.streams),
-                   records=sum(s.records for s in result.streams), seconds=round(seconds, 3), streams=streams)
+                   records=sum(s.records for s in result.streams), seconds=round(seconds, 3), streams=streams,
+                   in_flight=pace)
 
     def failure(self, error: str, stream: str | None = None) -> None:
         self._emit("failure", always=True, stream=stream, error=error)

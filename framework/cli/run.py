@@ -77,6 +77,20 @@ def _conf_pair(text: str) -> tuple[str, str]:
     return conf_pair(text)
 
 
+def _concurrency(text: str) -> int | str:
+    """``--concurrency``'s value: a whole number of at least 1, or ``auto``."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of requests: give a whole number of at least 1 "
+                                         "(what the API allows in flight) or `auto`")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="run-manifest", description="Run a connector described by a manifest.")
     parser.add_argument("manifest", metavar="MANIFEST", help="the connector's manifest (YAML)")
@@ -93,7 +107,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--catalog", metavar="CATALOG.json", help="configured catalog: streams and sync modes")
     parser.add_argument("--state", metavar="STATE.json", help="state from a previous sync (Airbyte's shapes)")
     parser.add_argument("--streams", metavar="a,b", help="read only these streams")
-    parser.add_argument("--concurrency", type=int, metavar="N", help="partitions read at once (default: manifest's)")
+    parser.add_argument("--concurrency", type=_concurrency, metavar="N|auto",
+                        help="the most requests in flight at once, across the whole sync (default: the manifest's "
+                             "concurrency_level, else 2 as airbyte-cdk); auto: start at 2 and climb until the API "
+                             "answers 429")
     parser.add_argument("--allow-custom-code", action="store_true",
                         help="run the Python code shipped with the manifest (components.py beside it, or its "
                              "source_<name>/ package folder) for its custom components; also "
@@ -278,7 +295,8 @@ def _run(args: argparse.Namespace, out: IO[bytes], collecting: bool = True) -> i
 
         text = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
         try:
-            return show_test_read(test_read(connector, recorder, selections, pages=args.pages), text)
+            return show_test_read(test_read(connector, recorder, selections, pages=args.pages), text,
+                                  limit=connector.in_flight_limit(args.concurrency))
         finally:
             text.detach()
     check_states(connector, selections, states)
@@ -355,7 +373,7 @@ def _sync_options(args: argparse.Namespace) -> SyncOptions:
                        sync_mode=args.sync_mode, given_state=bool(args.state),
                        normalize=args.normalize, quiet=args.quiet, log_format=args.log_format,
                        check_first=not args.no_check, conf=tuple(args.conf), shared_path=args.shared_path,
-                       early_reads=not args.wait_for_spark)
+                       early_reads=not args.wait_for_spark, concurrency=args.concurrency)
 
 
 if __name__ == "__main__":  # pragma: no cover

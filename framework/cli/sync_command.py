@@ -55,6 +55,7 @@ class SyncOptions(Struct, frozen=True):
     conf: tuple[tuple[str, str], ...] = ()  # --conf key=value, in order (a later key wins)
     shared_path: bool = False  # --shared-path: a local --output every node mounts at the same path
     early_reads: bool = True  # a local master starts in the background while the driver reads (--wait-for-spark: no)
+    concurrency: int | str | None = None  # --concurrency: the most requests in flight (a number or "auto")
 
 
 def run_sync(options: SyncOptions, connector: Connector, selections: Sequence[Selection],
@@ -173,7 +174,8 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
                          time.perf_counter() - started)
     result = run_pipeline(connector, options.manifest, selections, settings, spark, given_states=states or None,
                           options=PipelineOptions(sync_mode=options.sync_mode, services_host=options.services_host,
-                                                  driver_reads=options.early_reads),
+                                                  driver_reads=options.early_reads,
+                                                  concurrency=options.concurrency),
                           progress=reporter.progress, warn=_warner(reporter))
     _spark_did_not_start(starting, result, _warner(reporter))
     return result, settings

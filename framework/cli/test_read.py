@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import orjson
 
 from framework.engine.test_read import Exchange, StreamTestRead
+
+if TYPE_CHECKING:
+    from framework.components.http.in_flight import Limit
 
 _RECORD_WIDTH = 160
 
@@ -35,8 +38,9 @@ def _record(record: dict) -> str:
     return text if len(text) <= _RECORD_WIDTH else text[: _RECORD_WIDTH - 1] + "…"
 
 
-def show(reads: Sequence[StreamTestRead], out: IO[str], *, records: int = 3) -> int:
-    """Print the test reads; the exit code (0: nothing found, 1: a failure or a signal)."""
+def show(reads: Sequence[StreamTestRead], out: IO[str], *, records: int = 3, limit: Limit | None = None) -> int:
+    """Print the test reads; the exit code (0: nothing found, 1: a failure or a signal). ``limit``: the requests
+    a sync keeps in flight, said at the end (the test read itself sends one at a time)."""
     problems = 0
     for seen in reads:
         print(f"{seen.name}: {seen.unit or 'nothing to read (no units planned)'}", file=out)
@@ -63,6 +67,8 @@ def show(reads: Sequence[StreamTestRead], out: IO[str], *, records: int = 3) -> 
     found = sum(1 for seen in reads if seen.error or seen.signals)
     print(f"test read: {len(reads)} stream(s), {found} with something to look at" if found
           else f"test read: {len(reads)} stream(s), nothing looks wrong", file=out)
+    if limit is not None:
+        print(f"requests in flight: one at a time here; a sync keeps at most {limit.describe()}", file=out)
     return 1 if problems else 0
 
 

@@ -58,6 +58,15 @@ class RequestBudget(Protocol):
     def observe(self, ticket: Any, response: Any) -> None: ...
 
 
+class RequestSlots(Protocol):
+    """The sync's requests in flight as a request sees them (:class:`framework.components.http.in_flight.InFlight`):
+    a permit held from the moment a request is sent until its answer is in."""
+
+    def acquire(self) -> None: ...
+
+    def release(self, status: int | None) -> None: ...
+
+
 #: The builders found so far, by type (each found once through the catalog).
 _FOUND: dict[str, Builder[Any, Any]] = {}
 
@@ -113,6 +122,7 @@ class BuildContext:
     circuits: HostCircuits
     config_sink: ConfigSink | None  # where a config changed during the run is saved (rotated tokens), if anywhere
     budget: RequestBudget | None  # the source's API budget (framework.components.http.budget.ApiBudget)
+    in_flight: RequestSlots | None  # the sync's requests in flight (framework.components.http.in_flight.InFlight)
 
     def __init__(self, config: Mapping[str, Any], engine: TemplateEngine | None = None,
                  transport: Transport | None = None, clock: Clock | None = None,
@@ -127,7 +137,7 @@ class BuildContext:
                   "schemas": schemas if schemas is not None else {},
                   "code": code if code is not None else CodeLoader(base_dir, custom_code_allowed()),
                   "stream": None, "services": {}, "circuits": HostCircuits(), "config_sink": config_sink,
-                  "budget": None}
+                  "budget": None, "in_flight": None}
         for name, value in values.items():
             object.__setattr__(self, name, value)
 
@@ -143,6 +153,12 @@ class BuildContext:
         """This context with the source's API budget, which every HttpRequester built on it sends through."""
         found = copy.copy(self)
         object.__setattr__(found, "budget", budget)
+        return found
+
+    def with_in_flight(self, in_flight: RequestSlots | None) -> BuildContext:
+        """This context with the sync's requests in flight, which every HttpRequester built on it sends within."""
+        found = copy.copy(self)
+        object.__setattr__(found, "in_flight", in_flight)
         return found
 
     def service(self, name: str, handler: coordination.Handler) -> coordination.Handler:

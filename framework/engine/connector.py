@@ -27,6 +27,7 @@ from framework.components.context import BuildContext
 from framework.components.custom.loader import CodeLoader, custom_code_allowed
 from framework.components.delegating import Delegation, listed_streams
 from framework.components.dynamic import Templates, resolve_templates
+from framework.components.http.in_flight import InFlight, Ledger, Limit, Pace, build_in_flight
 from framework.components.job_slots import offer_job_slots
 from framework.components.stream import Stream
 from framework.components.stream_groups import StreamGroups, build_stream_groups
@@ -71,6 +72,8 @@ class Connector:
     groups: StreamGroups = field(default_factory=StreamGroups, compare=False, repr=False)
     #: the stream templates ``dynamic_streams`` made for the config (read once, on the driver; shipped to workers)
     templates: Templates = ()
+    #: the sync's requests in flight (a sync-wide service: on the Spark driver, every task's requests count)
+    ledger: Ledger | None = field(default=None, compare=False, repr=False)
 
     @property
     def given_config(self) -> Mapping[str, Any]:
@@ -147,17 +150,41 @@ class Connector:
     def mask(self, text: str) -> str:
         return self.context.mask(text)
 
-    def concurrency(self, requested: int | None = None) -> int:
-        """Partitions read at once: ``requested`` (a flag), else the manifest's level, else 1."""
+    def in_flight_limit(self, requested: int | str | None = None) -> Limit:
+        """How many requests the sync keeps in flight: ``requested`` (``--concurrency``: a number or ``auto``),
+        else the manifest's ``concurrency_level``, else airbyte-cdk's default
+        (:mod:`framework.components.http.in_flight`)."""
+        if requested == "auto":
+            return Limit.auto()
         if requested:
-            return max(1, requested)
+            return Limit.fixed(int(requested), "flag")
         level = self.source.concurrency_level
         if level is None:
-            return 1
+            return Limit.default()
         value = self.context.render(level.default_concurrency, level.parameters, "integer")
         if level.max_concurrency:
             value = min(value, level.max_concurrency)
-        return max(1, int(value))
+        return Limit.fixed(int(value), "manifest")
+
+    def limit_in_flight(self, limit: Limit) -> None:
+        """Keep at most ``limit`` requests in flight from now on (the front end's choice, before the sync)."""
+        if self.ledger is not None:
+            self.ledger.set_limit(limit)
+
+    def settle_requests(self) -> None:
+        """Give the permits this process holds back to the sync's ledger (a group's end: see
+        :meth:`framework.components.http.in_flight.InFlight.settle`)."""
+        pool = self.context.in_flight
+        if isinstance(pool, InFlight):
+            pool.settle()
+
+    def pace(self) -> Pace | None:
+        """What the sync's requests in flight were: the most at once, the 429s and the level they left."""
+        return self.ledger.pace() if self.ledger is not None else None
+
+    def concurrency(self, requested: int | str | None = None) -> int:
+        """Units read at once: the most requests the sync may keep in flight (:meth:`in_flight_limit`)."""
+        return self.in_flight_limit(requested).ceiling
 
 
 def airbyte_spec(source: DeclarativeSource) -> dict[str, Any] | None:
@@ -243,6 +270,9 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
     )
     if source.api_budget is not None:  # every HttpRequester sends through it
         context = context.with_budget(context.build(source.api_budget, ("api_budget",)))
+    # every HttpRequester's requests hold a permit of the sync's ledger; the front end may set another limit
+    in_flight, ledger = build_in_flight(context.service, Limit.default())
+    context = context.with_in_flight(in_flight)
     streams: dict[str, Stream] = {}
     migrations = {}
     delegations = {}
@@ -276,8 +306,10 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
         # airbyte-cdk (the bridge) gets the normalized config: it must not normalize it again
         manifest["spec"] = {k: v for k, v in manifest["spec"].items() if k != "config_normalization_rules"}
     groups = build_stream_groups(source.stream_groups, streams, context)
-    return Connector(source, config, context, streams, migrations, manifest, delegations=delegations,
-                     normalized=normalized, groups=groups, templates=templates)
+    connector = Connector(source, config, context, streams, migrations, manifest, delegations=delegations,
+                          normalized=normalized, groups=groups, templates=templates, ledger=ledger)
+    ledger.set_limit(connector.in_flight_limit())  # the manifest's concurrency_level, until the front end says
+    return connector
 
 
 def prepare_config(checked: Any, config: Mapping[str, Any], config_path: str | ConfigFile | None, *, clock: Clock,

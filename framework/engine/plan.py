@@ -93,13 +93,16 @@ def contiguous_groups(units: Sequence[T], at_most: int) -> list[list[T]]:
     return groups
 
 
-def lazy_groups(units: Iterable[T], at_most: int, max_size: int | None = None) -> Iterator[list[T]]:
+def lazy_groups(units: Iterable[T], at_most: int, max_size: int | None = None,
+                min_size: int = 1) -> Iterator[list[T]]:
     """``units`` in order, in contiguous groups, made as the units arrive (bounded memory).
 
     Looks ``at_most * max_size`` units ahead: a plan that ends within that is
     split as :func:`contiguous_groups` splits it (``at_most`` groups of nearly
-    equal size); a longer one comes in groups of ``max_size`` units. Yields
-    nothing when there are no units. ``max_size`` defaults to :data:`GROUP_UNITS`.
+    equal size, but fewer when that makes groups of at least ``min_size`` units:
+    a task reads that many units at once against a slow API); a longer one comes
+    in groups of ``max_size`` units. Yields nothing when there are no units.
+    ``max_size`` defaults to :data:`GROUP_UNITS`.
     """
     max_size = GROUP_UNITS if max_size is None else max_size
     if at_most < 1 or max_size < 1:
@@ -109,7 +112,7 @@ def lazy_groups(units: Iterable[T], at_most: int, max_size: int | None = None) -
     head = list(islice(source, ahead + 1))
     if len(head) <= ahead:
         if head:
-            yield from contiguous_groups(head, at_most)
+            yield from contiguous_groups(head, min(at_most, max(1, len(head) // max(1, min_size))))
         return
     rest = chain(head, source)
     del head

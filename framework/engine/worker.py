@@ -218,6 +218,7 @@ def read_group(connector: Connector, stream: Stream, units: Iterable[Any], typer
         yield from _read_units(connector, stream, units, typer, write, start_state, readers)
     finally:
         release(stream, slices)  # the jobs of units left unread: aborted, their slots freed
+        connector.settle_requests()  # the permits of requests in flight go back: the next group may run elsewhere
 
 
 class _Tally:

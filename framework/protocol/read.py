@@ -25,6 +25,7 @@ from typing import IO, Any
 from msgspec import Struct, field
 
 from framework import collector
+from framework.components.http.in_flight import Pace
 from framework.components.retriever import PAGE_WATCH
 from framework.components.stream import Stream
 from framework.engine.connector import Connector
@@ -39,6 +40,8 @@ from framework.protocol import messages
 
 class ReadReport(Struct):
     streams: list[StreamReport] = field(default_factory=list)
+    #: the requests in flight of the read: the limit, the most at once, the 429s and the level they left
+    pace: Pace | None = None
 
     @property
     def failed(self) -> bool:
@@ -54,7 +57,7 @@ def _now_ms(connector: Connector) -> int:
 
 
 def read(connector: Connector, selections: Sequence[Selection], states: Mapping[str, Mapping[str, Any]],
-         out: IO[bytes], err: IO[str] | None = None, *, concurrency: int | None = None,
+         out: IO[bytes], err: IO[str] | None = None, *, concurrency: int | str | None = None,
          checkpoint_seconds: float = 1.0) -> ReadReport:
     """Read ``selections`` and write their messages to ``out``; failures also go to ``err`` (stderr)."""
     err = err if err is not None else sys.stderr  # looked up now, so a redirected stderr is used
@@ -65,12 +68,20 @@ def read(connector: Connector, selections: Sequence[Selection], states: Mapping[
 
 
 def _read(connector: Connector, selections: Sequence[Selection], states: Mapping[str, Mapping[str, Any]],
-          out: IO[bytes], err: IO[str], concurrency: int | None, checkpoint_seconds: float) -> ReadReport:
+          out: IO[bytes], err: IO[str], concurrency: int | str | None, checkpoint_seconds: float) -> ReadReport:
+    """Units are read by as many threads as the sync may keep requests in flight; the permits of the
+    connector's ledger (:mod:`framework.components.http.in_flight`) hold the requests to its level."""
     report = ReadReport()
-    level = connector.concurrency(concurrency)
+    limit = connector.in_flight_limit(concurrency)
+    connector.limit_in_flight(limit)
     for selection in selections:
         with connector.groups.reading(selection.name):  # its stream groups: never two members at once
-            report.streams.append(_read_stream(connector, selection, states, out, err, level, checkpoint_seconds))
+            report.streams.append(_read_stream(connector, selection, states, out, err, limit.ceiling,
+                                               checkpoint_seconds))
+        out.flush()
+    report.pace = connector.pace()
+    if report.pace is not None and report.pace.requests:
+        out.write(messages.encode(messages.log(report.pace.describe())))
         out.flush()
     return report
 

@@ -60,6 +60,7 @@ import orjson
 from msgspec import Struct, field
 
 from framework import coordination
+from framework.components.http.in_flight import Limit, Pace
 from framework.engine.connector import Connector
 from framework.engine.plan import STATE_SAVE_SECONDS, Sync, contiguous_groups, lazy_groups, open_sync
 from framework.engine.report import StreamReport, any_failed
@@ -115,10 +116,16 @@ class PipelineResult(Struct):
     sync_id: int
     streams: list[StreamResult]
     spark_seconds: float = 0.0
+    #: the requests in flight of the sync: its limit, the most at once, the 429s and the level they left
+    pace: Pace | None = None
 
     @property
     def failed(self) -> bool:
         return any_failed(self.streams)
+
+
+#: The most units one task reads at once (its threads), whatever the limit of requests in flight.
+MOST_READERS = 64
 
 
 class PipelineOptions(Struct, frozen=True):
@@ -128,6 +135,8 @@ class PipelineOptions(Struct, frozen=True):
     services_host: str | None = None  # where the tasks reach the driver's services (framework.spark.connect)
     # while a local session starts (a SessionStart), the driver reads groups itself (framework.spark.scheduling)
     driver_reads: bool = True
+    #: the most requests in flight across the sync (``--concurrency``: a number or "auto"; None: the manifest's)
+    concurrency: int | str | None = None
 
     def __post_init__(self) -> None:
         if self.sync_mode not in ("append", "overwrite"):
@@ -159,6 +168,7 @@ class _Run(Struct):
     reading: Reading | None = None  # driver_reads: how far the stream being synced is (Reading.worth_warming)
     warm_up: WarmUp | None = None  # driver_reads: Spark's warm-up, considered again after each group
     start: SessionStart | None = None  # driver_reads: the session's start, paused while Spark is not wanted
+    limit: Limit = field(default_factory=Limit.default)  # the most requests in flight across the sync
 
     @property
     def spark(self) -> SparkSession:
@@ -222,6 +232,8 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
         cores=0, options=options, driver_reads=early,
     )
     run.ready = session
+    run.limit = connector.in_flight_limit(options.concurrency)
+    connector.limit_in_flight(run.limit)  # the driver's ledger: its reads and every task's hold its permits
     # a local master's parallelism is known before it starts; any other is asked (waiting for the session)
     run.cores = spark.parallelism() if early and isinstance(spark, SessionStart) else \
         connect.default_parallelism(run.spark)
@@ -274,7 +286,7 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
                 # finalizes aborts the process (PyGILState_Release)
                 futures.wait([run.ready], timeout=60)
     clear_staging(storage)  # every file is published: what is left are failed attempts' (and empty folders)
-    return PipelineResult(run.connection.sync_id, results)
+    return PipelineResult(run.connection.sync_id, results, pace=connector.pace())
 
 
 class ServicesNotShared(UserWarning):
@@ -319,7 +331,15 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     # Groups made as the plan streams from parent pages (bounded driver memory), finer while the driver reads
     # (_group_count); realtime change data stages by task number, so its plan is split whole into one group
     # per task.
-    groups: Iterable[list[Any]] = lazy_groups(_counted(sync.units(), result, run.reading), _group_count(run)) \
+    # A group holds at least twice as many units as the sync may keep requests in flight, where the plan allows:
+    # its task reads that many at once (TaskJob.readers), so against a slow API one group alone keeps the limit
+    # busy, for two rounds at least before its last units run alone (the driver reads its groups one by one).
+    # (With no level set, airbyte-cdk's 2, the groups are as fine as the lanes make them: small groups save
+    # the state of more windows while one of them is slow.)
+    readers = min(run.limit.ceiling, MOST_READERS)
+    least = 2 * readers if run.limit.said != "default" else 1
+    groups: Iterable[list[Any]] = lazy_groups(_counted(sync.units(), result, run.reading), _group_count(run),
+                                              min_size=least) \
         if change is None else contiguous_groups(list(_counted(sync.units(), result, run.reading)), lanes)
     iter_groups = iter(groups)
     # a plan of at most `lanes` groups runs them all at once, one lane each (its files numbered 0, 1, 2, ...)
@@ -340,7 +360,9 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
             cdc_staging=change.staging_prefix() if change is not None else "",
             start_state=getattr(sync, "start_state", None),
             cursor_field=selection.cursor_field,  # a BridgeSync's: its workers start from it too
-            coordinator=run.coordinator,
+            coordinator=run.coordinator, readers=readers,
+            # a task that cannot reach the driver's ledger (Spark Connect) keeps to its share of the limit
+            in_flight=run.limit.share(lanes) if run.coordinator is None else None,
         )
         groups = itertools.chain(head, iter_groups)
         # Each of the first `lanes` groups is committed as it comes back; past them (a plan streamed from

@@ -32,6 +32,7 @@ import pyarrow as pa
 from msgspec import Struct
 
 from framework import collector, coordination
+from framework.components.http.in_flight import Limit
 from framework.components.records.file_upload import landing, stream_landing
 from framework.engine.results import RESULT_SCHEMA, UnitResult, to_arrow
 from framework.engine.worker import ConnectorSource, PageTyper, read_group, worker_connector
@@ -74,6 +75,8 @@ class TaskJob(Struct, frozen=True):
     cursor_field: str | None = None  # the cursor field the configured catalog chose, where the stream allows it
     coordinator: coordination.CoordinatorAddress | None = None  # the driver's sync-wide services (one token, budget)
     readers: int = 1  # how many of its units a task reads at once (threads: engine/worker.py read_group)
+    # the task's own limit of requests in flight where it cannot reach the driver's ledger (Spark Connect: a share)
+    in_flight: Limit | None = None
 
 
 def encode_units(units: Iterable[Any]) -> pa.Table:
@@ -92,6 +95,8 @@ def _decode_units(batches: Iterator[pa.RecordBatch]) -> Iterator[Any]:
 
 def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -> Iterator[pa.RecordBatch]:
     connector = worker_connector(job.source)
+    if job.coordinator is None and job.in_flight is not None:  # no driver to share a ledger with: a share of it
+        connector.limit_in_flight(job.in_flight)
     stream = connector.stream(job.stream).with_cursor_field(job.cursor_field)
     settings = DestinationSettings.model_validate(job.destination)
     record_type = parse_schema(job.source.schemas[job.stream], stream=job.stream)

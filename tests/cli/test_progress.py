@@ -185,9 +185,11 @@ KEYS = {
                         "records_per_second"},
     "stream_done": STREAM_DONE_KEYS,
     "failure": {"event", "time", "stream", "error"},
-    "summary": {"event", "time", "sync_id", "output", "ok", "records", "seconds", "streams"},
+    "summary": {"event", "time", "sync_id", "output", "ok", "records", "seconds", "streams", "in_flight"},
     "stream_normalized": {"event", "time", "stream", "mode", "incremental", "tables", "seconds", "error"},
 }
+IN_FLIGHT_KEYS = {"concurrency", "concurrency_level", "concurrency_ceiling", "requests", "rate_limited",
+                  "most_in_flight", "level", "lowest_level", "highest_level"}
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
 
@@ -200,6 +202,7 @@ def events_of(text: str) -> list[dict]:
         assert TIME.fullmatch(event["time"]), event
     for summary in (e for e in events if e["event"] == "summary"):
         assert all(set(s) == STREAM_DONE_KEYS - {"event", "time"} for s in summary["streams"])
+        assert summary["in_flight"] is None or set(summary["in_flight"]) == IN_FLIGHT_KEYS
     return events
 
 

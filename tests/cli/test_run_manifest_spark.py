@@ -75,7 +75,8 @@ def test_progress_and_summary_go_to_stderr_and_quiet_silences_them(run, tmp_path
     table = stderr[stderr.index("stream "):].splitlines()
     assert table[0].split() == ["stream", "records", "files", "bytes", "nulled", "state", "seconds"]
     assert set(table[1]) <= {"-", " "}
-    rows = {line.split()[0]: line.split() for line in table[2:-1]}
+    rows = {line.split()[0]: line.split() for line in table[2:-2]}
+    assert table[-2].startswith("requests in flight: at most ") and "no concurrency_level" in table[-2]
     assert rows["items"][1] == "8" and rows["items"][4] == "6" and rows["items"][5] == "saved"
     assert rows["notes"][1] == "5"
     assert int(rows["items"][3]) == sum(p.stat().st_size for p in data_files(out, "items"))

@@ -122,6 +122,14 @@ def test_a_right_manifest_reads_clean_and_shows_requests_and_records(tmp_path, a
     assert '"subject":"ticket 1"' in text
     assert "nothing looks wrong" in text
     assert "s3cret-token" not in text
+    # the manifest sets no concurrency_level: what a sync would keep in flight, and how to change it
+    assert "a sync keeps at most 2 (the manifest sets no concurrency_level" in text
+
+
+def test_the_concurrency_flag_is_what_the_test_read_says_a_sync_keeps_in_flight(tmp_path, api):
+    code, text = _test_read(*_write(tmp_path, api), "--concurrency", "auto")
+    assert code == 0, text
+    assert "a sync keeps at most auto (from 2, at most 64)" in text
 
 
 def test_an_extractor_on_the_wrong_key_names_the_list(tmp_path, api):

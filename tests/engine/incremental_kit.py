@@ -253,10 +253,13 @@ class Run:
 
 
 def sync(manifest_path: str, api: FakeApi, state: Mapping[str, Any] | None = None, *, stream: str | None = None,
-         now: datetime = NOW, clock: FixedClock | None = None, concurrency: int | None = None,
+         now: datetime = NOW, clock: FixedClock | None = None, concurrency: int | str | None = 1,
          checkpoint_seconds: float = 0.0, config: Mapping[str, Any] | None = None,
          on_clock: Callable[[FixedClock], None] | None = None) -> Run:
-    """One sync of ``stream`` (default: the manifest's last) from ``state`` (that stream's state)."""
+    """One sync of ``stream`` (default: the manifest's last) from ``state`` (that stream's state).
+
+    ``concurrency`` defaults to 1: units in plan order, so a test can name the n-th request (None: what the
+    manifest or the default says, as a user's sync)."""
     clock = clock or FixedClock(now)
     connector = open_connector(manifest_path, {"base_url": api.url, **(config or {})},
                                sleep=lambda seconds: None, clock=clock)

@@ -169,7 +169,7 @@ def sync(path: str, base_url: str, state: dict | None = None, *, allow: bool | N
                                allow_custom_code=allow)
     out, err = io.BytesIO(), io.StringIO()
     states = parse_state(state) if state else {}
-    report = read(connector, select_streams(connector.streams, None), states, out, err)
+    report = read(connector, select_streams(connector.streams, None), states, out, err, concurrency=1)  # units in plan order
     messages = [orjson.loads(line) for line in out.getvalue().splitlines()]
     return messages, err.getvalue(), report, sleeps
 

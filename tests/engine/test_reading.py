@@ -128,7 +128,7 @@ def run(write_manifest, fake_api):
         sleeps: list[float] = []
         connector = open_connector(path, {"base_url": fake_api.url, **(config or {})}, sleep=sleeps.append)
         out, err = io.BytesIO(), io.StringIO()
-        report = read(connector, select_streams(connector.streams, None), {}, out, err)
+        report = read(connector, select_streams(connector.streams, None), {}, out, err, concurrency=1)  # units in plan order
         messages = [orjson.loads(line) for line in out.getvalue().splitlines()]
         return Run(messages, out.getvalue().decode(), err.getvalue(), sleeps, report.failed, connector)
 

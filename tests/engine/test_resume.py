@@ -259,8 +259,9 @@ def protocol_lines(raw: bytes) -> list[dict]:
 
 
 def cli(manifest: str, config: str, state: list | None, tmp_path) -> tuple[int, list[dict]]:
-    """``run-manifest MANIFEST --config C --protocol [--state S]`` in this process."""
-    argv = [manifest, "--config", config, "--protocol"]
+    """``run-manifest MANIFEST --config C --protocol --concurrency 1 [--state S]`` in this process (one window at a
+    time: the tests name the n-th request)."""
+    argv = [manifest, "--config", config, "--protocol", "--concurrency", "1"]
     if state is not None:
         state_file = tmp_path / "state.json"
         state_file.write_text(json.dumps(state))

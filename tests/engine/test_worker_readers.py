@@ -19,6 +19,7 @@ from engine.incremental_kit import option, stream
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from framework.components.http.in_flight import Limit
 from framework.components.http.transport import FunctionTransport
 from framework.engine.connector import Connector, open_connector_text
 from framework.engine.plan import open_sync
@@ -82,8 +83,11 @@ def open_items(api: Api) -> Connector:
                 "spec": {"type": "Spec", "connection_specification": {
                     "type": "object", "properties": {"base_url": {"type": "string"},
                                                      "token": {"type": "string", "airbyte_secret": True}}}}}
-    return open_connector_text(orjson.dumps(manifest).decode(), {"base_url": "http://api.test", "token": SECRET},
-                               transport=FunctionTransport(api), sleep=lambda seconds: None)
+    connector = open_connector_text(orjson.dumps(manifest).decode(), {"base_url": "http://api.test", "token": SECRET},
+                                    transport=FunctionTransport(api), sleep=lambda seconds: None)
+    # the readers are what is tested here, not the sync's limit of requests in flight (tests/.../test_in_flight.py)
+    connector.limit_in_flight(Limit.fixed(64, "flag"))
+    return connector
 
 
 @pytest.fixture(scope="module")

@@ -82,7 +82,7 @@ def test_a_slow_stream_checkpoints_by_time_and_each_state_reaches_the_consumer_a
     out = io.BufferedWriter(sink)  # as stdout to a pipe: block-buffered
     started = time.monotonic()
     report = read(connector, select_streams(connector.streams, None, None), {}, out, io.StringIO(),
-                  checkpoint_seconds=CHECKPOINT_SECONDS)
+                  checkpoint_seconds=CHECKPOINT_SECONDS, concurrency=1)
     out.flush()
     ended = time.monotonic()
     assert not report.failed

@@ -32,7 +32,9 @@ fails at once instead of stalling the read.
 
 With an API budget (``budget``, :mod:`framework.components.http.budget`), every attempt first waits for
 a permit of the policy matching the prepared request, and its response's rate-limit headers update the
-budget.
+budget. With the sync's requests in flight (``in_flight``, :mod:`framework.components.http.in_flight`),
+every attempt also holds a permit from the moment it is sent until its answer is in (a backoff's sleep
+holds none), and its status paces the sync (a 429 lowers the level).
 
 Every message and request description is masked: the authenticator's secrets
 become ``****`` (see :mod:`framework.masking`) and then the config ``mask`` applies. The client keeps no
@@ -56,7 +58,7 @@ from framework.masking import Mask, masking_credentials
 from framework.values import replace
 
 if TYPE_CHECKING:
-    from framework.components.context import RequestBudget
+    from framework.components.context import RequestBudget, RequestSlots
 
 _RETRYING = frozenset({"RETRY", "RATE_LIMITED", "REFRESH_TOKEN_THEN_RETRY"})
 
@@ -137,6 +139,7 @@ class HttpClient:
         stream: str | None = None,
         circuits: HostCircuits | None = None,
         budget: RequestBudget | None = None,
+        in_flight: RequestSlots | None = None,
     ):
         self.transport = transport
         self.error_handler = error_handler
@@ -149,6 +152,7 @@ class HttpClient:
         self.stream = stream
         self.circuits = circuits  # connection failures per host, shared by the process's requests
         self.budget = budget
+        self.in_flight = in_flight
 
     def send(self, parts: RequestParts) -> HttpResponse | None:
         """The response of ``parts``; ``None`` when the error handler says IGNORE."""
@@ -163,7 +167,7 @@ class HttpClient:
             if circuits is not None:
                 self._circuit_check(circuits, request)
             ticket = self.budget.acquire(request) if self.budget is not None else None  # waits for a permit
-            response, error = self._exchange(request)
+            response, error = self._exchange_within(request)
             if ticket is not None:
                 self.budget.observe(ticket, response)  # type: ignore[union-attr]
             sent += 1
@@ -301,6 +305,20 @@ class HttpClient:
         )
         self.authenticator.apply(own)
         return own.to_request()
+
+    def _exchange_within(self, request: HttpRequest) -> tuple[HttpResponse | None, TransportError | None]:
+        """:meth:`_exchange` holding a permit of the sync's requests in flight, when there is a limit."""
+        slots = self.in_flight
+        if slots is None:
+            return self._exchange(request)
+        slots.acquire()
+        status = None
+        try:
+            response, error = self._exchange(request)
+            status = response.status if response is not None else None
+            return response, error
+        finally:
+            slots.release(status)
 
     def _exchange(self, request: HttpRequest) -> tuple[HttpResponse | None, TransportError | None]:
         try:

@@ -381,3 +381,40 @@ def test_reduce_page_size_is_raised_to_the_page_loop_with_the_filters_message():
     with pytest.raises(PageSizeReductionRequired) as caught:
         http.send(parts())
     assert caught.value.detail == "too heavy" and sleeps == []
+
+
+# -- requests in flight ---------------------------------------------------------------
+
+
+class Slots:
+    """Records what the client does with the sync's permits, beside the transport's and the sleeps' events."""
+
+    def __init__(self, events):
+        self.events = events
+
+    def acquire(self):
+        self.events.append("acquire")
+
+    def release(self, status):
+        self.events.append(("release", status))
+
+
+def test_each_attempt_holds_a_permit_while_it_is_sent_and_a_backoff_holds_none():
+    events: list = []
+    answers = iter([(429, {"Retry-After": "2"}, ""), (200, {}, {})])
+
+    def answer(request):
+        events.append("send")
+        return next(answers)
+
+    http = HttpClient(FunctionTransport(answer), default_error_handler(make_ctx()), sleep=lambda s: events.append(
+        ("sleep", s)), in_flight=Slots(events))
+    assert http.send(parts()).status == 200
+    assert events == ["acquire", "send", ("release", 429), ("sleep", 2), "acquire", "send", ("release", 200)]
+
+
+def test_a_connection_failure_frees_the_permit_without_a_status():
+    events: list = []
+    http, _ = client(scripted(TransportError("refused"), (200, {}, {})), in_flight=Slots(events))
+    assert http.send(parts()).status == 200
+    assert [e for e in events if e != "acquire"] == [("release", None), ("release", 200)]
