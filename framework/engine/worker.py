@@ -28,6 +28,8 @@ from msgspec import Struct, field
 
 from framework.components.custom.loader import materialize
 from framework.components.dynamic import Templates
+from framework.components.http.client import NETWORK_WAIT
+from framework.components.http.in_flight import DEFAULT_LEVEL
 from framework.components.job_slots import prefetch, release
 from framework.components.partitions import parents_of
 from framework.components.query_properties import resolved_query_properties, with_resolved_query_properties
@@ -180,9 +182,10 @@ class PageTyper(Struct, frozen=True):
 def read_group(connector: Connector, stream: Stream, units: Iterable[Any], typer: PageTyper,
                write: Callable[[pa.RecordBatch], None] | None = None, *,
                start_state: Mapping[str, Any] | None = None, readers: int = 1) -> Iterator[pa.RecordBatch | UnitResult]:
-    """Read ``units`` page by page, ``readers`` of them at once, each page typed by ``typer``.
+    """Read ``units`` page by page, up to ``readers`` of them at once, each page typed by ``typer``.
 
-    With ``readers`` 1 (or a single unit) the units are read one after the
+    With ``readers`` 1 (or a single unit, or when this process's requests show
+    the API answers at once: :class:`ReadersChoice`) the units are read one after the
     other in this thread. With more, up to ``min(readers, len(units))`` threads
     read them (:func:`~framework.engine.scheduler.concurrent_pages`, taking
     units in the order given) while this thread types and writes their pages in
@@ -214,11 +217,50 @@ def read_group(connector: Connector, stream: Stream, units: Iterable[Any], typer
     units = list(units)
     slices = [unit.slice for unit in units if hasattr(unit, "slice")]
     prefetch(stream, slices, config)  # asynchronous jobs: the group's jobs created together, polled together
+    threads = READING.readers(readers, len(units))
+    waited, sent = NETWORK_WAIT.seconds, NETWORK_WAIT.requests
     try:
-        yield from _read_units(connector, stream, units, typer, write, start_state, readers)
+        yield from _read_units(connector, stream, units, typer, write, start_state, threads)
+        READING.learn(NETWORK_WAIT.seconds - waited, NETWORK_WAIT.requests - sent)
     finally:
         release(stream, slices)  # the jobs of units left unread: aborted, their slots freed
         connector.settle_requests()  # the permits of requests in flight go back: the next group may run elsewhere
+
+
+class ReadersChoice:
+    """How many units a group is read at once in this process: threads pay only when the API keeps the
+    readers waiting. A reader thread beside the thread that types and writes costs a CPU-bound read about a
+    quarter of its speed (the two take turns at the interpreter's lock: bench/README.md), so a group is
+    read in threads when this process's requests took :data:`SLOW` seconds or more each in the transport
+    (the last group's, else those sent before it: the connection check, a substream's parents); with no
+    request sent yet, when the sync's level was set above airbyte-cdk's default (the user said the API is
+    worth waiting on in parallel). Otherwise it is read in this thread, and its requests teach the next
+    group."""
+
+    #: A request that spends this long in the transport is the API's waiting, not this process's work
+    #: (a page of a local API that answers at once: 1 to 5 ms).
+    SLOW = 0.02
+
+    def __init__(self) -> None:
+        self.waiting: bool | None = None  # the last group's requests were slow (None: no group read yet)
+
+    def readers(self, readers: int, units: int) -> int:
+        if readers <= 1 or units <= 1:
+            return 1
+        waiting = self.waiting
+        if waiting is None:
+            sent = NETWORK_WAIT.requests
+            waiting = NETWORK_WAIT.seconds / sent >= self.SLOW if sent else readers > DEFAULT_LEVEL
+        return readers if waiting else 1
+
+    def learn(self, seconds: float, requests: int) -> None:
+        """The requests of a group read here: ``requests`` of them, ``seconds`` in the transport in all."""
+        if requests:
+            self.waiting = seconds / requests >= self.SLOW
+
+
+#: This process's choice (a Python worker runs one task at a time).
+READING = ReadersChoice()
 
 
 class _Tally:

@@ -60,6 +60,7 @@ import orjson
 from msgspec import Struct, field
 
 from framework import coordination
+from framework.components.http.in_flight import SERVICE as IN_FLIGHT
 from framework.components.http.in_flight import Limit, Pace
 from framework.engine.connector import Connector
 from framework.engine.plan import STATE_SAVE_SECONDS, Sync, contiguous_groups, lazy_groups, open_sync
@@ -260,8 +261,10 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     # A local master's tasks run on this machine: loopback (as connect.services_bind says), known before it starts.
     bind = (("0.0.0.0", options.services_host) if options.services_host else ("127.0.0.1", None)) if early \
         else connect.services_bind(run.spark, options.services_host)
-    if bind is None and connector.context.services:  # Spark Connect whose tasks may not reach this client
-        text = connect.no_services_warning(run.spark, list(connector.context.services))
+    # The requests in flight need no warning: each task then keeps to its share of the level (TaskJob.in_flight).
+    shared = [name for name in connector.context.services if name != IN_FLIGHT]
+    if bind is None and shared:  # Spark Connect whose tasks may not reach this client
+        text = connect.no_services_warning(run.spark, shared)
         if warn is not None:
             warn(text)
         else:

@@ -90,6 +90,21 @@ def open_items(api: Api) -> Connector:
     return connector
 
 
+class _AlwaysThreads:
+    """Threads whatever the API's pace (the fake API here answers at once, which ReadersChoice reads inline)."""
+
+    def readers(self, readers: int, units: int) -> int:
+        return readers if units > 1 else 1
+
+    def learn(self, seconds: float, requests: int) -> None:
+        return None
+
+
+@pytest.fixture(autouse=True)
+def threads_always(monkeypatch):
+    monkeypatch.setattr("framework.engine.worker.READING", _AlwaysThreads())
+
+
 @pytest.fixture(scope="module")
 def shop() -> tuple[Api, Connector]:
     api = Api()
@@ -254,3 +269,24 @@ def test_an_interrupt_in_the_task_stops_its_readers(shop):
     with pytest.raises(KeyboardInterrupt):
         list(read_group(connector, items, units, as_records, write, readers=4))  # type: ignore[arg-type]
     assert not readers_alive()
+
+
+# -- whether threads pay -----------------------------------------------------------------------------------------
+
+
+def test_threads_are_chosen_only_where_the_api_keeps_the_readers_waiting(monkeypatch):
+    from framework.components.http import client
+    from framework.engine.worker import ReadersChoice
+
+    wait = client.NetworkWait()
+    monkeypatch.setattr("framework.engine.worker.NETWORK_WAIT", wait)
+    choice = ReadersChoice()
+    assert choice.readers(8, 1) == 1 and choice.readers(1, 30) == 1
+    assert choice.readers(8, 30) == 8  # nothing sent yet: a level set above the default says the API is slow
+    assert choice.readers(2, 30) == 1  # airbyte-cdk's default level says nothing of the kind
+    wait.add(0.2)  # the connection check waited 200 ms
+    assert choice.readers(2, 30) == 2
+    choice.learn(seconds=0.05, requests=20)  # the last group's pages came back at once
+    assert choice.readers(8, 30) == 1
+    choice.learn(seconds=4.0, requests=20)
+    assert choice.readers(8, 30) == 8

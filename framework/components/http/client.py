@@ -46,6 +46,8 @@ from __future__ import annotations
 
 import copy
 import logging
+import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -103,6 +105,26 @@ class Authenticator(Protocol):
     def refresh(self) -> bool: ...
 
     def secrets(self) -> tuple[str, ...]: ...
+
+
+class NetworkWait:
+    """The requests this process sent and the seconds they spent in the transport (sent, waited for, read),
+    all threads together: what tells a reader whether the API's answers or its CPU bound it (the readers of
+    :func:`framework.engine.worker.read_group`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.seconds = 0.0
+        self.requests = 0
+
+    def add(self, seconds: float) -> None:
+        with self._lock:
+            self.seconds += seconds
+            self.requests += 1
+
+
+#: The process's :class:`NetworkWait`.
+NETWORK_WAIT = NetworkWait()
 
 
 def _unmasked(text: str) -> str:
@@ -313,11 +335,13 @@ class HttpClient:
             return self._exchange(request)
         slots.acquire()
         status = None
+        started = time.perf_counter()
         try:
             response, error = self._exchange(request)
             status = response.status if response is not None else None
             return response, error
         finally:
+            NETWORK_WAIT.add(time.perf_counter() - started)
             slots.release(status)
 
     def _exchange(self, request: HttpRequest) -> tuple[HttpResponse | None, TransportError | None]:
@@ -372,5 +396,5 @@ class HttpClient:
         return masking_credentials(self.authenticator, self.mask)
 
 
-__all__ = ["Authenticator", "GiveUp", "HttpClient", "MAX_RATE_LIMITED_ATTEMPTS", "RETRY_LOG",
-           "PageSizeReductionRequired", "PaginationResetRequired", "RequestWindowSplitRequired"]
+__all__ = ["NETWORK_WAIT", "Authenticator", "GiveUp", "HttpClient", "MAX_RATE_LIMITED_ATTEMPTS", "NetworkWait",
+           "RETRY_LOG", "PageSizeReductionRequired", "PaginationResetRequired", "RequestWindowSplitRequired"]
