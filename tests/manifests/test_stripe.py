@@ -151,7 +151,8 @@ def test_a_wrong_key_is_a_config_error_and_is_not_shown(stripe, fake_api, tmp_pa
     (error,) = sync.errors()
     assert error["failure_type"] == "config_error"
     assert "sk_test_wrong0000000000" not in str(sync.messages) + sync.stderr
-    assert len(fake_api.requests) == 1
+    # the first refusal stops the sync: no more than the two windows in flight at once (airbyte-cdk's default)
+    assert len(fake_api.requests) <= 2
 
 
 def test_a_key_that_is_not_a_stripe_key_is_refused_before_any_request(stripe, fake_api, tmp_path):

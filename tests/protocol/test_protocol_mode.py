@@ -235,8 +235,8 @@ def test_state_resumes_an_incremental_stream_and_moves_forward(cli, api):
                                            "stream_state": {"updated_at": "2024-01-19T08:00:00Z"}}}]
     result = cli("--protocol", catalog=configured(("orders", "incremental")), state=state)
     assert result.code == 0, result.stderr
-    assert [r["id"] for r in result.records("orders")] == [4, 5, 6]
-    assert api.received("/orders")[0].param("since") == "2024-01-19T08:00:00Z"
+    assert sorted(r["id"] for r in result.records("orders")) == [4, 5, 6]
+    assert min(r.param("since") for r in api.received("/orders")) == "2024-01-19T08:00:00Z"  # side by side
     assert api.received("/accounts") == []
     assert result.states("orders")[-1] == {"updated_at": "2024-01-28T08:00:00Z"}
 
