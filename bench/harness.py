@@ -150,3 +150,15 @@ def peers_python(option: str | None, env_var: str) -> str | None:
         if candidate and os.path.exists(candidate):
             return candidate
     return None
+
+
+def aligned(columns: Sequence[str], grid: Sequence[Sequence[str]]) -> list[str]:
+    """A text table: the header, a rule, then one line per row of ``grid`` (the first column to the left,
+    the others to the right), each as wide as its widest cell."""
+    widths = [max([len(name)] + [len(row[i]) for row in grid]) for i, name in enumerate(columns)]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths)))
+
+    header = line(columns)
+    return [header, "-" * len(header), *(line(row) for row in grid)]

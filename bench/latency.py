@@ -117,7 +117,7 @@ from typing import Any
 
 import yaml
 from api_server import EVENTS_EPOCH, Accounts, Events, iso
-from harness import ApiServer, compile_framework, peers_python, prepare_class_archive, run_manifest_command
+from harness import ApiServer, aligned, compile_framework, peers_python, prepare_class_archive, run_manifest_command
 from peers import CDK, DLT, PROTOCOL, SPARK, JsonLog, RecordLines, ResultLine, Watcher, _has_module, measure
 from pipeline import parquet_rows
 
@@ -600,15 +600,10 @@ def cells(row: Row) -> list[str]:
 
 def plain_table(rows: Sequence[Row]) -> str:
     """The rows as aligned text, a failed or missing mode's reason on the line under it."""
-    grid = [cells(row) for row in rows]
-    widths = [max([len(name)] + [len(line[i]) for line in grid]) for i, name in enumerate(COLUMNS)]
-
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths)))
-
-    out = [line(COLUMNS), "-" * len(line(COLUMNS))]
-    for row, values in zip(rows, grid):
-        out.append(line(values))
+    lines = aligned(COLUMNS, [cells(row) for row in rows])
+    out = lines[:2]
+    for row, text in zip(rows, lines[2:]):
+        out.append(text)
         if not row.ok:
             out.append(f"    {_why(row)}")
         elif row.note:

@@ -76,7 +76,15 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
-from harness import PAGE_SIZE, ApiServer, compile_framework, peers_python, prepare_class_archive, run_manifest_command
+from harness import (
+    PAGE_SIZE,
+    ApiServer,
+    aligned,
+    compile_framework,
+    peers_python,
+    prepare_class_archive,
+    run_manifest_command,
+)
 from pipeline import DLT_SCRIPT, STREAM, parquet_rows, write_inputs
 
 BARE, PROTOCOL, SPARK, CONNECT, CDK, DLT = "bare", "protocol", "spark", "connect", "cdk", "dlt"
@@ -595,15 +603,10 @@ def _why(result: Result) -> str:
 
 
 def table(results: Sequence[Result]) -> str:
-    cells = [_cells(r) for r in results]
-    widths = [max([len(name)] + [len(row[i]) for row in cells]) for i, name in enumerate(COLUMNS)]
-
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths)))
-
-    lines = [line(COLUMNS), "-" * len(line(COLUMNS))]
-    for result, row in zip(results, cells):
-        lines.append(line(row))
+    table_lines = aligned(COLUMNS, [_cells(r) for r in results])
+    lines = table_lines[:2]
+    for result, text in zip(results, table_lines[2:]):
+        lines.append(text)
         if not result.ok:
             lines.append(f"    {_why(result)}")
     return "\n".join(lines)
