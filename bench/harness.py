@@ -152,13 +152,20 @@ def peers_python(option: str | None, env_var: str) -> str | None:
     return None
 
 
-def aligned(columns: Sequence[str], grid: Sequence[Sequence[str]]) -> list[str]:
+def aligned(columns: Sequence[str], grid: Sequence[Sequence[str]], notes: Sequence[str] = ()) -> str:
     """A text table: the header, a rule, then one line per row of ``grid`` (the first column to the left,
-    the others to the right), each as wide as its widest cell."""
+    the others to the right), each as wide as its widest cell; a row's note (``notes``, by row; empty:
+    none) on an indented line under it."""
     widths = [max([len(name)] + [len(row[i]) for row in grid]) for i, name in enumerate(columns)]
 
     def line(values: Sequence[str]) -> str:
         return "  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths)))
 
     header = line(columns)
-    return [header, "-" * len(header), *(line(row) for row in grid)]
+    lines = [header, "-" * len(header)]
+    for index, row in enumerate(grid):
+        lines.append(line(row))
+        note = notes[index] if index < len(notes) else ""
+        if note:
+            lines.append(f"    {note}")
+    return "\n".join(lines)

@@ -600,15 +600,7 @@ def cells(row: Row) -> list[str]:
 
 def plain_table(rows: Sequence[Row]) -> str:
     """The rows as aligned text, a failed or missing mode's reason on the line under it."""
-    lines = aligned(COLUMNS, [cells(row) for row in rows])
-    out = lines[:2]
-    for row, text in zip(rows, lines[2:]):
-        out.append(text)
-        if not row.ok:
-            out.append(f"    {_why(row)}")
-        elif row.note:
-            out.append(f"    {row.note}")
-    return "\n".join(out)
+    return aligned(COLUMNS, [cells(row) for row in rows], [_why(row) if not row.ok else row.note for row in rows])
 
 
 def markdown_table(rows: Sequence[Row]) -> str:

@@ -603,13 +603,7 @@ def _why(result: Result) -> str:
 
 
 def table(results: Sequence[Result]) -> str:
-    table_lines = aligned(COLUMNS, [_cells(r) for r in results])
-    lines = table_lines[:2]
-    for result, text in zip(results, table_lines[2:]):
-        lines.append(text)
-        if not result.ok:
-            lines.append(f"    {_why(result)}")
-    return "\n".join(lines)
+    return aligned(COLUMNS, [_cells(r) for r in results], ["" if r.ok else _why(r) for r in results])
 
 
 def markdown_table(results: Sequence[Result]) -> str:

@@ -252,11 +252,12 @@ class CheckStream(Component):
 
 
 class ConcurrencyLevel(Component):
-    """How many partitions are read at once."""
+    """The most requests the sync keeps in flight at once, across all its readers."""
 
     type: Literal["ConcurrencyLevel"] = spec("Component type.", "ConcurrencyLevel", "ConcurrencyLevel")
     default_concurrency: int | str = spec(
-        "Partitions read at once; a template must render an integer.", 4, template=BASE, result="integer"
+        "Requests in flight at once (windows and partitions read side by side); a template must render an integer.",
+        4, template=BASE, result="integer"
     )
     max_concurrency: int | None = spec("Upper bound for a value taken from the config.", 20, None)
 
@@ -335,7 +336,8 @@ class DeclarativeSource(Component):
         default_factory=dict,
     )
     concurrency_level: ConcurrencyLevel | None = spec(
-        "How many partitions are read at once.", {"type": "ConcurrencyLevel", "default_concurrency": 4}, None
+        "The most requests the sync keeps in flight at once.", {"type": "ConcurrencyLevel", "default_concurrency": 4},
+        None
     )
     max_concurrent_async_job_count: int | str | None = spec(  # asynchronous jobs (AsyncRetriever)
         "How many asynchronous jobs (AsyncRetriever) may run at once in the whole sync, every task of it "

@@ -269,11 +269,9 @@ class InFlight:
         self._answered = self._refused = 0
         self._give_back = 0  # permits the ledger asked back, returned as they fall idle
         self._returning = 0  # permits taken off ``_held`` that the next word to the ledger hands back
-        self._contended = False  # others waited at the ledger's last answer
         self._told_at = now()
         self._sent_at = now()  # when a permit was last taken
         self._watching = False  # the idle watch runs (a thread, while this pool holds permits)
-        self.most_busy = 0
 
     def acquire(self) -> None:
         """Wait for a permit (the ledger is asked when this process holds none free)."""
@@ -286,7 +284,6 @@ class InFlight:
                     while True:
                         if self._busy < self._held:
                             self._busy += 1
-                            self.most_busy = max(self.most_busy, self._busy)
                             self._sent_at = self._now()
                             return
                         if not self._asking:
@@ -359,7 +356,6 @@ class InFlight:
     def _take(self, answer: Answer) -> None:
         self._held += answer.granted
         self._give_back = answer.give_back
-        self._contended = answer.contended
         if self._held and not self._watching:
             self._watching = True
             threading.Thread(target=self._watch_idle, name="in-flight-idle", daemon=True).start()
