@@ -52,6 +52,8 @@ IN_FUNCTION: dict[tuple[str, str], str] = {
     ("framework.normalization.files", "framework.normalization.tables"):
         "the splitting code and pyarrow.compute load on the executors (and their warm-up) only",
     ("framework.formats", "framework.formats.parquet"): "a writer loads when its format is asked for: pyarrow.parquet",
+    ("framework.formats.rewrite", "framework.formats.parquet"):
+        "the Parquet writer (pyarrow.parquet) loads only when a stream's files are rewritten, not with the pipeline",
     ("framework.formats", "framework.formats.avro"): "a writer loads when its format is asked for: fastavro",
     ("framework.formats", "framework.formats.text"): "a writer loads when its format is asked for: JSONL and CSV",
     ("framework.formats", "framework.formats.replicant"):

@@ -287,6 +287,7 @@ def stream_fields(result: StreamResult) -> dict[str, Any]:
         "records_per_second": round(_rate(result.records, result.seconds), 1),
         "files": len(result.files), "bytes": result.bytes, "nulled": result.nulled,
         "state_saved": bool(result.state_saved), "seconds": round(result.seconds, 3), "error": result.error,
+        "folder": result.folder.as_dict(),  # the stream's folder after the sync (framework.formats.rewrite)
     }
 
 

@@ -141,6 +141,9 @@ def _parser() -> argparse.ArgumentParser:
     spark.add_argument("--wait-for-spark", action="store_true",
                        help="on a local master, wait for Spark before reading (by default the driver reads the "
                             "first groups itself while Spark starts, and a sync done by then does not wait)")
+    spark.add_argument("--compact", action="store_true",
+                       help="after the sync, merge each Parquet stream's small files (under half of "
+                            "file_size_limit_mb) into fewer, larger ones, atomically (destination setting: compact)")
     spark.add_argument("--normalize", action="store_true",
                        help="normalize the landed records into typed tables after a successful sync")
     spark.add_argument("--log-format", choices=["text", "json"], default="text",
@@ -373,7 +376,8 @@ def _sync_options(args: argparse.Namespace) -> SyncOptions:
                        sync_mode=args.sync_mode, given_state=bool(args.state),
                        normalize=args.normalize, quiet=args.quiet, log_format=args.log_format,
                        check_first=not args.no_check, conf=tuple(args.conf), shared_path=args.shared_path,
-                       early_reads=not args.wait_for_spark, concurrency=args.concurrency)
+                       early_reads=not args.wait_for_spark, concurrency=args.concurrency,
+                       compact=args.compact)
 
 
 if __name__ == "__main__":  # pragma: no cover

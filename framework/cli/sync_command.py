@@ -56,6 +56,7 @@ class SyncOptions(Struct, frozen=True):
     shared_path: bool = False  # --shared-path: a local --output every node mounts at the same path
     early_reads: bool = True  # a local master starts in the background while the driver reads (--wait-for-spark: no)
     concurrency: int | str | None = None  # --concurrency: the most requests in flight (a number or "auto")
+    compact: bool = False  # --compact: merge each stream's small files after its sync
 
 
 def run_sync(options: SyncOptions, connector: Connector, selections: Sequence[Selection],
@@ -175,7 +176,7 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
     result = run_pipeline(connector, options.manifest, selections, settings, spark, given_states=states or None,
                           options=PipelineOptions(sync_mode=options.sync_mode, services_host=options.services_host,
                                                   driver_reads=options.early_reads,
-                                                  concurrency=options.concurrency),
+                                                  concurrency=options.concurrency, compact=options.compact),
                           progress=reporter.progress, warn=_warner(reporter))
     _spark_did_not_start(starting, result, _warner(reporter))
     return result, settings

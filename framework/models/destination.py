@@ -317,6 +317,12 @@ class DestinationSettings(Model):
     file_size_limit_mb: PositiveInt = spec(
         "Size in MB after which the writer starts a new file.", 256, 128
     )
+    compact: bool = spec(
+        "After each sync, merge a Parquet stream's files smaller than half of `file_size_limit_mb` into files of "
+        "up to `file_size_limit_mb` (as `run-manifest --compact`), atomically and with the state untouched.",
+        True,
+        False,
+    )
     normalization: NormalizationSettings | None = spec(
         "Turning the landed records into typed tables after a sync; off when left out.",
         {"enabled": True, "target": "parquet"},

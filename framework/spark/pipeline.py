@@ -69,6 +69,7 @@ from framework.engine.results import UnitResult, failed_group, fold_results, fro
 from framework.engine.selection import Selection
 from framework.engine.worker import ConnectorSource
 from framework.errors import ConfigError, FrameworkError
+from framework.formats.rewrite import Settled, settle_stream
 from framework.formats.rolling import delete_older_generations, publish
 from framework.models.destination import DestinationSettings
 from framework.spark import connect
@@ -107,6 +108,7 @@ class StreamResult(StreamReport):
     # records of the sync's groups done by then (the "spark_ready" progress event; bench/peers.py)
     spark_ready_at: float | None = None
     records_before_spark: int = 0
+    folder: Settled = field(default_factory=Settled)  # the stream's folder after the sync: one schema, merged files
 
     @property
     def bytes(self) -> int:
@@ -138,6 +140,7 @@ class PipelineOptions(Struct, frozen=True):
     driver_reads: bool = True
     #: the most requests in flight across the sync (``--concurrency``: a number or "auto"; None: the manifest's)
     concurrency: int | str | None = None
+    compact: bool = False  # --compact: merge each stream's small files after its sync (framework.formats.rewrite)
 
     def __post_init__(self) -> None:
         if self.sync_mode not in ("append", "overwrite"):
@@ -396,6 +399,8 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     run.save(stream.name, sync.state(final=final) if final or not overwrite else saved.stream_state(stream.name),
              generation)
     result.state_saved = True
+    if change is None:  # the folder as one table, its small files merged when asked (the state's cursor untouched)
+        result.folder = _settle(run, stream.name)
 
 
 def _tell_ready(run: _Run, result: StreamResult, progress: Callable[[str, StreamResult], None]) -> None:
@@ -458,6 +463,16 @@ def _apply_changes(run: _Run, change: ChangeStream, completed: bool, result: Str
     # The staged files the tasks reported are internal: the operation files are the stream's output.
     result.files[:] = [f for f in result.files if not str(f.get("key", "")).startswith(change.root)]
     result.files.extend(applied.files)
+
+
+def _settle(run: _Run, name: str) -> Settled:
+    """The stream's files rewritten into one schema, and merged when ``--compact`` or ``compact: true``
+    (:func:`framework.formats.rewrite.settle_stream`)."""
+    declared = RecordConverter(parse_schema(run.source.schemas[name], stream=name), stream=name).schema.names
+    return settle_stream(run.storage, run.settings, run.connection,
+                         lambda: run.store.save(run.connection, datetime.now(timezone.utc).isoformat()),
+                         stream=name, namespace=run.options.namespace, declared=declared,
+                         compact=run.options.compact or run.settings.compact)
 
 
 def _check_schema(run: _Run, name: str) -> None:

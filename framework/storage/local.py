@@ -144,6 +144,15 @@ class LocalStorage:
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
 
+    def read_tail(self, key: str, size: int) -> bytes | None:
+        """The last ``size`` bytes of the object (all of it when smaller), or None when there is none."""
+        try:
+            with open(self.path(key), "rb") as handle:
+                handle.seek(max(0, os.fstat(handle.fileno()).st_size - size))
+                return handle.read()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
     def write_atomic(self, key: str, data: bytes, metadata: Mapping[str, str] | None = None) -> None:
         with self.open_object(key, metadata) as writer:
             writer.write(data)

@@ -68,6 +68,10 @@ class Storage(Protocol):
     def read(self, key: str) -> bytes | None:
         """The object's bytes, or None when there is none."""
 
+    def read_tail(self, key: str, size: int) -> bytes | None:
+        """The last ``size`` bytes of the object (all of it when smaller; a Parquet footer, say), or None when
+        there is none."""
+
     def write_atomic(self, key: str, data: bytes, metadata: Mapping[str, str] | None = None) -> None: ...
 
     def delete(self, keys: Iterable[str]) -> None:

@@ -105,6 +105,16 @@ class S3Storage:
                 return None
             _raise("read", self.uri(key), exc)
 
+    def read_tail(self, key: str, size: int) -> bytes | None:
+        """The last ``size`` bytes of the object (all of it when smaller): one ranged GET; None when there is none."""
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=self.full_key(key),
+                                          Range=f"bytes=-{max(1, size)}")["Body"].read()
+        except Exception as exc:  # noqa: BLE001 - any S3 client error: reworded by _raise
+            if _code(exc) in ("NoSuchKey", "404", "NotFound"):
+                return None
+            _raise("read", self.uri(key), exc)
+
     def write_atomic(self, key: str, data: bytes, metadata: Mapping[str, str] | None = None) -> None:
         """One ``put_object``: S3 shows the whole new object or the old one, never a mix."""
         try:

@@ -20,6 +20,13 @@ finds the list (its predecessor died between the two) finishes the moves
 first (:func:`finish_publishing`), then removes whatever else is staged
 (:func:`clear_staging`: files of tasks that outlived their driver, which no
 state covers).
+
+A file that takes the place of others (a rewrite of a stream's files into
+one schema, or a compaction: :mod:`framework.formats.rewrite`) is published
+the same way, its entry naming the keys it replaces,
+``{"staged": ..., "key": ..., "replaces": [...]}``: they are deleted once the
+file is moved, so a crash leaves the old files or the new one, never both
+for long and never neither.
 """
 
 from __future__ import annotations
@@ -52,7 +59,8 @@ def staging_prefix(sync_id: int, attempt: str) -> str:
 class ConnectionState(Struct):
     sync_id: int = 0
     streams: dict[str, dict[str, Any]] = field(default_factory=dict)
-    publishing: list[dict[str, str]] = field(default_factory=list)  # staged files the state covers, not moved yet
+    # staged files the state covers, not moved yet: {"staged", "key"} and, for a rewrite, "replaces" (keys)
+    publishing: list[dict[str, Any]] = field(default_factory=list)
 
     def stream_state(self, name: str) -> dict[str, Any] | None:
         entry = self.streams.get(name)
@@ -83,8 +91,7 @@ class StateStore:
         try:
             data = orjson.loads(raw)
             streams = {str(k): dict(v) for k, v in (data.get("streams") or {}).items()}
-            publishing = [{"staged": str(item["staged"]), "key": str(item["key"])}
-                          for item in data.get("publishing") or ()]
+            publishing = [_publication(item) for item in data.get("publishing") or ()]
             return ConnectionState(int(data.get("sync_id", 0)), streams, publishing)
         except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError, KeyError) as exc:
             raise StateError(f"{self.storage.uri(self.key)}: the saved state is damaged ({exc}); move it away "
@@ -100,10 +107,21 @@ class StateStore:
                                "is kept, so the next run reads again what this one read since") from None
 
 
+def _publication(item: Mapping[str, Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"staged": str(item["staged"]), "key": str(item["key"])}
+    if item.get("replaces"):
+        entry["replaces"] = [str(key) for key in item["replaces"]]
+    return entry
+
+
 def finish_publishing(storage: Storage, state: ConnectionState) -> int:
-    """Move the staged files a saved state covers but its run did not publish (it died in between);
-    returns how many moved. A file moved already is skipped."""
-    moved = sum(1 for item in state.publishing if storage.move(item["staged"], item["key"]))
+    """Move the staged files a saved state covers but its run did not publish (it died in between), and
+    delete the files they replace; returns how many moved. A file moved (or deleted) already is skipped."""
+    moved = 0
+    for item in state.publishing:
+        moved += storage.move(item["staged"], item["key"])
+        if item.get("replaces"):
+            storage.delete(item["replaces"])
     state.publishing = []
     return moved
 
