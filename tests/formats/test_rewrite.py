@@ -1,0 +1,243 @@
+"""A stream's folder rewritten into one schema, and its small files merged (framework.formats.rewrite), on a local
+folder and on S3: every reader that takes one file's schema for the folder then sees every column and every
+record once; a crash at any point leaves the old files or the new ones; the streams' cursors stay as they were."""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime, timezone
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+from framework.formats.rewrite import Rewrite, StreamFile, compaction, footer_schema, settle_stream, stream_files
+from framework.formats.rolling import RollingWriter
+from framework.models.destination import DestinationSettings
+from framework.storage.layout import PartNumbers
+from framework.storage.local import LocalStorage
+from framework.storage.s3 import S3Storage
+from framework.storage.state_store import ConnectionState, StateStore, clear_staging, finish_publishing
+from framework.typed.arrow import ENVELOPE
+
+AT = datetime(2024, 3, 5, tzinfo=timezone.utc)
+META = {"sync_id": 1, "changes": []}
+
+
+@pytest.fixture(params=["local", "s3"])
+def storage(request, tmp_path):
+    if request.param == "local":
+        return LocalStorage(str(tmp_path / "out"))
+    return S3Storage(request.getfixturevalue("s3_bucket"), "data", request.getfixturevalue("s3_client"))
+
+
+def settings(limit_mb: int = 128) -> DestinationSettings:
+    return DestinationSettings.model_validate({"output": "unused", "format": {"format_type": "Parquet"},
+                                               "file_size_limit_mb": limit_mb})
+
+
+def land(storage, columns: dict[str, pa.Array], part: int, generation: int = 0, ids: range | None = None) -> str:
+    """One file of stream ``events`` as a sync lands it: the envelope, then ``columns``."""
+    rows = len(next(iter(columns.values())))
+    ids = ids or range(part * 100, part * 100 + rows)
+    envelope = [pa.array([f"id-{i}" for i in ids]), pa.array([AT] * rows, ENVELOPE[1].type),
+                pa.array([generation] * rows, pa.int64()), pa.array([META] * rows, ENVELOPE[3].type)]
+    schema = pa.schema([*ENVELOPE, *(pa.field(n, c.type) for n, c in columns.items())])
+    batch = pa.record_batch([*envelope, *columns.values()], schema=schema)
+    writer = RollingWriter.for_stream(storage, settings(), stream="events", arrow_schema=schema, avro_schema=None,
+                                      generation_id=generation, part_numbers=PartNumbers(part), sync_id=part,
+                                      started_at=AT)
+    writer.write(batch)
+    (written,) = writer.commit()
+    return written.key
+
+
+def drifted(storage) -> list[str]:
+    """Three syncs: ``priority`` appears in the second, ``amount`` turns from integer to number and ``code``
+    from integer to string in the third."""
+    return [
+        land(storage, {"id": pa.array([1, 2]), "amount": pa.array([10, 20]), "code": pa.array([7, 8])}, 0),
+        land(storage, {"id": pa.array([3]), "amount": pa.array([30]), "code": pa.array([9]),
+                       "priority": pa.array(["high"])}, 1),
+        land(storage, {"id": pa.array([4, 5]), "amount": pa.array([1.5, None]), "code": pa.array(["x", "y"]),
+                       "priority": pa.array([None, "low"])}, 2),
+    ]
+
+
+def store_with_cursor(storage) -> tuple[StateStore, ConnectionState]:
+    store = StateStore(storage)
+    state = ConnectionState(3, {"events": {"state": {"updated_at": "2024-03-05"}, "generation_id": 0}})
+    store.save(state, "now")
+    return store, state
+
+
+def settle(storage, store, state, **more):
+    return settle_stream(storage, settings(**more.pop("settings", {})), state, lambda: store.save(state, "now"),
+                         stream="events", declared=["id", "amount", "code"], **more)
+
+
+def download(storage, tmp_path) -> str:
+    """The stream's folder as a local folder (S3 objects copied), for the readers."""
+    if isinstance(storage, LocalStorage):
+        return storage.path("events")
+    folder = tmp_path / "copy" / "events"
+    folder.mkdir(parents=True)
+    for info in storage.list("events/"):
+        (folder / info.key.rpartition("/")[2]).write_bytes(storage.read(info.key))
+    return str(folder)
+
+
+EXPECTED = {"id": [1, 2, 3, 4, 5], "amount": [10.0, 20.0, 30.0, 1.5, None], "code": ["7", "8", "9", "x", "y"],
+            "priority": [None, None, "high", None, "low"]}
+COLUMNS = [f.name for f in ENVELOPE] + ["id", "amount", "code", "priority"]
+
+
+def test_every_reader_sees_every_column_and_record_once_after_the_rewrite(storage, tmp_path):
+    drifted(storage)
+    store, state = store_with_cursor(storage)
+    done = settle(storage, store, state)
+    assert (done.files_before, done.files_after, done.unified, done.merged) == (3, 3, 2, 0)  # the newest fits
+    folder = download(storage, tmp_path)
+    glob = os.path.join(folder, "*.parquet")
+    tables = {
+        "pyarrow.dataset": ds.dataset(folder, format="parquet").to_table().to_pydict(),
+        "pq.read_table": pq.read_table(folder).to_pydict(),
+        "polars": pl.read_parquet(folder).to_dict(as_series=False),
+        "duckdb": duckdb.sql(f"select * from read_parquet('{glob}')").arrow().read_all().to_pydict(),
+    }
+    for reader, table in tables.items():
+        assert list(table) == COLUMNS, reader
+        got = sorted(zip(*(table[c] for c in EXPECTED)), key=lambda row: row[0])
+        assert got == list(zip(*EXPECTED.values())), reader
+    # the cursor and the generation as they were; nothing left staged or to publish
+    assert StateStore(storage).load().streams == {"events": {"state": {"updated_at": "2024-03-05"},
+                                                             "generation_id": 0}}
+    assert StateStore(storage).load().publishing == []
+    assert storage.list("_airbyte_state/staging/") == []
+
+
+def test_a_folder_of_one_schema_is_left_as_it_is(storage):
+    keys = [land(storage, {"id": pa.array([i])}, i) for i in range(3)]
+    store, state = store_with_cursor(storage)
+    before = [(i.key, i.size) for i in storage.list("events/")]
+    done = settle(storage, store, state)
+    assert (done.unified, done.merged, done.files_after) == (0, 0, 3)
+    assert [(i.key, i.size) for i in storage.list("events/")] == before
+    assert [i.key for i in storage.list("events/")] == sorted(keys)
+
+
+def test_a_rewritten_file_keeps_its_key_and_generation(storage):
+    keys = drifted(storage)
+    store, state = store_with_cursor(storage)
+    settle(storage, store, state)
+    listed = {i.key: i.generation for i in storage.list("events/", with_metadata=True)}
+    assert listed == dict.fromkeys(keys, 0)
+
+
+def test_compaction_merges_small_files_of_a_generation_in_part_order(storage, tmp_path):
+    drifted(storage)
+    land(storage, {"id": pa.array([6])}, 3, generation=1, ids=range(600, 601))
+    land(storage, {"id": pa.array([7])}, 4, generation=1, ids=range(700, 701))
+    store, state = store_with_cursor(storage)
+    done = settle(storage, store, state, compact=True)
+    assert (done.files_before, done.files_after, done.merged) == (5, 2, 3)
+    files = stream_files(storage, events_layout())
+    assert [f.generation for f in files] == [0, 1]
+    first = pq.read_table(pa.BufferReader(storage.read(files[0].key))).to_pydict()
+    assert first["id"] == [1, 2, 3, 4, 5] and first["code"] == ["7", "8", "9", "x", "y"]
+    assert pq.read_table(download(storage, tmp_path)).num_rows == 7
+    assert StateStore(storage).load().streams["events"]["state"] == {"updated_at": "2024-03-05"}
+
+
+def events_layout():  # noqa: N802 - the layout of the test's stream
+    from framework.storage.layout import StreamLayout
+
+    return StreamLayout.of(settings(), "events")
+
+
+def test_compaction_plan_keeps_to_the_limit_and_leaves_large_files_alone():
+    def f(part: int, size: int, generation: int | None = 0) -> StreamFile:
+        return StreamFile(f"k{part}", size, part, generation, pa.schema([]))
+
+    files = [f(0, 40), f(1, 40), f(2, 40), f(3, 70), f(4, 10), f(5, 10, generation=1), f(6, 10, generation=1),
+             f(7, 10)]
+    plans = compaction(files, small_bytes=50, most_bytes=100)
+    assert plans == [Rewrite(("k0", "k1"), "k0", 0), Rewrite(("k2", "k4", "k7"), "k2", 0),
+                     Rewrite(("k5", "k6"), "k5", 1)]
+    assert compaction([f(0, 10)], 50, 100) == []
+
+
+@pytest.mark.parametrize("dies_in", ["move", "delete"])
+def test_a_crash_after_the_state_listed_the_moves_is_finished_by_the_next_run(storage, tmp_path, monkeypatch,
+                                                                               dies_in):
+    drifted(storage)
+    store, state = store_with_cursor(storage)
+
+    def killed(*args):
+        raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(storage, dies_in, killed)
+    with pytest.raises(KeyboardInterrupt):
+        settle(storage, store, state, compact=True)
+    monkeypatch.undo()
+    saved = StateStore(storage).load()
+    assert len(saved.publishing) == 1 and saved.publishing[0]["replaces"]
+    finish_publishing(storage, saved)  # what the next sync does first
+    clear_staging(storage)
+    table = pq.read_table(download(storage, tmp_path))
+    assert sorted(table.column("id").to_pylist()) == [1, 2, 3, 4, 5]
+    assert len(storage.list("events/")) == 1
+
+
+def test_a_crash_before_the_state_was_saved_leaves_the_old_files(storage):
+    keys = drifted(storage)
+    before = {i.key: i.size for i in storage.list("events/")}
+    store, state = store_with_cursor(storage)
+
+    def killed() -> None:
+        raise KeyboardInterrupt("killed")
+
+    with pytest.raises(KeyboardInterrupt):
+        settle_stream(storage, settings(), state, killed, stream="events", compact=True)
+    assert {i.key: i.size for i in storage.list("events/")} == before and sorted(before) == sorted(keys)
+    assert StateStore(storage).load().publishing == []
+    clear_staging(storage)
+    assert storage.list("_airbyte_state/staging/") == []
+
+
+def test_a_footer_longer_than_the_first_read_takes_a_second(storage, monkeypatch):
+    import framework.formats.rewrite as rewrite
+
+    key = land(storage, {f"column_{i}": pa.array([i]) for i in range(300)}, 0)
+    monkeypatch.setattr(rewrite, "FOOTER_GUESS", 64)
+    assert footer_schema(storage, key).names[-1] == "column_299"
+
+
+def test_a_file_that_is_not_parquet_is_named_with_the_fix(storage):
+    from framework.errors import StorageError
+
+    land(storage, {"id": pa.array([1])}, 0)
+    writer = storage.open_object("events/2024_03_05_1709596800000_1.parquet")
+    writer.write(b"not parquet at all")
+    writer.commit()
+    store, state = store_with_cursor(storage)
+    with pytest.raises(StorageError, match=r"_1\.parquet is not a Parquet file.*move it out"):
+        settle(storage, store, state)
+
+
+def test_footers_of_200_files_cost(tmp_path):
+    """The cost of comparing footers at every sync (the choice over recording the folder's schema): 200 files
+    on a local disk."""
+    storage = LocalStorage(str(tmp_path / "out"))
+    for part in range(200):
+        land(storage, {"id": pa.array([part]), "name": pa.array(["x"])}, part)
+    store, state = store_with_cursor(storage)
+    started = time.perf_counter()
+    done = settle(storage, store, state)
+    seconds = time.perf_counter() - started
+    assert done.files_before == 200 and done.unified == 0
+    assert seconds < 2.0, f"200 footers took {seconds:.2f} s"
