@@ -40,7 +40,10 @@ with milliseconds, such as ``"2026-11-03T10:15:02.418Z"``):
 ``stream_done``
     the keys of ``stream_progress`` and ``files``, ``bytes``, ``nulled``
     (values that did not fit their type), ``state_saved`` (boolean),
-    ``seconds``, ``error`` (the failure's message, or ``null``).
+    ``seconds``, ``error`` (the failure's message, or ``null``), ``folder``
+    (the stream's Parquet folder after the sync: ``files_before``,
+    ``files_after``, ``unified``: files rewritten into the folder's one schema,
+    ``merged``: files merged away by ``--compact``; zeros for other formats).
 ``failure``
     ``stream`` (or ``null`` when the failure is not a stream's), ``error``.
     Sent right after a failed stream's ``stream_done``, and for a failure
