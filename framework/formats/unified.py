@@ -15,7 +15,8 @@ drift policy added):
 * a column that is missing from a file is null there, so it is nullable; a
   column stays not nullable only where every file has it not nullable;
 * types: the same type stays; a null column takes the other's type; integers
-  of any width become int64; integers and floats become float64; timestamps
+  of any width become int64; integers and floats become float64 (an integer
+  beyond 2**53 to the nearest float64); timestamps
   of one time zone take the finest unit; any other conflict becomes a string
   column holding each value as text (:func:`text_of`: strings as they are,
   dates and times in ISO 8601, other values as their JSON text);
@@ -106,16 +107,16 @@ def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     arrays = []
     for item in schema:
         index = batch.schema.get_field_index(item.name)
-        if index < 0:
-            arrays.append(pa.nulls(batch.num_rows, item.type))
+        if index < 0:  # (not pa.nulls: its struct children would be null too, which Parquet refuses where required)
+            arrays.append(pa.array([None] * batch.num_rows, item.type))
             continue
         column = batch.column(index)
         if column.type.equals(item.type):
             arrays.append(column)
         elif pa.types.is_string(item.type) and not pa.types.is_null(column.type):
             arrays.append(pa.array([text_of(v) for v in column.to_pylist()], pa.string()))
-        else:
-            arrays.append(pc.cast(column, item.type))
+        else:  # an integer beyond 2**53 becomes the nearest float64, as any reader that widens it would make it
+            arrays.append(pc.cast(column, item.type, safe=not pa.types.is_floating(item.type)))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 

@@ -177,10 +177,21 @@ def test_a_crash_after_the_state_listed_the_moves_is_finished_by_the_next_run(st
     drifted(storage)
     store, state = store_with_cursor(storage)
 
-    def killed(*args):
-        raise KeyboardInterrupt("killed")
+    moved: list[str] = []
+    real_move = storage.move
 
-    monkeypatch.setattr(storage, dies_in, killed)
+    def move(source, target):
+        if dies_in == "move":
+            raise KeyboardInterrupt("killed")
+        moved.append(target)
+        return real_move(source, target)
+
+    def delete(keys):
+        if moved:  # the files the merged one replaces (the folder's record went before any move)
+            raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(storage, "move", move)
+    monkeypatch.setattr(storage, "delete", delete)
     with pytest.raises(KeyboardInterrupt):
         settle(storage, store, state, compact=True)
     monkeypatch.undo()
@@ -241,3 +252,51 @@ def test_footers_of_200_files_cost(tmp_path):
     seconds = time.perf_counter() - started
     assert done.files_before == 200 and done.unified == 0
     assert seconds < 2.0, f"200 footers took {seconds:.2f} s"
+
+
+def test_the_next_sync_reads_only_the_footers_of_files_the_record_does_not_list(storage, monkeypatch):
+    import framework.formats.rewrite as rewrite
+
+    drifted(storage)
+    store, state = store_with_cursor(storage)
+    settle(storage, store, state)
+    read: list[str] = []
+    real = rewrite.footer_schema
+
+    def counted(where, key):
+        read.append(key)
+        return real(where, key)
+
+    monkeypatch.setattr(rewrite, "footer_schema", counted)
+    assert settle(storage, store, state).unified == 0 and read == []
+    newest = land(storage, {"id": pa.array([6]), "amount": pa.array([7]), "code": pa.array([1]),
+                            "rating": pa.array([4.5])}, 3)
+    done = settle(storage, store, state)
+    assert read == [newest]
+    assert (done.files_before, done.unified) == (4, 4)  # `rating` is new to all, and `code` of the newest is text
+    files = stream_files(storage, events_layout())
+    assert {tuple(f.schema.names) for f in files} == {tuple(COLUMNS + ["rating"])}
+    assert [f.generation for f in files] == [0, 0, 0, 0]
+
+
+def test_a_damaged_record_or_one_with_other_sizes_is_not_trusted(storage, monkeypatch):
+    import framework.formats.rewrite as rewrite
+    from framework.formats.folder_record import record_key
+
+    keys = drifted(storage)
+    store, state = store_with_cursor(storage)
+    settle(storage, store, state)
+    table = pq.read_table(pa.BufferReader(storage.read(keys[0])))
+    sink = pa.BufferOutputStream()
+    pq.write_table(table.append_column("note", pa.array(["n"] * table.num_rows)), sink)
+    writer = storage.open_object(keys[0], {"ab-generation-id": "0"})
+    writer.write(sink.getvalue().to_pybytes())  # replaced behind the record's back: another size
+    writer.commit()
+    read: list[str] = []
+    real = rewrite.footer_schema
+    monkeypatch.setattr(rewrite, "footer_schema", lambda where, key: read.append(key) or real(where, key))
+    assert settle(storage, store, state).unified == 2  # the two others gain `note`
+    assert read == [keys[0]]
+    storage.write_atomic(record_key("events"), b"{not json")
+    assert settle(storage, store, state).files_before == 3
+    assert sorted(read) == sorted([keys[0], *keys])
