@@ -43,6 +43,7 @@ CSV, JSONL and Avro folders are left as they are (see docs/when-data-looks-wrong
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -60,6 +61,7 @@ from framework.storage.layout import StreamLayout
 from framework.storage.state_store import STAGING_PREFIX, ConnectionState
 
 if TYPE_CHECKING:
+    from framework.formats.parquet import ParquetFileWriter
     from framework.models.destination import DestinationSettings, ParquetFormat
 
 #: How much of a file's end is read first for its footer; a longer footer takes one more read.
@@ -198,8 +200,6 @@ def rewrites(files: Sequence[StreamFile], schema: pa.Schema, merges: Iterable[Re
 def write_staged(storage: Storage, plan: Rewrite, schema: pa.Schema, fmt: ParquetFormat, staging: str) -> WrittenFile:
     """Write ``plan``'s sources, made to fit ``schema``, as one file under ``staging`` (its ``staged`` key; its
     ``key`` the plan's target)."""
-    import pyarrow.parquet as pq
-
     from framework.formats.parquet import ParquetFileWriter
 
     staged = staging + plan.target
@@ -207,17 +207,32 @@ def write_staged(storage: Storage, plan: Rewrite, schema: pa.Schema, fmt: Parque
     target = storage.open_object(staged, metadata)
     with target:
         writer = ParquetFileWriter(fmt, schema, cast(BinaryIO, target))  # it only writes and tells, as rolling's
-        for key in plan.sources:
-            data = storage.read(key)
-            if data is None:
-                raise StorageError(f"{storage.uri(key)} went away while its stream's files were rewritten; "
-                                   "run the sync again")
-            for batch in pq.ParquetFile(pa.BufferReader(data)).iter_batches(batch_size=64 * 1024):
-                writer.write(conform(batch, schema))
+        try:
+            for key in plan.sources:
+                _copy_into(storage, key, schema, writer)
+        except BaseException:
+            with contextlib.suppress(Exception):  # closed now, so it never writes to the aborted object later
+                writer.close()
+            raise
         writer.close()
         target.commit()
     return WrittenFile(plan.target, storage.uri(plan.target), writer.records_written, target.bytes_written, 0,
                        staged)
+
+
+def _copy_into(storage: Storage, key: str, schema: pa.Schema, writer: ParquetFileWriter) -> None:
+    import pyarrow.parquet as pq
+
+    data = storage.read(key)
+    if data is None:
+        raise StorageError(f"{storage.uri(key)} went away while its stream's files were rewritten; run the sync again")
+    try:
+        for batch in pq.ParquetFile(pa.BufferReader(data)).iter_batches(batch_size=64 * 1024):
+            writer.write(conform(batch, schema))
+    except (pa.ArrowException, OSError) as exc:
+        raise StorageError(f"{storage.uri(key)} could not be rewritten into its stream's one schema ({exc}); the "
+                           "stream's files are as they were: move that file out of the folder, or read the folder "
+                           "with union_by_name") from None
 
 
 def publish_rewrites(storage: Storage, connection: ConnectionState, save: Callable[[], None],

@@ -300,3 +300,16 @@ def test_a_damaged_record_or_one_with_other_sizes_is_not_trusted(storage, monkey
     storage.write_atomic(record_key("events"), b"{not json")
     assert settle(storage, store, state).files_before == 3
     assert sorted(read) == sorted([keys[0], *keys])
+
+
+def test_a_value_that_cannot_be_rewritten_names_its_file_and_leaves_the_folder_as_it_was(storage):
+    from framework.errors import StorageError
+
+    land(storage, {"id": pa.array([1])}, 0)
+    huge = land(storage, {"id": pa.array([2**64 - 1], pa.uint64())}, 1)
+    before = {i.key: i.size for i in storage.list("events/")}
+    store, state = store_with_cursor(storage)
+    with pytest.raises(StorageError, match=rf"{huge.rpartition('/')[2]} could not be rewritten .* as they were"):
+        settle(storage, store, state)
+    assert {i.key: i.size for i in storage.list("events/")} == before
+    assert storage.list("_airbyte_state/staging/") == []
