@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from spark.test_pipeline import MANIFEST, SECRET, config_for, serve, stream_result, sync
 
+from framework.formats.folder_record import record_key
 from framework.storage.state_store import CATALOG_KEY, STATE_KEY
 
 pytestmark = pytest.mark.spark
@@ -65,7 +66,8 @@ def test_parquet_objects_land_under_the_bucket_path_with_their_generation(spark,
     assert sorted(data) == sorted(f"data/{f['key']}" for f in items.files)
     assert all(f["uri"] == f"s3://{s3_bucket}/data/{f['key']}" for f in items.files)
     assert {found[key]["Metadata"]["ab-generation-id"] for key in data} == {"0"}
-    assert set(found) - set(data) == {f"data/{STATE_KEY}", f"data/{CATALOG_KEY}"}  # nothing else: no temp objects
+    # nothing else: no temp objects (the folder's record: framework/formats/folder_record.py)
+    assert set(found) - set(data) == {f"data/{STATE_KEY}", f"data/{CATALOG_KEY}", f"data/{record_key('items')}"}
     assert s3_client.list_multipart_uploads(Bucket=s3_bucket).get("Uploads", []) == []
 
     rows = parquet_rows(s3_client, s3_bucket, data)
