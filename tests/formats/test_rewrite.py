@@ -14,6 +14,9 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 
 from framework.formats.rewrite import Rewrite, StreamFile, compaction, footer_schema, settle_stream, stream_files
 from framework.formats.rolling import RollingWriter
@@ -313,3 +316,27 @@ def test_a_value_that_cannot_be_rewritten_names_its_file_and_leaves_the_folder_a
         settle(storage, store, state)
     assert {i.key: i.size for i in storage.list("events/")} == before
     assert storage.list("_airbyte_state/staging/") == []
+
+
+@given(st.lists(st.tuples(st.integers(1, 120), st.sampled_from([0, 1, None])), max_size=30),
+       st.integers(1, 100), st.integers(1, 200))
+@examples(max_examples=200, deadline=None)
+def test_any_compaction_plan_merges_small_files_of_one_generation_in_order_within_the_limit(sizes, small, most):
+    files = [StreamFile(f"k{n}", size, n, generation, pa.schema([])) for n, (size, generation) in enumerate(sizes)]
+    plans = compaction(files, small, most)
+    by_key = {f.key: f for f in files}
+    taken = [key for plan in plans for key in plan.sources]
+    assert len(taken) == len(set(taken))  # a file in one merge at most
+    for plan in plans:
+        chosen = [by_key[key] for key in plan.sources]
+        assert len(chosen) > 1 and plan.target == plan.sources[0]
+        assert all(f.size < small and f.generation == plan.generation for f in chosen)
+        assert [f.part_number for f in chosen] == sorted(f.part_number for f in chosen)
+        assert sum(f.size for f in chosen) <= most
+    # a small file left alone could not have joined the merge before it, nor started one with the next
+    for generation in {f.generation for f in files}:
+        small_ones = [f for f in files if f.size < small and f.generation == generation]
+        merged = sum(len(p.sources) for p in plans if p.generation == generation)
+        assert merged == 0 or merged >= 2
+        if len(small_ones) >= 2 and all(a.size + b.size > most for a, b in zip(small_ones, small_ones[1:])):
+            assert merged == 0
