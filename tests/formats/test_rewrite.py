@@ -340,3 +340,17 @@ def test_any_compaction_plan_merges_small_files_of_one_generation_in_order_withi
         assert merged == 0 or merged >= 2
         if len(small_ones) >= 2 and all(a.size + b.size > most for a, b in zip(small_ones, small_ones[1:])):
             assert merged == 0
+
+
+def test_a_narrower_file_of_a_later_sync_is_widened_alone(storage, tmp_path):
+    drifted(storage)
+    store, state = store_with_cursor(storage)
+    settle(storage, store, state)
+    before = {i.key: i.size for i in storage.list("events/")}
+    narrow = land(storage, {"id": pa.array([6])}, 3)  # a sync whose records lack every optional field
+    done = settle(storage, store, state)
+    assert (done.files_before, done.unified) == (4, 1)
+    after = {i.key: i.size for i in storage.list("events/")}
+    assert {k: after[k] for k in before} == before and after[narrow] != 0
+    table = pl.read_parquet(download(storage, tmp_path))
+    assert table.columns == COLUMNS and table.height == 6
