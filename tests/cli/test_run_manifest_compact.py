@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pyarrow.parquet as pq
 import pytest
@@ -47,6 +48,18 @@ def test_compact_merges_the_files_of_a_sync_and_says_so(run, tmp_path):
     assert len(data_files(compacted, "items")) == 1
     assert sorted(pq.read_table(str(compacted / "items")).column("id").to_pylist()) == list(range(1, 9))
     assert saved_state(compacted)["streams"] == saved_state(plain)["streams"]
+
+
+def test_the_text_summary_says_what_was_merged(spark, tmp_path, fake_api, capsys):
+    shop = serve(fake_api)
+    manifest, config = tmp_path / "manifest.yaml", tmp_path / "config.json"
+    manifest.write_text(MANIFEST)
+    config.write_text(json.dumps(config_for(shop)))
+    code = main([str(manifest), "--config", str(config), "--streams", "items", "--wait-for-spark", "--compact",
+                 "--output", str(tmp_path / "out")], out=io.BytesIO())
+    err = capsys.readouterr().err
+    assert code == 0
+    assert re.search(r"^items: \d+ files merged into 1$", err, re.MULTILINE), err
 
 
 def test_the_destination_setting_compacts_too(run, tmp_path):
