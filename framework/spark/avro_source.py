@@ -14,7 +14,12 @@ executors, one input partition per file::
 The path is a local folder (every ``.avro`` file below it, hidden ``.`` and
 internal ``_`` folders left out, as Spark leaves them out), one file, or an
 ``s3://bucket/prefix`` (credentials and region from boto3's usual chain;
-``endpoint`` names another S3 server). The columns are those of every file's
+``endpoint`` names another S3 server). With ``destination``, the path of the
+destination JSON the sync ran with, the path is a stream's folder under its
+root, read with its bucket, region, endpoint and keys::
+
+    spark.read.format("fastavro").option("destination", "destination.json").load("events")
+ The columns are those of every file's
 schema (a stream whose schema grew reads as one table, older files null in
 the newer columns), typed as spark-avro types them
 (:mod:`framework.formats.avro_tables`), so a query works with either reader:
@@ -30,7 +35,9 @@ import io
 import os
 from collections.abc import Iterator
 
+import orjson
 import pyarrow as pa
+from pydantic import ValidationError
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
@@ -51,33 +58,62 @@ def register(spark: SparkSession) -> None:
 
 
 class _Files:
-    """Where the files are: a storage root and the keys of the Avro files under it (picklable)."""
+    """Which Avro files a query reads: the settings of their storage and their keys there (picklable)."""
 
-    def __init__(self, path: str, endpoint: str | None):
+    def __init__(self, path: str, settings: DestinationSettings | None, endpoint: str | None):
         self.path = path
-        self.endpoint = endpoint
-        single = not path.startswith("s3://") and os.path.isfile(path)
-        self.root = os.path.dirname(os.path.abspath(path)) if single else path
-        storage = self.storage()
-        if single:
-            self.keys = [os.path.basename(path)]
+        prefix = ""
+        if settings is None:  # a local folder or file, or an s3:// URI
+            local = not path.startswith("s3://")
+            single = local and os.path.isfile(path)
+            root = os.path.abspath(os.path.expanduser(path)) if local else path  # the executors' view of it
+            if single:
+                root, prefix = os.path.split(root)
+            elif local and not os.path.isdir(root):
+                raise ConfigError(f"{path}: no such folder or file; give the stream's folder of an Avro sync "
+                                  "(`<output>/<stream>`), one of its files, or s3://bucket/prefix")
+            given: dict[str, object] = {"output": root, "format": {"format_type": "Avro"}}
+            if endpoint:
+                given["s3_endpoint"] = endpoint
+            settings = DestinationSettings.model_validate(given)
+        else:  # a stream folder (or a file) under the destination's root
+            prefix = path.strip("/")
+        self.settings = settings
+        found = self.storage().list(prefix, with_metadata=False)
+        if prefix.endswith(".avro"):
+            self.keys = [info.key for info in found if info.key == prefix]
         else:
-            self.keys = avro_keys(info.key for info in storage.list(with_metadata=False))
+            under = prefix + "/" if prefix else ""
+            self.keys = [under + key for key in avro_keys(info.key[len(under):] for info in found
+                                                          if info.key.startswith(under))]
         if not self.keys:
             raise ConfigError(f"{path}: no Avro files (`.avro`) there; give the stream's folder of an Avro sync "
                               "(`<output>/<stream>`) or one of its files")
 
     def storage(self) -> Storage:
-        given = {"output": self.root, "format": {"format_type": "Avro"}}
-        if self.endpoint:
-            given["s3_endpoint"] = self.endpoint
-        return storage_for(DestinationSettings.model_validate(given))
+        return storage_for(self.settings)
 
     def read(self, key: str) -> bytes:
         data = self.storage().read(key)
         if data is None:
             raise ConfigError(f"{self.path}: the Avro file `{key}` was removed while it was read; run the query again")
         return data
+
+
+def _destination(path: str) -> DestinationSettings:
+    """The destination settings in the JSON file ``path`` (the file given to ``run-manifest --destination``)."""
+    try:
+        with open(path, "rb") as handle:
+            data = orjson.loads(handle.read())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such destination file (the `destination` option)") from None
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not JSON ({exc}); give the destination JSON run-manifest landed with") from None
+    try:
+        return DestinationSettings.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"{path}: {problems}") from None
 
 
 class AvroFilesDataSource(DataSource):
@@ -92,7 +128,8 @@ class AvroFilesDataSource(DataSource):
         path = options.get("path")
         if not path:
             raise ConfigError("spark.read.format('fastavro') needs a path: .load('out/<stream>')")
-        return _Files(path, options.get("endpoint"))
+        destination = options.get("destination")
+        return _Files(path, _destination(destination) if destination else None, options.get("endpoint"))
 
     def schema(self) -> StructType:
         files = self._files()

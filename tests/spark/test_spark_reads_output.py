@@ -208,6 +208,29 @@ def test_avro_opens_with_the_fastavro_data_source(api, write_manifest, spark, tm
     check_blobs(blob_rows(spark.read.format("fastavro").load(str(out / "blobs"))))
 
 
+def test_avro_on_s3_opens_with_the_destination_it_was_landed_with(api, write_manifest, spark, tmp_path,
+                                                                   s3_settings):
+    settings = s3_settings(format={"format_type": "Avro"})
+    manifest = write_manifest(MANIFEST)
+    connector = open_connector(manifest, {"base_url": api.url}, sleep=lambda seconds: None)
+    result = run_pipeline(connector, manifest, select_streams(connector.streams, None, ["things"]), settings, spark)
+    assert result.streams[0].error is None
+    destination = tmp_path / "destination.json"
+    destination.write_text(settings.model_dump_json(by_alias=True))
+    register(spark)
+    frame = spark.read.format("fastavro").option("destination", str(destination)).load("things")
+    check_typed(typed_rows(frame), member="avro")
+
+
+def test_a_folder_without_avro_files_is_refused_with_the_fix(spark, tmp_path):
+    register(spark)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(Exception, match="no Avro files"):
+        spark.read.format("fastavro").load(str(tmp_path / "empty")).collect()
+    with pytest.raises(Exception, match="no such folder or file"):
+        spark.read.format("fastavro").load(str(tmp_path / "nowhere")).collect()
+
+
 # ------------------------------------------------------------------------------------- JSONL and CSV
 
 
