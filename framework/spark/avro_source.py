@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -93,6 +94,13 @@ class _Files:
     def storage(self) -> Storage:
         return storage_for(self.settings)
 
+    def schema_of(self, key: str) -> Mapping[str, Any]:
+        """The writer schema of one file: from its header alone where the file is local."""
+        if self.settings.target == "local" and self.settings.output:
+            with open(os.path.join(self.settings.output, *key.split("/")), "rb") as handle:
+                return writer_schema(handle)
+        return writer_schema(io.BytesIO(self.read(key)))
+
     def read(self, key: str) -> bytes:
         data = self.storage().read(key)
         if data is None:
@@ -133,7 +141,7 @@ class AvroFilesDataSource(DataSource):
 
     def schema(self) -> StructType:
         files = self._files()
-        return from_arrow_schema(merged_schema([writer_schema(io.BytesIO(files.read(key))) for key in files.keys]))
+        return from_arrow_schema(merged_schema([files.schema_of(key) for key in files.keys]))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return _AvroReader(self._files(), schema)

@@ -18,6 +18,7 @@ from datetime import date, datetime, time, timezone
 from pathlib import Path
 from typing import Any
 
+import fastavro
 import pytest
 from fakes.api_server import FakeApi, paged
 
@@ -221,6 +222,25 @@ def test_avro_on_s3_opens_with_the_destination_it_was_landed_with(api, write_man
     register(spark)
     frame = spark.read.format("fastavro").option("destination", str(destination)).load("things")
     check_typed(typed_rows(frame), member="avro")
+
+
+def test_avro_files_whose_schema_grew_read_as_one_table(spark, tmp_path):
+    folder = tmp_path / "events"
+    (folder / "2024").mkdir(parents=True)
+    (folder / "_airbyte_internal").mkdir()
+    old = {"type": "record", "name": "events", "fields": [{"name": "id", "type": "long"}]}
+    new = {**old, "fields": [*old["fields"], {"name": "priority", "type": ["null", "string"]}]}
+    for path, schema, rows in ((folder / "1.avro", old, [{"id": 1}]),
+                               (folder / "2024" / "2.avro", new, [{"id": 2, "priority": "high"}]),
+                               (folder / "_airbyte_internal" / "3.avro", new, [{"id": 3, "priority": "x"}])):
+        with open(path, "wb") as handle:
+            fastavro.writer(handle, fastavro.parse_schema(schema), rows)
+    register(spark)
+    frame = spark.read.format("fastavro").load(str(folder))
+    assert frame.columns == ["id", "priority"]
+    assert sorted((r["id"], r["priority"]) for r in frame.collect()) == [(1, None), (2, "high")]
+    one = spark.read.format("fastavro").load(str(folder / "1.avro"))
+    assert [tuple(r) for r in one.collect()] == [(1,)]
 
 
 def test_a_folder_without_avro_files_is_refused_with_the_fix(spark, tmp_path):
