@@ -26,6 +26,7 @@ from framework.engine.connector import open_connector
 from framework.engine.selection import select_streams
 from framework.models.destination import DestinationSettings
 from framework.spark.avro_source import register
+from framework.spark.datasource import read_stream
 from framework.spark.pipeline import run_pipeline
 
 pytestmark = pytest.mark.spark
@@ -119,7 +120,7 @@ def by_id(rows: list) -> dict:
     return {int(r["id"]): r.asDict(recursive=True) for r in rows}
 
 
-def check_typed(rows: dict, *, member: str) -> None:
+def check_typed(rows: dict, *, member: str, sync_id: int = 1) -> None:
     """The things as a typed reader sees them (Parquet, Avro): every value where it belongs."""
     assert sorted(rows) == [1, 2, 3, 4]
     first, second, third = rows[1], rows[2], rows[3]
@@ -135,7 +136,7 @@ def check_typed(rows: dict, *, member: str) -> None:
     assert first["lines"] == [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 2}]
     assert second["price"] is None
     assert [(c["field"], c["change"]) for c in second["_airbyte_meta"]["changes"]] == [("price", "NULLED")]
-    assert first["_airbyte_meta"] == {"sync_id": 1, "changes": []}
+    assert first["_airbyte_meta"] == {"sync_id": sync_id, "changes": []}
     assert first["_airbyte_generation_id"] == 0 and len(first["_airbyte_raw_id"]) == 36
     assert isinstance(first["_airbyte_extracted_at"], datetime)
     if member == "parquet":  # the seed's disjoint record: {type, <member>...}
@@ -184,6 +185,10 @@ def test_parquet_opens_with_spark_read_parquet_and_no_schema(api, write_manifest
     assert types["day"] == "date" and types["extra"] == "string"
     check_typed(typed_rows(frame), member="parquet")
     check_blobs(blob_rows(spark.read.parquet(str(out / "blobs"))))
+    # the DataFrame reader of the same stream (nothing landed) has the same columns and types
+    streamed = read_stream(spark, write_manifest(MANIFEST), {"base_url": api.url}, "things")
+    assert streamed.dtypes == frame.dtypes
+    check_typed(typed_rows(streamed), member="parquet", sync_id=0)  # no sync: no sync id
 
 
 def test_the_s3_exact_form_of_times_is_refused_by_spark_as_the_docs_say(api, write_manifest, spark, tmp_path):
