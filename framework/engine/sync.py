@@ -564,7 +564,11 @@ class StreamSync:
         progress = part.progress
         value = progress.value()
         beyond = progress.finished_beyond()
-        if (value is None and not beyond) or (value, beyond) == part.recorded:
+        if (value, beyond) == part.recorded or (value is None and not beyond and part.recorded is None):
+            return
+        if value is None and not beyond:  # the windows recorded as finished beyond a start are now all it has
+            part.recorded = None
+            self._states.drop(part.routed.partition, part.digest or None)
             return
         part.recorded = (value, beyond)
         cursor_state = self.cursor.range_state_of(value, beyond) \
