@@ -98,7 +98,6 @@ from msgspec import Struct, field
 if TYPE_CHECKING:  # the pipeline and normalization need pyspark to run; only their result types are used here
     from framework.engine.report import StreamReport
     from framework.engine.signals import Signal
-    from framework.formats.rewrite import Settled
     from framework.normalization.runner import StreamOutcome
     from framework.spark.pipeline import PipelineResult, StreamResult
 
@@ -174,16 +173,16 @@ def summary_table(result: PipelineResult, output: str) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    lines += [_folder_line(s.name, s.folder) for s in result.streams if s.folder.unified or s.folder.merged]
+    lines += [_folder_line(s) for s in result.streams if s.folder.unified or s.folder.merged]
     if result.pace is not None and result.pace.requests:
         lines.append(result.pace.describe())
     lines.append(f"sync {result.sync_id} -> {output}")
     return "\n".join(lines)
 
 
-def _folder_line(name: str, folder: Settled) -> str:
+def _folder_line(result: StreamResult) -> str:
     """What the step after a stream's sync did to its folder (framework.formats.rewrite), in words."""
-    done = []
+    name, folder, done = result.name, result.folder, []
     if folder.unified:
         done.append(f"{folder.unified} file{'s' * (folder.unified != 1)} rewritten into the folder's one schema")
     if folder.merged:
