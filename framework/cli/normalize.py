@@ -4,8 +4,11 @@ Reads the landed catalog (``_airbyte_state/catalog.json``) and files of
 ``--output DIR|s3://bucket/prefix`` (or of ``--destination DEST.json``, whose
 ``normalization`` settings apply), and writes typed tables to the target:
 Parquet under ``<output>/normalized/`` by default. Incremental unless
-``--full-refresh``. ``--conf key=value`` passes Spark settings; a local
-output on a cluster master needs ``--shared-path``, as for ``run-manifest``.
+``--full-refresh``. Each stream keeps the mode it landed with (full refresh
+overwrites, incremental appends: :mod:`framework.sync_modes`); ``--sync-mode``
+forces one, ``--dedup`` dedups incremental streams with a primary key.
+``--conf key=value`` passes Spark settings; a local output on a cluster master
+needs ``--shared-path``, as for ``run-manifest``.
 Exit codes: 0 success, 1 a stream failed, 2 bad command line or settings.
 """
 
@@ -21,6 +24,7 @@ from framework.cli.progress import normalized_line
 from framework.cli.settings import check_shared_output, conf_pair, destination_settings, normalization_settings
 from framework.errors import FrameworkError
 from framework.spark import require_spark_extra
+from framework.sync_modes import check_forced
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,6 +35,11 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--destination", metavar="DEST.json", help="the destination settings the sync used")
     parser.add_argument("--full-refresh", action="store_true", help="rebuild every table from all landed rows")
     parser.add_argument("--streams", metavar="a,b", help="normalize only these streams")
+    parser.add_argument("--sync-mode", choices=["append", "overwrite", "append_dedup"], default=None,
+                        help="one mode for every stream (default per stream: the mode it landed with, else "
+                             "full refresh overwrites and incremental appends; append_dedup is --dedup)")
+    parser.add_argument("--dedup", action="store_true",
+                        help="incremental streams with a primary key keep one row per key (append_dedup)")
     parser.add_argument("--target", choices=["parquet", "postgres"],
                         help="where tables go (default: the destination's normalization settings, else parquet)")
     parser.add_argument("--dialect", help="naming dialect (default: the target's)")
@@ -62,6 +71,10 @@ def run(args: argparse.Namespace, err: IO[str]) -> int:
 
     destination = destination_settings(args.destination, args.output)
     settings = normalization_settings(destination, args.target, args.dialect)
+    dedup = args.dedup or args.sync_mode == "append_dedup"
+    if args.sync_mode in ("append", "overwrite"):
+        settings = settings.model_copy(update={"destination_sync_mode": args.sync_mode})
+    check_forced(settings.destination_sync_mode, dedup)  # before Spark starts
     streams = [s.strip() for s in args.streams.split(",") if s.strip()] if args.streams else None
     started = time.perf_counter()
     conf = dict(args.conf)
@@ -72,7 +85,7 @@ def run(args: argparse.Namespace, err: IO[str]) -> int:
     if not args.quiet:
         print(f"Spark ready in {time.perf_counter() - started:.1f} s; normalizing {destination.base_uri} "
               f"into {settings.target} ({'full refresh' if args.full_refresh else 'incremental'})", file=err)
-    result = normalize(spark, destination, settings, streams=streams, full_refresh=args.full_refresh,
+    result = normalize(spark, destination, settings, streams=streams, full_refresh=args.full_refresh, dedup=dedup,
                        progress=None if args.quiet else lambda outcome: print(f"  {normalized_line(outcome)}",
                                                                              file=err))
     if args.quiet:

@@ -131,8 +131,13 @@ def _parser() -> argparse.ArgumentParser:
                        help="an address of this machine the executors reach: the tasks call the sync's shared "
                             "services (one token, one API budget) there (needed over Spark Connect unless the "
                             "server runs a local master on this machine)")
-    spark.add_argument("--sync-mode", choices=["append", "overwrite"], default="append",
-                       help="append to earlier files, or replace them once the sync succeeds")
+    spark.add_argument("--sync-mode", choices=["append", "overwrite", "append_dedup"], default=None,
+                       help="one mode for every stream: append to earlier files, or replace them once the sync "
+                            "succeeds (default per stream, as Airbyte's UI: full refresh overwrites, incremental "
+                            "appends; append_dedup is --dedup)")
+    spark.add_argument("--dedup", action="store_true",
+                       help="incremental streams with a primary key land as append_dedup: normalization keeps "
+                            "one row per primary key")
     spark.add_argument("--quiet", action="store_true",
                        help="no progress or summary on stderr: failures and warnings only")
     spark.add_argument("--no-check", action="store_true",
@@ -302,7 +307,10 @@ def _run(args: argparse.Namespace, out: IO[bytes], collecting: bool = True) -> i
     check_states(connector, selections, states)
     if not args.protocol:
         from framework.cli.sync_command import run_sync
+        from framework.sync_modes import with_destination_modes
 
+        selections = with_destination_modes(selections, connector.streams, catalog, forced=args.sync_mode,
+                                            dedup=args.dedup)
         return run_sync(_sync_options(args), connector, selections, states)
     if out is sys.stdout.buffer:  # a consumer's pipe: room for a few pages (framework.protocol.pipe)
         from framework.protocol.pipe import widen

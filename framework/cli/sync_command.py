@@ -46,7 +46,7 @@ class SyncOptions(Struct, frozen=True):
     master: str | None = None  # --master: Spark's master URL
     remote: str | None = None  # --remote: a Spark Connect server (sc://host:port); SPARK_REMOTE too
     services_host: str | None = None  # --services-host: where the tasks reach this process's sync-wide services
-    sync_mode: Literal["append", "overwrite"] = "append"
+    sync_mode: Literal["append", "overwrite", "append_dedup"] | None = None  # --sync-mode (None: per stream)
     given_state: bool = False  # --state was given (its states come to run_sync as ``states``)
     normalize: bool = False  # --normalize
     check_first: bool = True  # read the check streams' first page before Spark starts (--no-check: don't)
@@ -173,7 +173,8 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
         reporter.started(describe(spark), settings.base_uri, settings.format.format_type,
                          time.perf_counter() - started)
     result = run_pipeline(connector, options.manifest, selections, settings, spark, given_states=states or None,
-                          options=PipelineOptions(sync_mode=options.sync_mode, services_host=options.services_host,
+                          options=PipelineOptions(sync_mode=options.sync_mode or "append",
+                                                  services_host=options.services_host,
                                                   driver_reads=options.early_reads,
                                                   concurrency=options.concurrency),
                           progress=reporter.progress, warn=_warner(reporter))
