@@ -25,6 +25,8 @@ from framework.cli.progress import JsonReporter, Reporter, reporter_for
 from framework.cli.settings import FormatName, check_shared_output, destination_settings, normalization_settings
 from framework.errors import ConfigError, FrameworkError
 from framework.models.destination import DestinationSettings
+from framework.output_names import check_stream_folders
+from framework.storage.layout import stream_folders
 from framework.storage.local import LocalStorage
 
 if TYPE_CHECKING:
@@ -143,6 +145,7 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
         raise ConfigError("--state cannot be used with --sync-mode overwrite: an overwrite reads everything "
                           "again and replaces the older files; drop --state, or use --sync-mode append")
     settings = destination_settings(options.destination, options.output, options.format)  # resolved here
+    check_stream_folders(stream_folders(settings, [s.name for s in selections]))  # before Spark starts
     conf = dict(options.conf)
     check_shared_output(settings, known_master(options.master, conf), options.shared_path)  # before Spark starts
     if settings.target == "local":  # before Spark starts: a folder that cannot take files fails at once
