@@ -10,6 +10,10 @@ them, and neither hold nor sit in another stream's folder (``out/<stream>/**``
 is one stream), and two streams must not differ only by case (one folder on
 a case-insensitive disk). :func:`folder_problems` says what collides and the
 fix; ``validate-manifest`` and ``run-manifest`` refuse such names.
+
+The internal folders hold data files too (staged, or change data's image);
+their names end with :data:`INTERNAL_SUFFIX`, so ``out/**/*.parquet`` (or
+``*.avro``, ``*.csv.gz``, ``*.jsonl``) is the streams' landed files only.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from framework.errors import ConfigError
 INTERNAL_PREFIX = "_airbyte_"
 #: where normalized tables went under the output before they had a root of their own (still read there)
 LEGACY_NORMALIZED = "normalized"
+#: ends the name of every internal data file (tasks' staged files, change data's staged records and image):
+#: no data glob (``**/*.parquet``, ``**/*.avro``...) matches it; Spark and pyarrow read such a file by its key
+INTERNAL_SUFFIX = ".staged"
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9/!_.*')(&$@=;:+,?\-]")
 
@@ -89,5 +96,5 @@ def check_stream_folders(folders: Mapping[str, str], where: str = "") -> None:
         raise ConfigError(f"{where + ': ' if where else ''}{lines}")
 
 
-__all__ = ["INTERNAL_PREFIX", "LEGACY_NORMALIZED", "check_stream_folders", "folder_problems", "safe_name",
-           "stream_folder"]
+__all__ = ["INTERNAL_PREFIX", "INTERNAL_SUFFIX", "LEGACY_NORMALIZED", "check_stream_folders", "folder_problems",
+           "safe_name", "stream_folder"]

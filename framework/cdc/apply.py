@@ -80,6 +80,7 @@ from framework.cdc.render import OpLines
 from framework.cdc.staging import (
     IMAGE_DELETED,
     IMAGE_KEY,
+    STAGED_EXTENSION,
     ddl_schema,
     image_ddl,
     read_image,
@@ -145,7 +146,7 @@ def apply_changes(spark: SparkSession, storage: Storage, settings: DestinationSe
     by_sync: dict[int, list[ObjectInfo]] = {}
     for info in storage.list(change.staging_root, with_metadata=False):
         match = _SYNC_FOLDER.search(info.key)
-        if match and info.key.endswith(".parquet"):
+        if match and info.key.endswith((STAGED_EXTENSION, ".parquet")):  # .parquet: staged by an older version
             by_sync.setdefault(int(match.group(1)), []).append(info)
     pending = {s: files for s, files in by_sync.items() if pointer.applied_sync < s <= change.sync_id}
     if change.incremental:
