@@ -3,8 +3,9 @@
 Reads the landed catalog (``_airbyte_state/catalog.json``) and files of
 ``--output DIR|s3://bucket/prefix`` (or of ``--destination DEST.json``, whose
 ``normalization`` settings apply), and writes typed tables to the target:
-Parquet under ``<output>/normalized/`` by default. Incremental unless
-``--full-refresh``. Each stream keeps the mode it landed with (full refresh
+Parquet in ``<output>_normalized/<table>/`` by default (``--normalized-output``
+elsewhere; never under the output: :mod:`framework.normalization.root`).
+Incremental unless ``--full-refresh``. Each stream keeps the mode it landed with (full refresh
 overwrites, incremental appends: :mod:`framework.sync_modes`); ``--sync-mode``
 forces one, ``--dedup`` dedups incremental streams with a primary key.
 ``--conf key=value`` passes Spark settings; a local output on a cluster master
@@ -43,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--target", choices=["parquet", "postgres"],
                         help="where tables go (default: the destination's normalization settings, else parquet)")
     parser.add_argument("--dialect", help="naming dialect (default: the target's)")
+    parser.add_argument("--normalized-output", metavar="DIR|s3://bucket/prefix",
+                        help="where Parquet tables go, outside the output (default: <output>_normalized beside it)")
     parser.add_argument("--master", metavar="URL", help="Spark master (default local[*], or spark-submit's)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=conf_pair,
                         help="a Spark setting (repeatable); wins over spark-defaults.conf and PYSPARK_SUBMIT_ARGS")
@@ -70,7 +73,7 @@ def run(args: argparse.Namespace, err: IO[str]) -> int:
     from framework.spark.session import known_master, spark_session
 
     destination = destination_settings(args.destination, args.output)
-    settings = normalization_settings(destination, args.target, args.dialect)
+    settings = normalization_settings(destination, args.target, args.dialect, args.normalized_output)
     dedup = args.dedup or args.sync_mode == "append_dedup"
     if args.sync_mode in ("append", "overwrite"):
         settings = settings.model_copy(update={"destination_sync_mode": args.sync_mode})

@@ -148,6 +148,8 @@ def _parser() -> argparse.ArgumentParser:
                             "first groups itself while Spark starts, and a sync done by then does not wait)")
     spark.add_argument("--normalize", action="store_true",
                        help="normalize the landed records into typed tables after a successful sync")
+    spark.add_argument("--normalized-output", metavar="DIR|s3://bucket/prefix",
+                       help="where --normalize puts Parquet tables, outside --output (default: <output>_normalized)")
     spark.add_argument("--log-format", choices=["text", "json"], default="text",
                        help="stderr as text for people, or one JSON object per line for scripts "
                             "(see framework/cli/progress.py); protocol mode ignores it")
@@ -379,7 +381,8 @@ def _sync_options(args: argparse.Namespace) -> SyncOptions:
     return SyncOptions(manifest=args.manifest, destination=args.destination, output=args.output, format=args.format,
                        master=args.master, remote=args.remote, services_host=args.services_host,
                        sync_mode=args.sync_mode, given_state=bool(args.state),
-                       normalize=args.normalize, quiet=args.quiet, log_format=args.log_format,
+                       normalize=args.normalize, normalized_output=args.normalized_output, quiet=args.quiet,
+                       log_format=args.log_format,
                        check_first=not args.no_check, conf=tuple(args.conf), shared_path=args.shared_path,
                        early_reads=not args.wait_for_spark, concurrency=args.concurrency)
 

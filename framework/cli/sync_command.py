@@ -51,6 +51,7 @@ class SyncOptions(Struct, frozen=True):
     sync_mode: Literal["append", "overwrite", "append_dedup"] | None = None  # --sync-mode (None: per stream)
     given_state: bool = False  # --state was given (its states come to run_sync as ``states``)
     normalize: bool = False  # --normalize
+    normalized_output: str | None = None  # --normalized-output: the Parquet tables' root (framework.normalization.root)
     check_first: bool = True  # read the check streams' first page before Spark starts (--no-check: don't)
     quiet: bool = False
     log_format: Literal["text", "json"] = "text"
@@ -89,7 +90,7 @@ def run_sync(options: SyncOptions, connector: Connector, selections: Sequence[Se
         from framework.normalization.runner import normalize
         from framework.spark.session import spark_session
 
-        target = normalization_settings(settings)
+        target = normalization_settings(settings, output=options.normalized_output)
         spark = starting[0].session() if starting else spark_session(
             options.master, full_jit=True, jdbc=target.target == "postgres", remote=options.remote,
             **dict(options.conf))
@@ -153,6 +154,10 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
     # The session normalizes too when asked: that work runs in the JVM and wants its full JIT.
     normalizes = _normalizes(options, settings)
     postgres = normalizes and normalization_settings(settings).target == "postgres"
+    if normalizes and not postgres:  # the tables' root, outside the output: refused now rather than after the sync
+        from framework.normalization.root import normalized_root
+
+        normalized_root(settings, normalization_settings(settings, output=options.normalized_output))
     started = time.perf_counter()
     spark: SparkSession | SessionStart
     if _starts_early(options, conf):

@@ -49,6 +49,7 @@ from framework.normalization.plan import (
     plan_catalog,
 )
 from framework.normalization.raw import raw_frame
+from framework.normalization.root import check_no_legacy_tables
 from framework.normalization.tables import StreamTables
 from framework.normalization.targets import Target, open_target
 from framework.normalization.targets.parquet import ParquetTarget
@@ -98,6 +99,8 @@ def normalize(spark: SparkSession, destination: DestinationSettings, settings: N
         raise ConfigError(f"{storage.uri()}: nothing was landed here (no `_airbyte_state/catalog.json`); "
                           "run a sync into this output first")
     target = target if target is not None else open_target(spark, settings, destination)
+    if isinstance(target, ParquetTarget):  # tables an earlier version wrote under the raw files: the fix
+        check_no_legacy_tables(storage, target.storage, full_refresh)
     plans = plan_catalog(entries, target.dialect, settings.destination_sync_mode, dedup=dedup)
     if streams:
         known = {p.stream for p in plans}
