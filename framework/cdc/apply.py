@@ -90,6 +90,7 @@ from framework.cdc.staging import (
 )
 from framework.errors import FrameworkError
 from framework.formats.replicant import table_name
+from framework.output_names import INTERNAL_SUFFIX
 from framework.storage import LocalStorage, ObjectInfo, Storage
 from framework.temporal.clock import Clock
 
@@ -306,7 +307,9 @@ def _run(spark: SparkSession, storage: Storage, change: ChangeStream, destinatio
             if jvm:
                 kept.withColumnRenamed("b", BUCKET_COLUMN).write.mode("overwrite").partitionBy(
                     BUCKET_COLUMN).parquet(storage.uri(change.image_prefix(version)))
-                image_keys = [info.key for info in storage.list(change.image_prefix(version), with_metadata=False)
+                # renamed as the Python writer names them: no data glob of the output (**/*.parquet) matches
+                image_keys = [_internal(storage, info.key) for info in storage.list(change.image_prefix(version),
+                                                                                    with_metadata=False)
                               if info.key.endswith(".parquet")]
             else:
                 image_keys = [row["image_key"] for row in kept.mapInArrow(
@@ -379,6 +382,12 @@ def _image(spark: SparkSession, storage: Storage, change: ChangeStream, destinat
     newest = Window.partitionBy("b", "k").orderBy(F.col("layer").desc())
     return (rows.repartition(partitions, "b", "k").withColumn("_rank", F.row_number().over(newest))
             .where((F.col("_rank") == 1) & ~F.col("dead")).select(*columns))
+
+
+def _internal(storage: Storage, key: str) -> str:
+    """Move a file Spark wrote (``.parquet``) to its internal name (``.parquet.staged``); return that name."""
+    storage.move(key, key + INTERNAL_SUFFIX)
+    return key + INTERNAL_SUFFIX
 
 
 def _read_image(spark: SparkSession, storage: Storage, change: ChangeStream, destination: dict, pointer: Pointer,
