@@ -69,7 +69,7 @@ def test_three_syncs_with_normalize_keep_raw_normalized_and_internal_files_apart
 
     # the raw glob is raw rows only: no normalized table, no staged or internal file
     glob = f"{out}/**/*.parquet"
-    counted = duckdb.sql(f"SELECT count(*) FROM read_parquet('{glob}', union_by_name=true)").fetchone()[0]
+    counted = duckdb.sql(f"SELECT count(*) FROM read_parquet('{glob}', union_by_name=true)").fetchall()[0][0]
     assert counted == items + 5
     files = duckdb.sql(f"SELECT DISTINCT filename FROM read_parquet('{glob}', union_by_name=true, "
                        "filename=true)").fetchall()
