@@ -5,7 +5,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from framework.errors import ConfigError
+from framework.models.destination import DestinationSettings
 from framework.output_names import check_stream_folders, folder_problems, stream_folder
+from framework.storage.layout import stream_folders
 
 NAMES = st.lists(st.text(st.sampled_from("aAbB_/é. -"), min_size=1, max_size=6), min_size=1, max_size=5,
                  unique=True)
@@ -38,3 +40,15 @@ def test_the_error_names_every_collision_and_its_fix():
     with pytest.raises(ConfigError, match=r"out: stream `_airbyte_cdc` .* \(fix: rename the stream"):
         check_stream_folders({"_airbyte_cdc": "_airbyte_cdc/"}, "out")
     check_stream_folders({"a": "a/", "b": "b/"})
+
+
+def test_run_manifest_checks_the_folders_of_the_settings_path_format():
+    default = DestinationSettings.model_validate({"output": "out"})
+    assert stream_folders(default, ["Orders", "orders"]) == {"Orders": "Orders/", "orders": "orders/"}
+    with pytest.raises(ConfigError, match="streams `Orders` and `orders` land in the same folder on a case"):
+        check_stream_folders(stream_folders(default, ["Orders", "orders"]))
+    nested = DestinationSettings.model_validate({"output": "out", "s3_path_format": "data/${STREAM_NAME}/${YEAR}/"})
+    assert stream_folders(nested, ["_airbyte_state"]) == {"_airbyte_state": "data/_airbyte_state/"}
+    check_stream_folders(stream_folders(nested, ["_airbyte_state"]))  # under data/: no internal folder there
+    by_date = DestinationSettings.model_validate({"output": "out", "s3_path_format": "${YEAR}/${MONTH}/"})
+    assert stream_folders(by_date, ["a", "b"]) == {}  # the format does not name streams: nothing to tell apart
