@@ -24,6 +24,7 @@ from typing import IO
 from framework.cli.progress import normalized_line
 from framework.cli.settings import check_shared_output, conf_pair, destination_settings, normalization_settings
 from framework.errors import FrameworkError
+from framework.normalization.root import normalized_root
 from framework.spark import require_spark_extra
 from framework.sync_modes import check_forced
 
@@ -78,6 +79,8 @@ def run(args: argparse.Namespace, err: IO[str]) -> int:
     if args.sync_mode in ("append", "overwrite"):
         settings = settings.model_copy(update={"destination_sync_mode": args.sync_mode})
     check_forced(settings.destination_sync_mode, dedup)  # before Spark starts
+    # where the tables go, and a root that cannot be (inside the output, a whole bucket's) refused before Spark
+    into = f"parquet at {normalized_root(destination, settings)}" if settings.target == "parquet" else settings.target
     streams = [s.strip() for s in args.streams.split(",") if s.strip()] if args.streams else None
     started = time.perf_counter()
     conf = dict(args.conf)
@@ -87,7 +90,7 @@ def run(args: argparse.Namespace, err: IO[str]) -> int:
     check_shared_output(destination, spark.conf.get("spark.master", None), args.shared_path)
     if not args.quiet:
         print(f"Spark ready in {time.perf_counter() - started:.1f} s; normalizing {destination.base_uri} "
-              f"into {settings.target} ({'full refresh' if args.full_refresh else 'incremental'})", file=err)
+              f"into {into} ({'full refresh' if args.full_refresh else 'incremental'})", file=err)
     result = normalize(spark, destination, settings, streams=streams, full_refresh=args.full_refresh, dedup=dedup,
                        progress=None if args.quiet else lambda outcome: print(f"  {normalized_line(outcome)}",
                                                                              file=err))

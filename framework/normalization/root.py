@@ -18,12 +18,15 @@ new root), rather than normalized into two places.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from framework.errors import ConfigError
 from framework.models.destination import DestinationSettings
 from framework.models.normalization import NormalizationSettings
 from framework.output_names import LEGACY_NORMALIZED
-from framework.storage import Storage
+
+if TYPE_CHECKING:
+    from framework.storage import Storage
 
 SUFFIX = "_normalized"
 #: the bookkeeping of the Parquet target, under its root (and, from older versions, under the output)
