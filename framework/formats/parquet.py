@@ -17,8 +17,12 @@ The settings map to the writer like this:
 
 Column types are kept as the Arrow schema says (no timestamp coercion):
 ``_airbyte_extracted_at`` stays Timestamp(Millis), data timestamps stay
-Timestamp(Micros). Times are written with ``isAdjustedToUTC`` true, and so are
-timestamps whose Arrow type has a time zone.
+Timestamp(Micros); timestamps whose Arrow type has a time zone are written
+with ``isAdjustedToUTC`` true. Times are ``TIME(MICROS, isAdjustedToUTC=false)``,
+the form Spark 4 reads (with ``spark.sql.timeType.enabled``, which our sessions
+set), unless ``time_adjusted_to_utc`` asks for the S3 1.0 exact form,
+``isAdjustedToUTC=true``, which Spark refuses. The values are the same either
+way: a time with a timezone is converted to UTC before it is written.
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ class ParquetFileWriter:
             use_dictionary=settings.dictionary_encoding,
             dictionary_pagesize_limit=settings.dictionary_page_size_kb * 1024,
             coerce_timestamps=None,
-            write_time_adjusted_to_utc=True,
+            write_time_adjusted_to_utc=settings.time_adjusted_to_utc,
         )
         self._group_limit = settings.block_size_mb * _MB
         self._pending: list[pa.RecordBatch] = []

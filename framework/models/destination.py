@@ -178,6 +178,14 @@ class ParquetFormat(Model):
     )
     dictionary_encoding: bool = spec("Encode repeated column values through a dictionary.", False, True)
     part_size_mb: int | None = spec(_PART_SIZE_DOC, 5, None)
+    time_adjusted_to_utc: bool = spec(
+        "Write time-of-day columns as Parquet `TIME(MICROS, isAdjustedToUTC=true)`, the S3 destination 1.0's "
+        "exact form, which Spark's Parquet reader refuses (PARQUET_TYPE_ILLEGAL). By default (false) they are "
+        "`TIME(MICROS, isAdjustedToUTC=false)`, which Spark 4 reads with `spark.sql.timeType.enabled=true`; "
+        "the values are the same either way (a time with a timezone is converted to UTC).",
+        True,
+        False,
+    )
 
     @property
     def extension(self) -> str:

@@ -19,7 +19,9 @@ pipeline): ``validate-manifest`` and protocol mode never pay for it.
   launched from a Spark home without ``spark-mllib`` unless ``SPARK_HOME``
   names one (:mod:`framework.spark.launch_home`). On any other master
   nothing is forced: the cluster's settings stand. Arrow for PySpark is on
-  everywhere unless a setting says otherwise.
+  everywhere unless a setting says otherwise, and so is Spark 4's TIME type
+  (``spark.sql.timeType.enabled``), so that the session reads the time-of-day
+  columns of the Parquet files the sink lands (:data:`READS_OUR_OUTPUT`).
 * JDBC drivers (for the PostgreSQL target of normalization) join
   ``spark.jars`` only when ``jdbc`` (a PostgreSQL target is used): the jars
   named by ``FRAMEWORK_JDBC_JARS`` (comma separated), else Debian's
@@ -71,6 +73,12 @@ from framework.spark.pause import StartPause, children, jvm_groups, spark_childr
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+
+#: The settings a session needs to read what the sink lands: Parquet ``TIME(MICROS, isAdjustedToUTC=false)``
+#: columns are refused (UNSUPPORTED_TIME_TYPE) unless Spark's TIME type is on. A SQL setting: a session made
+#: elsewhere takes it with ``spark.conf.set("spark.sql.timeType.enabled", "true")``.
+READS_OUR_OUTPUT: Mapping[str, str] = {"spark.sql.timeType.enabled": "true"}
 
 
 def spark_session(master: str | None = None, app_name: str = "run-manifest", *, full_jit: bool = False,
@@ -295,7 +303,7 @@ def _connect_session(url: str, app_name: str, conf: dict[str, str]) -> SparkSess
     _check_reachable(url)
     prepare_client(url)  # a session of its own is released at exit; a named one stays open (connect.py)
     builder = SparkSession.builder.remote(url).appName(app_name)
-    for key, value in {"spark.sql.execution.arrow.pyspark.enabled": "true", **conf}.items():
+    for key, value in {"spark.sql.execution.arrow.pyspark.enabled": "true", **READS_OUR_OUTPUT, **conf}.items():
         builder = builder.config(key, value)
     try:
         session = builder.getOrCreate()
@@ -351,7 +359,7 @@ def session_plan(master: str | None = None, conf: Mapping[str, str] | None = Non
     elif not chosen:
         chosen = given.get("spark.master")  # None under spark-submit: its master, unknown until the session runs
     local = chosen is not None and chosen.startswith("local")
-    settings = {"spark.sql.execution.arrow.pyspark.enabled": "true",
+    settings = {"spark.sql.execution.arrow.pyspark.enabled": "true", **READS_OUR_OUTPUT,
                 # workers forked with the framework imported already (framework/spark/daemon.py); executors
                 # have the framework installed wherever they run a task
                 "spark.python.daemon.module": "framework.spark.daemon"}
@@ -470,5 +478,5 @@ def _quiet_log_config() -> str | None:
     return "file:" + path
 
 
-__all__ = ["SessionPlan", "SessionStart", "classic_session", "environment_master", "known_master", "local_cores",
-           "session_plan", "spark_session", "submit_conf"]
+__all__ = ["READS_OUR_OUTPUT", "SessionPlan", "SessionStart", "classic_session", "environment_master", "known_master",
+           "local_cores", "session_plan", "spark_session", "submit_conf"]

@@ -6,7 +6,8 @@ of Airbyte's S3 destination 1.0 (the seed ``s3-destination-1.0-migration-guide``
 * :mod:`.types`: :func:`parse_schema` turns a stream's JSON Schema into a tree
   of field types (unions merged, schemaless parts :class:`Unknown`);
 * :mod:`.arrow`: :func:`arrow_schema`, the envelope and data columns of the
-  typed batches (and of Parquet files; see :data:`PARQUET_WRITE_OPTIONS`);
+  typed batches (and of Parquet files; see :data:`PARQUET_WRITE_OPTIONS` and
+  :data:`S3_EXACT_PARQUET_WRITE_OPTIONS`);
 * :mod:`.avro`: :func:`avro_schema` / :func:`build_avro_schema`, the Avro
   schema of the same records, with the field names it had to change;
 * :mod:`.values`: what each type accepts from a JSON value;
@@ -22,7 +23,7 @@ Usage::
     batch = converter.convert(records, extracted_at_ms=now_ms, generation_id=1, sync_id=7)
 """
 
-from framework.typed.arrow import PARQUET_WRITE_OPTIONS, arrow_schema, arrow_type
+from framework.typed.arrow import PARQUET_WRITE_OPTIONS, S3_EXACT_PARQUET_WRITE_OPTIONS, arrow_schema, arrow_type
 from framework.typed.avro import AvroSchema, avro_name, avro_records, avro_schema, build_avro_schema
 from framework.typed.converter import RecordConverter
 from framework.typed.errors import SchemaConflictError
@@ -55,6 +56,7 @@ __all__ = [
     "Object",
     "PARQUET_WRITE_OPTIONS",
     "RecordConverter",
+    "S3_EXACT_PARQUET_WRITE_OPTIONS",
     "SchemaConflictError",
     "String",
     "TimeWithTz",

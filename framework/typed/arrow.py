@@ -25,7 +25,11 @@ with a field per member, named as the seed's table says (``integer``,
 
 Parquet: pyarrow writes time64 columns with ``isAdjustedToUTC=false`` unless
 the writer is given ``write_time_adjusted_to_utc=True`` (pyarrow 22 and
-later); :data:`PARQUET_WRITE_OPTIONS` holds it, as the seed wants true.
+later). The seed wants true (:data:`S3_EXACT_PARQUET_WRITE_OPTIONS`, the
+Parquet format's ``time_adjusted_to_utc`` setting), but Spark refuses
+``TIME(MICROS, isAdjustedToUTC=true)`` and reads ``false`` (with
+``spark.sql.timeType.enabled``), so the sink writes false by default
+(:data:`PARQUET_WRITE_OPTIONS`). The values are UTC either way.
 
 A stream whose schema is not an object with properties (the permissive
 ``{"type": "object", "properties": {}}``, say) has one data column,
@@ -59,8 +63,12 @@ ENVELOPE: tuple[pa.Field, ...] = (
     pa.field(META, META_TYPE, nullable=False),
 )
 
-#: Keyword arguments for ``pyarrow.parquet.ParquetWriter`` so that times are ``isAdjustedToUTC=true``.
-PARQUET_WRITE_OPTIONS: Mapping[str, Any] = {"write_time_adjusted_to_utc": True}
+#: Keyword arguments for ``pyarrow.parquet.ParquetWriter`` as the sink writes by default: times
+#: ``isAdjustedToUTC=false``, which Spark 4 reads (with ``spark.sql.timeType.enabled``).
+PARQUET_WRITE_OPTIONS: Mapping[str, Any] = {"write_time_adjusted_to_utc": False}
+#: The S3 destination 1.0's exact form (the Parquet format's ``time_adjusted_to_utc``): times
+#: ``isAdjustedToUTC=true``, which Spark's Parquet reader refuses.
+S3_EXACT_PARQUET_WRITE_OPTIONS: Mapping[str, Any] = {"write_time_adjusted_to_utc": True}
 
 _SCALARS: dict[type, pa.DataType] = {
     t.String: pa.string(), t.Boolean: pa.bool_(), t.Integer: pa.int64(), t.Number: pa.float64(),

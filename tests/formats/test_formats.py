@@ -148,8 +148,21 @@ def test_parquet_lzo_is_refused_with_a_clear_message():
         open_format_writer(ParquetFormat(compression_codec="LZO"), SCHEMA, None, io.BytesIO())
 
 
-def test_parquet_physical_and_logical_types_follow_the_seed():
+def test_parquet_times_are_not_adjusted_to_utc_by_default_the_form_spark_reads():
     data, _ = write(ParquetFormat(), [typed_batch(3)])
+    schema = pq.ParquetFile(io.BytesIO(data)).schema
+    columns = {schema.column(i).path: schema.column(i) for i in range(len(schema))}
+    assert columns["wakes"].physical_type == "INT64"
+    assert "Time(isAdjustedToUTC=false, timeUnit=microseconds)" in str(columns["wakes"].logical_type)
+    # timestamps keep the seed's form, which Spark reads
+    assert "Timestamp(isAdjustedToUTC=true, timeUnit=microseconds" in str(columns["seen"].logical_type)
+    exact, _ = write(ParquetFormat(time_adjusted_to_utc=True), [typed_batch(3)])
+    assert pq.read_table(io.BytesIO(data)).column("wakes").to_pylist() == \
+        pq.read_table(io.BytesIO(exact)).column("wakes").to_pylist()
+
+
+def test_parquet_physical_and_logical_types_follow_the_seed():
+    data, _ = write(ParquetFormat(time_adjusted_to_utc=True), [typed_batch(3)])  # the S3 1.0 exact form
     schema = pq.ParquetFile(io.BytesIO(data)).schema
     columns = {schema.column(i).path: schema.column(i) for i in range(len(schema))}
 

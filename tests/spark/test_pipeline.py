@@ -318,7 +318,8 @@ DEFAULT_NAME = re.compile(r"(?P<y>\d{4})_(?P<m>\d{2})_(?P<d>\d{2})_(?P<epoch>\d{
 
 def test_parquet_files_have_the_default_layout_and_the_seed_types(spark, shop, manifest, tmp_path):
     out = tmp_path / "out"
-    result = sync(spark, manifest, shop, settings_for(out), streams=["items"])
+    exact = {"format_type": "Parquet", "time_adjusted_to_utc": True}  # the S3 1.0 exact form of times
+    result = sync(spark, manifest, shop, settings_for(out, exact), streams=["items"])
 
     items = stream_result(result, "items")
     assert items.error is None and items.state_saved
@@ -403,7 +404,8 @@ def test_parquet_files_have_the_default_layout_and_the_seed_types(spark, shop, m
                                ("day", "NULLED", "DESTINATION_SERIALIZATION_ERROR")]
 
     # Spark reads the same files. Spark cannot read Parquet TIME(MICROS, isAdjustedToUTC=true) columns at all
-    # (PARQUET_TYPE_ILLEGAL), which the seed asks for, so the time columns are left out of the schema here.
+    # (PARQUET_TYPE_ILLEGAL), which the seed asks for, so the time columns are left out of the schema here
+    # (the default form, isAdjustedToUTC=false, needs no schema: tests/spark/test_spark_reads_output.py).
     frame = spark.read.schema(SPARK_ITEMS).parquet(str(out / "items"))
     assert frame.count() == 8
     spark_rows = {r["id"]: r for r in frame.collect()}

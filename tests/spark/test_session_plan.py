@@ -47,9 +47,15 @@ def test_a_local_master_is_quieted(tmp_path):
 def test_a_cluster_master_gets_nothing_forced(tmp_path):
     plan = session_plan("spark://m:7077", None, environ={"SPARK_CONF_DIR": str(tmp_path)})
     assert plan.master == "spark://m:7077" and not plan.local and not plan.quiet
-    # what every run needs, not a local nicety: Arrow, and workers forked with the framework imported (the
-    # executors have it installed, they run its tasks); either is overridden by --conf or spark-defaults.conf
-    assert set(plan.settings) == {"spark.sql.execution.arrow.pyspark.enabled", "spark.python.daemon.module"}
+    # what every run needs, not a local nicety: Arrow, workers forked with the framework imported (the
+    # executors have it installed, they run its tasks), and Spark's TIME type, without which the session refuses
+    # the landed Parquet's time columns; each is overridden by --conf or spark-defaults.conf
+    assert set(plan.settings) == {"spark.sql.execution.arrow.pyspark.enabled", "spark.python.daemon.module",
+                                  "spark.sql.timeType.enabled"}
+    assert plan.settings["spark.sql.timeType.enabled"] == "true"
+    kept = session_plan("spark://m:7077", {"spark.sql.timeType.enabled": "false"},
+                        environ={"SPARK_CONF_DIR": str(tmp_path)})
+    assert kept.settings["spark.sql.timeType.enabled"] == "false"
     under_submit = session_plan(None, None, environ={"SPARK_CONF_DIR": str(tmp_path), "PYSPARK_GATEWAY_PORT": "1"})
     assert under_submit.master is None and not under_submit.local and "spark.ui.enabled" not in under_submit.settings
 

@@ -9,7 +9,7 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from framework.typed import PARQUET_WRITE_OPTIONS, RecordConverter, parse_schema
+from framework.typed import S3_EXACT_PARQUET_WRITE_OPTIONS, RecordConverter, parse_schema
 
 STREAM = "users"
 EXTRACTED_AT_MS = 1_700_000_000_123
@@ -48,9 +48,10 @@ def nulled(field: str, reason: str = "DESTINATION_SERIALIZATION_ERROR") -> dict:
 
 
 def parquet_roundtrip(batch: pa.RecordBatch) -> pq.ParquetFile:
-    """``batch`` written to an in-memory Parquet file (as the sink writes it), opened again."""
+    """``batch`` written to an in-memory Parquet file (as the sink writes it in the S3 1.0 exact form, the
+    Parquet format's ``time_adjusted_to_utc``: the seed's types), opened again."""
     sink = io.BytesIO()
-    pq.write_table(pa.Table.from_batches([batch]), sink, **PARQUET_WRITE_OPTIONS)
+    pq.write_table(pa.Table.from_batches([batch]), sink, **S3_EXACT_PARQUET_WRITE_OPTIONS)
     sink.seek(0)
     return pq.ParquetFile(sink)
 

@@ -10,7 +10,13 @@ import pyarrow.parquet as pq
 import pytest
 from typed.helpers import STREAM, convert, converter, parquet_column, parquet_roundtrip
 
-from framework.typed import PARQUET_WRITE_OPTIONS, RecordConverter, SchemaConflictError, parse_schema
+from framework.typed import (
+    PARQUET_WRITE_OPTIONS,
+    S3_EXACT_PARQUET_WRITE_OPTIONS,
+    RecordConverter,
+    SchemaConflictError,
+    parse_schema,
+)
 
 TIMESTAMP_US_UTC = {"Type": "Timestamp", "isAdjustedToUTC": True, "timeUnit": "microseconds",
                     "is_from_converted_type": False, "force_set_converted_type": False}
@@ -60,14 +66,22 @@ def test_date_and_time_types(field_schema, value, arrow_type, physical, logical_
 
 
 def test_pyarrow_writes_times_adjusted_to_utc_only_when_asked():
-    """What pyarrow does on its own: time64 gets isAdjustedToUTC=false; PARQUET_WRITE_OPTIONS makes it true."""
+    """What pyarrow does on its own: time64 gets isAdjustedToUTC=false; S3_EXACT_PARQUET_WRITE_OPTIONS makes
+    it true (the seed's form, which Spark refuses), PARQUET_WRITE_OPTIONS (the sink's default) keeps it false."""
     batch = convert(converter({"type": "string", "format": "time"}), [{"f": "10:00:00"}])
-    plain = io.BytesIO()
-    pq.write_table(pa.Table.from_batches([batch]), plain)
-    plain.seek(0)
-    assert logical(parquet_column(pq.ParquetFile(plain), "f"))["isAdjustedToUTC"] is False
-    assert PARQUET_WRITE_OPTIONS == {"write_time_adjusted_to_utc": True}
+
+    def adjusted(**options) -> bool:
+        sink = io.BytesIO()
+        pq.write_table(pa.Table.from_batches([batch]), sink, **options)
+        sink.seek(0)
+        return logical(parquet_column(pq.ParquetFile(sink), "f"))["isAdjustedToUTC"]
+
+    assert adjusted() is False
+    assert S3_EXACT_PARQUET_WRITE_OPTIONS == {"write_time_adjusted_to_utc": True}
+    assert adjusted(**S3_EXACT_PARQUET_WRITE_OPTIONS) is True
     assert logical(parquet_column(parquet_roundtrip(batch), "f"))["isAdjustedToUTC"] is True
+    assert PARQUET_WRITE_OPTIONS == {"write_time_adjusted_to_utc": False}
+    assert adjusted(**PARQUET_WRITE_OPTIONS) is False
 
 
 def test_envelope_types():
