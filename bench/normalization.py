@@ -141,8 +141,11 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         import pyarrow.parquet as pq
 
-        counts = {t: pq.ParquetDataset(os.path.join(output, "normalized", t)).read(columns=[]).num_rows
-                  for t in sorted(os.listdir(os.path.join(output, "normalized")))}
+        from framework.normalization.root import META, normalized_root
+
+        tables = normalized_root(settings)  # beside the output: <output>_normalized
+        counts = {t: pq.ParquetDataset(os.path.join(tables, t)).read(columns=[]).num_rows
+                  for t in sorted(os.listdir(tables)) if t != META}
         peak_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"normalized {args.records:,} records in {seconds:.1f} s: {args.records / seconds:,.0f} rows/s "
               f"({spark.sparkContext.master}, {spark.sparkContext.defaultParallelism} cores"
@@ -158,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(output, ignore_errors=True)
+            shutil.rmtree(output.rstrip("/") + "_normalized", ignore_errors=True)  # the tables' root beside it
 
 
 def _compile_framework() -> None:

@@ -80,6 +80,7 @@ from framework.cdc.render import OpLines
 from framework.cdc.staging import (
     IMAGE_DELETED,
     IMAGE_KEY,
+    STAGED_EXTENSION,
     ddl_schema,
     image_ddl,
     read_image,
@@ -89,6 +90,7 @@ from framework.cdc.staging import (
 )
 from framework.errors import FrameworkError
 from framework.formats.replicant import table_name
+from framework.output_names import INTERNAL_SUFFIX
 from framework.storage import LocalStorage, ObjectInfo, Storage
 from framework.temporal.clock import Clock
 
@@ -145,7 +147,7 @@ def apply_changes(spark: SparkSession, storage: Storage, settings: DestinationSe
     by_sync: dict[int, list[ObjectInfo]] = {}
     for info in storage.list(change.staging_root, with_metadata=False):
         match = _SYNC_FOLDER.search(info.key)
-        if match and info.key.endswith(".parquet"):
+        if match and info.key.endswith((STAGED_EXTENSION, ".parquet")):  # .parquet: staged by an older version
             by_sync.setdefault(int(match.group(1)), []).append(info)
     pending = {s: files for s, files in by_sync.items() if pointer.applied_sync < s <= change.sync_id}
     if change.incremental:
@@ -305,7 +307,9 @@ def _run(spark: SparkSession, storage: Storage, change: ChangeStream, destinatio
             if jvm:
                 kept.withColumnRenamed("b", BUCKET_COLUMN).write.mode("overwrite").partitionBy(
                     BUCKET_COLUMN).parquet(storage.uri(change.image_prefix(version)))
-                image_keys = [info.key for info in storage.list(change.image_prefix(version), with_metadata=False)
+                # renamed as the Python writer names them: no data glob of the output (**/*.parquet) matches
+                image_keys = [_internal(storage, info.key) for info in storage.list(change.image_prefix(version),
+                                                                                    with_metadata=False)
                               if info.key.endswith(".parquet")]
             else:
                 image_keys = [row["image_key"] for row in kept.mapInArrow(
@@ -378,6 +382,12 @@ def _image(spark: SparkSession, storage: Storage, change: ChangeStream, destinat
     newest = Window.partitionBy("b", "k").orderBy(F.col("layer").desc())
     return (rows.repartition(partitions, "b", "k").withColumn("_rank", F.row_number().over(newest))
             .where((F.col("_rank") == 1) & ~F.col("dead")).select(*columns))
+
+
+def _internal(storage: Storage, key: str) -> str:
+    """Move a file Spark wrote (``.parquet``) to its internal name (``.parquet.staged``); return that name."""
+    storage.move(key, key + INTERNAL_SUFFIX)
+    return key + INTERNAL_SUFFIX
 
 
 def _read_image(spark: SparkSession, storage: Storage, change: ChangeStream, destination: dict, pointer: Pointer,

@@ -33,6 +33,8 @@ import numpy as np
 import pyarrow as pa
 from msgspec import Struct
 
+from framework.output_names import INTERNAL_SUFFIX
+
 MIN_BUCKETS = 16
 MAX_BUCKETS = 1024
 BUCKET_BYTES = 8 * 1024 * 1024  # staged bytes (compressed Parquet) per bucket when the image is first written
@@ -168,8 +170,8 @@ def next_layout(layout: tuple[Bucket, ...], planned: BucketPlan,
 
 def image_file(prefix: str, bucket: int, part: int) -> str:
     """The key of the file a Python task writes for ``bucket`` from Spark partition ``part``
-    (``prefix`` is the version's image folder)."""
-    return f"{prefix}_cdc_bucket={bucket}/part-{part:05d}.parquet"
+    (``prefix`` is the version's image folder); ``.parquet.staged``: no data glob of the output matches it."""
+    return f"{prefix}_cdc_bucket={bucket}/part-{part:05d}.parquet{INTERNAL_SUFFIX}"
 
 
 def parse_image_file(key: str) -> tuple[int, int] | None:

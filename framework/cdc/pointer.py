@@ -3,7 +3,7 @@
 ``_airbyte_cdc/<stream>/pointer.json``::
 
     {"version": 3, "applied_sync": 12, "mut_id": 4711, "image_rows": 1000,
-     "image_keys": ["_airbyte_cdc/region/image/v00000001/_cdc_bucket=0/part-00000.parquet", ...],
+     "image_keys": ["_airbyte_cdc/region/image/v00000001/_cdc_bucket=0/part-00000.parquet.staged", ...],
      "fields": [...], "op_keys": [...], "committed_at": "...", "buckets": 16,
      "layout": [{"files": [...], "rows": 62, "delta_rows": 3}, ...]}
 

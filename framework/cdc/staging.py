@@ -39,20 +39,24 @@ from framework.cdc.render import json_key_texts
 from framework.formats.replicant import render_array
 from framework.formats.rolling import RollingWriter
 from framework.models.destination import DestinationSettings, ParquetFormat
+from framework.output_names import INTERNAL_SUFFIX
 from framework.storage import Storage, storage_for
 from framework.typed.envelope import EXTRACTED_AT
 
 _MIB = 1024 * 1024
 _BATCH_ROWS = 32_768
+#: how staged records' files end (older versions wrote ``.parquet``: the apply reads both)
+STAGED_EXTENSION = ".parquet" + INTERNAL_SUFFIX
 IMAGE_KEY = "_cdc_key"
 IMAGE_DELETED = "_cdc_deleted"
 
 
 def staging_writer(storage: Storage, settings: DestinationSettings, prefix: str, arrow_schema: pa.Schema,
                    generation_id: int, part_numbers: Iterable[int], started_at: float) -> RollingWriter:
-    """A rolling writer of typed batches into ``prefix`` (Parquet, named by the start time and part number)."""
+    """A rolling writer of typed batches into ``prefix`` (Parquet, named by the start time and part number, and
+    ending with ``.parquet.staged``: no data glob of the output matches it)."""
     stamp = int(started_at * 1000)
-    return RollingWriter(storage, lambda number: f"{prefix}{stamp}_{number:05d}.parquet",
+    return RollingWriter(storage, lambda number: f"{prefix}{stamp}_{number:05d}{STAGED_EXTENSION}",
                          ParquetFormat(compression_codec="SNAPPY"), arrow_schema, None, generation_id,
                          settings.file_size_limit_mb * _MIB, part_numbers)
 

@@ -3,9 +3,13 @@
 Reads the landed catalog (``_airbyte_state/catalog.json``) and files of
 ``--output DIR|s3://bucket/prefix`` (or of ``--destination DEST.json``, whose
 ``normalization`` settings apply), and writes typed tables to the target:
-Parquet under ``<output>/normalized/`` by default. Incremental unless
-``--full-refresh``. ``--conf key=value`` passes Spark settings; a local
-output on a cluster master needs ``--shared-path``, as for ``run-manifest``.
+Parquet in ``<output>_normalized/<table>/`` by default (``--normalized-output``
+elsewhere; never under the output: :mod:`framework.normalization.root`).
+Incremental unless ``--full-refresh``. Each stream keeps the mode it landed with (full refresh
+overwrites, incremental appends: :mod:`framework.sync_modes`); ``--sync-mode``
+forces one, ``--dedup`` dedups incremental streams with a primary key.
+``--conf key=value`` passes Spark settings; a local output on a cluster master
+needs ``--shared-path``, as for ``run-manifest``.
 Exit codes: 0 success, 1 a stream failed, 2 bad command line or settings.
 """
 
@@ -20,7 +24,9 @@ from typing import IO
 from framework.cli.progress import normalized_line
 from framework.cli.settings import check_shared_output, conf_pair, destination_settings, normalization_settings
 from framework.errors import FrameworkError
+from framework.normalization.root import normalized_root
 from framework.spark import require_spark_extra
+from framework.sync_modes import check_forced
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,9 +37,16 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--destination", metavar="DEST.json", help="the destination settings the sync used")
     parser.add_argument("--full-refresh", action="store_true", help="rebuild every table from all landed rows")
     parser.add_argument("--streams", metavar="a,b", help="normalize only these streams")
+    parser.add_argument("--sync-mode", choices=["append", "overwrite", "append_dedup"], default=None,
+                        help="one mode for every stream (default per stream: the mode it landed with, else "
+                             "full refresh overwrites and incremental appends; append_dedup is --dedup)")
+    parser.add_argument("--dedup", action="store_true",
+                        help="incremental streams with a primary key keep one row per key (append_dedup)")
     parser.add_argument("--target", choices=["parquet", "postgres"],
                         help="where tables go (default: the destination's normalization settings, else parquet)")
     parser.add_argument("--dialect", help="naming dialect (default: the target's)")
+    parser.add_argument("--normalized-output", metavar="DIR|s3://bucket/prefix",
+                        help="where Parquet tables go, outside the output (default: <output>_normalized beside it)")
     parser.add_argument("--master", metavar="URL", help="Spark master (default local[*], or spark-submit's)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=conf_pair,
                         help="a Spark setting (repeatable); wins over spark-defaults.conf and PYSPARK_SUBMIT_ARGS")
@@ -61,7 +74,13 @@ def run(args: argparse.Namespace, err: IO[str]) -> int:
     from framework.spark.session import known_master, spark_session
 
     destination = destination_settings(args.destination, args.output)
-    settings = normalization_settings(destination, args.target, args.dialect)
+    settings = normalization_settings(destination, args.target, args.dialect, args.normalized_output)
+    dedup = args.dedup or args.sync_mode == "append_dedup"
+    if args.sync_mode in ("append", "overwrite"):
+        settings = settings.model_copy(update={"destination_sync_mode": args.sync_mode})
+    check_forced(settings.destination_sync_mode, dedup)  # before Spark starts
+    # where the tables go, and a root that cannot be (inside the output, a whole bucket's) refused before Spark
+    into = f"parquet at {normalized_root(destination, settings)}" if settings.target == "parquet" else settings.target
     streams = [s.strip() for s in args.streams.split(",") if s.strip()] if args.streams else None
     started = time.perf_counter()
     conf = dict(args.conf)
@@ -71,8 +90,8 @@ def run(args: argparse.Namespace, err: IO[str]) -> int:
     check_shared_output(destination, spark.conf.get("spark.master", None), args.shared_path)
     if not args.quiet:
         print(f"Spark ready in {time.perf_counter() - started:.1f} s; normalizing {destination.base_uri} "
-              f"into {settings.target} ({'full refresh' if args.full_refresh else 'incremental'})", file=err)
-    result = normalize(spark, destination, settings, streams=streams, full_refresh=args.full_refresh,
+              f"into {into} ({'full refresh' if args.full_refresh else 'incremental'})", file=err)
+    result = normalize(spark, destination, settings, streams=streams, full_refresh=args.full_refresh, dedup=dedup,
                        progress=None if args.quiet else lambda outcome: print(f"  {normalized_line(outcome)}",
                                                                              file=err))
     if args.quiet:

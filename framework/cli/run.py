@@ -131,8 +131,13 @@ def _parser() -> argparse.ArgumentParser:
                        help="an address of this machine the executors reach: the tasks call the sync's shared "
                             "services (one token, one API budget) there (needed over Spark Connect unless the "
                             "server runs a local master on this machine)")
-    spark.add_argument("--sync-mode", choices=["append", "overwrite"], default="append",
-                       help="append to earlier files, or replace them once the sync succeeds")
+    spark.add_argument("--sync-mode", choices=["append", "overwrite", "append_dedup"], default=None,
+                       help="one mode for every stream: append to earlier files, or replace them once the sync "
+                            "succeeds (default per stream, as Airbyte's UI: full refresh overwrites, incremental "
+                            "appends; append_dedup is --dedup)")
+    spark.add_argument("--dedup", action="store_true",
+                       help="incremental streams with a primary key land as append_dedup: normalization keeps "
+                            "one row per primary key")
     spark.add_argument("--quiet", action="store_true",
                        help="no progress or summary on stderr: failures and warnings only")
     spark.add_argument("--no-check", action="store_true",
@@ -146,6 +151,8 @@ def _parser() -> argparse.ArgumentParser:
                             "file_size_limit_mb) into fewer, larger ones, atomically (destination setting: compact)")
     spark.add_argument("--normalize", action="store_true",
                        help="normalize the landed records into typed tables after a successful sync")
+    spark.add_argument("--normalized-output", metavar="DIR|s3://bucket/prefix",
+                       help="where --normalize puts Parquet tables, outside --output (default: <output>_normalized)")
     spark.add_argument("--log-format", choices=["text", "json"], default="text",
                        help="stderr as text for people, or one JSON object per line for scripts "
                             "(see framework/cli/progress.py); protocol mode ignores it")
@@ -305,7 +312,10 @@ def _run(args: argparse.Namespace, out: IO[bytes], collecting: bool = True) -> i
     check_states(connector, selections, states)
     if not args.protocol:
         from framework.cli.sync_command import run_sync
+        from framework.sync_modes import with_destination_modes
 
+        selections = with_destination_modes(selections, connector.streams, catalog, forced=args.sync_mode,
+                                            dedup=args.dedup)
         return run_sync(_sync_options(args), connector, selections, states)
     if out is sys.stdout.buffer:  # a consumer's pipe: room for a few pages (framework.protocol.pipe)
         from framework.protocol.pipe import widen
@@ -374,7 +384,8 @@ def _sync_options(args: argparse.Namespace) -> SyncOptions:
     return SyncOptions(manifest=args.manifest, destination=args.destination, output=args.output, format=args.format,
                        master=args.master, remote=args.remote, services_host=args.services_host,
                        sync_mode=args.sync_mode, given_state=bool(args.state),
-                       normalize=args.normalize, quiet=args.quiet, log_format=args.log_format,
+                       normalize=args.normalize, normalized_output=args.normalized_output, quiet=args.quiet,
+                       log_format=args.log_format,
                        check_first=not args.no_check, conf=tuple(args.conf), shared_path=args.shared_path,
                        early_reads=not args.wait_for_spark, concurrency=args.concurrency,
                        compact=args.compact)

@@ -105,8 +105,9 @@ def conf_pair(text: str) -> tuple[str, str]:
 
 
 def normalization_settings(destination: DestinationSettings, target: Target | None = None,
-                           dialect: str | None = None) -> NormalizationSettings:
-    """The destination's normalization settings, with ``target`` and ``dialect`` put in when given."""
+                           dialect: str | None = None, output: str | None = None) -> NormalizationSettings:
+    """The destination's normalization settings, with ``target``, ``dialect`` and ``output``
+    (``--normalized-output``) put in when given."""
     current = destination.normalization
     data = current.model_dump(exclude_unset=True) if current is not None else {}
     if target:
@@ -115,6 +116,8 @@ def normalization_settings(destination: DestinationSettings, target: Target | No
         data["target"] = target
     if dialect:
         data["dialect"] = dialect
+    if output:
+        data["output"] = output
     data.setdefault("target", "parquet")
     try:
         return NormalizationSettings.model_validate(data)

@@ -25,6 +25,8 @@ from framework.cli.progress import JsonReporter, Reporter, reporter_for
 from framework.cli.settings import FormatName, check_shared_output, destination_settings, normalization_settings
 from framework.errors import ConfigError, FrameworkError
 from framework.models.destination import DestinationSettings
+from framework.output_names import check_stream_folders
+from framework.storage.layout import stream_folders
 from framework.storage.local import LocalStorage
 
 if TYPE_CHECKING:
@@ -46,9 +48,10 @@ class SyncOptions(Struct, frozen=True):
     master: str | None = None  # --master: Spark's master URL
     remote: str | None = None  # --remote: a Spark Connect server (sc://host:port); SPARK_REMOTE too
     services_host: str | None = None  # --services-host: where the tasks reach this process's sync-wide services
-    sync_mode: Literal["append", "overwrite"] = "append"
+    sync_mode: Literal["append", "overwrite", "append_dedup"] | None = None  # --sync-mode (None: per stream)
     given_state: bool = False  # --state was given (its states come to run_sync as ``states``)
     normalize: bool = False  # --normalize
+    normalized_output: str | None = None  # --normalized-output: the Parquet tables' root (framework.normalization.root)
     check_first: bool = True  # read the check streams' first page before Spark starts (--no-check: don't)
     quiet: bool = False
     log_format: Literal["text", "json"] = "text"
@@ -88,7 +91,7 @@ def run_sync(options: SyncOptions, connector: Connector, selections: Sequence[Se
         from framework.normalization.runner import normalize
         from framework.spark.session import spark_session
 
-        target = normalization_settings(settings)
+        target = normalization_settings(settings, output=options.normalized_output)
         spark = starting[0].session() if starting else spark_session(
             options.master, full_jit=True, jdbc=target.target == "postgres", remote=options.remote,
             **dict(options.conf))
@@ -144,6 +147,7 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
         raise ConfigError("--state cannot be used with --sync-mode overwrite: an overwrite reads everything "
                           "again and replaces the older files; drop --state, or use --sync-mode append")
     settings = destination_settings(options.destination, options.output, options.format)  # resolved here
+    check_stream_folders(stream_folders(settings, [s.name for s in selections]))  # before Spark starts
     conf = dict(options.conf)
     check_shared_output(settings, known_master(options.master, conf), options.shared_path)  # before Spark starts
     if settings.target == "local":  # before Spark starts: a folder that cannot take files fails at once
@@ -151,6 +155,10 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
     # The session normalizes too when asked: that work runs in the JVM and wants its full JIT.
     normalizes = _normalizes(options, settings)
     postgres = normalizes and normalization_settings(settings).target == "postgres"
+    if normalizes and not postgres:  # the tables' root, outside the output: refused now rather than after the sync
+        from framework.normalization.root import normalized_root
+
+        normalized_root(settings, normalization_settings(settings, output=options.normalized_output))
     started = time.perf_counter()
     spark: SparkSession | SessionStart
     if _starts_early(options, conf):
@@ -174,7 +182,8 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
         reporter.started(describe(spark), settings.base_uri, settings.format.format_type,
                          time.perf_counter() - started)
     result = run_pipeline(connector, options.manifest, selections, settings, spark, given_states=states or None,
-                          options=PipelineOptions(sync_mode=options.sync_mode, services_host=options.services_host,
+                          options=PipelineOptions(sync_mode=options.sync_mode or "append",
+                                                  services_host=options.services_host,
                                                   driver_reads=options.early_reads,
                                                   concurrency=options.concurrency, compact=options.compact),
                           progress=reporter.progress, warn=_warner(reporter))

@@ -32,6 +32,8 @@ class Selection(Struct, frozen=True):
     name: str
     incremental: bool
     cursor_field: str | None = None
+    #: how it lands (append, overwrite, append_dedup: framework.sync_modes); "" the sync's --sync-mode
+    destination_sync_mode: str = ""
 
 
 def select_streams(available: Mapping[str, Any], catalog: Mapping[str, Any] | None,

@@ -16,7 +16,8 @@ records again duplicates them in append mode; overwrite mode removes them
 with the older generations.
 
 *Staged* writing (``staging``, a key prefix: what Spark tasks do) commits the
-files complete under ``staging + key``, where no reader and no next sync
+files complete under ``staging + key + ".staged"`` (a name no data glob such as
+``**/*.parquet`` matches: :data:`framework.output_names.INTERNAL_SUFFIX`), where no reader and no next sync
 looks; :meth:`WrittenFile.staged` names them and :func:`publish` (the
 driver's call) moves them to their keys. A file only its writer knew of (a
 task that outlived its driver) stays staged and is removed by the next sync
@@ -35,6 +36,7 @@ from msgspec.structs import asdict
 
 from framework.errors import StorageError
 from framework.formats import FormatWriter, open_format_writer
+from framework.output_names import INTERNAL_SUFFIX
 from framework.storage import GENERATION_KEY, ObjectWriter, Storage
 from framework.storage.layout import StreamLayout
 from framework.typed.envelope import DATA, TEXT_ENVELOPE
@@ -133,7 +135,7 @@ class RollingWriter:
     def _open(self) -> _Pending:
         number = next(self._numbers)
         key = self.layout_fn(number)
-        staged = self.staging + key if self.staging else ""
+        staged = self.staging + key + INTERNAL_SUFFIX if self.staging else ""  # no data glob matches it
         target = self.storage.open_object(staged or key, self._metadata)
         try:
             # the format writers only write to (and tell) the sink, which an ObjectWriter does

@@ -38,6 +38,7 @@ from framework.models import (
     format_of,
     template_of,
 )
+from framework.output_names import folder_problems, stream_folder
 from framework.temporal.datetime_formats import format_problems
 from framework.temporal.durations import duration_problem
 
@@ -269,6 +270,9 @@ def _stream_checks(sites: list[Site], data: Any, place: Placement, manifest_dir:
                 yield place.diagnostic(("check", "stream_names", index), "unknown-stream",
                                        f"check names stream `{name}`, which does not exist",
                                        _suggest(name, names) or f"streams are: {', '.join(names)}")
+    # each stream's folder of the output: none is an internal one, inside another or another's in other case
+    for name, (problem, fix) in folder_problems({n: stream_folder(n) for n in names}).items():
+        yield place.diagnostic(names[name], "stream-folder-collides", problem, fix)
     yield from _parent_checks(sites, names, place)
     for site in sites:
         if site.model is DeclarativeStream and not in_template(site):  # a template's name comes from a mapping

@@ -1,7 +1,8 @@
 """Settings of normalization: turning landed raw records into typed tables.
 
-Normalization runs after a sync. It writes either Parquet tables next to the raw
-files or tables in PostgreSQL (over JDBC). Names of tables made from nested
+Normalization runs after a sync. It writes either Parquet tables beside the raw
+files (a root of their own, ``<output>_normalized`` unless ``output`` says) or
+tables in PostgreSQL (over JDBC). Names of tables made from nested
 fields are shortened to the identifier limit of a naming dialect; the dialect
 follows from the target unless it is given.
 """
@@ -39,7 +40,7 @@ class NormalizationSettings(Model):
 
     enabled: bool = spec("Run normalization after each sync.", True, False)
     target: Target = spec(
-        "Where normalized tables go: `parquet` writes them as Parquet next to the raw files, "
+        "Where normalized tables go: `parquet` writes them as Parquet beside the raw files (see `output`), "
         "`postgres` writes them into a PostgreSQL database reached through `jdbc_url`.",
         "postgres",
         "parquet",
@@ -62,6 +63,13 @@ class NormalizationSettings(Model):
         "Password of `jdbc_user`; may also be given inside `jdbc_url`.", "s3cr3t-pa55", None
     )
     jdbc_schema: str = spec("Database schema the normalized tables are created in.", "analytics", "public")
+    output: str | None = spec(
+        "Where the `parquet` target's tables go, outside the raw files: a local folder or `s3://bucket/prefix`; "
+        "beside the output, as `<output>_normalized`, when left out (required when the raw files fill a "
+        "whole bucket).",
+        "s3://warehouse/normalized",
+        None,
+    )
     destination_sync_mode: SyncMode | None = spec(
         "How normalized tables are updated for every stream: `append` adds rows, `overwrite` replaces the "
         "table, `append_dedup` keeps the latest row per primary key; each stream's own sync mode when left out.",
@@ -79,6 +87,9 @@ class NormalizationSettings(Model):
                     f"`jdbc_url` must be a PostgreSQL JDBC address starting with `jdbc:postgresql:`, "
                     f"got {self.jdbc_url!r}"
                 )
+            if self.output:
+                raise ValueError("`output` only applies when `target` is `parquet`; postgres tables go to "
+                                 "`jdbc_schema`")
         else:
             given = [name for name in ("jdbc_url", "jdbc_user", "jdbc_password") if getattr(self, name)]
             if given:

@@ -44,6 +44,7 @@ from msgspec import Struct
 from framework import typed as t
 from framework.errors import ConfigError
 from framework.normalization import naming
+from framework.sync_modes import check_forced, default_mode
 from framework.values import replace
 
 AB_ID, EMITTED_AT, NORMALIZED_AT = "_airbyte_ab_id", "_airbyte_emitted_at", "_airbyte_normalized_at"
@@ -207,11 +208,15 @@ class _Planner:
 
 
 def plan_catalog(entries: Sequence[Mapping[str, Any]], dialect: str,
-                 destination_sync_mode: str | None = None) -> list[StreamPlan]:
+                 destination_sync_mode: str | None = None, *, dedup: bool = False) -> list[StreamPlan]:
     """A :class:`StreamPlan` per entry of a ConfiguredAirbyteCatalog (``{"stream": ..., "sync_mode": ...}``).
 
-    ``destination_sync_mode`` replaces every entry's own when given.
+    ``destination_sync_mode`` replaces every entry's own when given; an entry
+    without one gets Airbyte's default (:func:`framework.sync_modes.default_mode`:
+    full refresh overwrites, incremental appends). ``dedup`` (``--dedup``) makes
+    the incremental streams with a primary key ``append_dedup``.
     """
+    check_forced(destination_sync_mode, dedup)
     ordered = sorted(entries, key=lambda e: str(e["stream"]["name"]))
     tables = naming.NameSet()
     limit = naming.table_limit(dialect)
@@ -232,7 +237,11 @@ def plan_catalog(entries: Sequence[Mapping[str, Any]], dialect: str,
         short = naming.normalize_identifier(name, dialect)
         root, nested = planner.table(root_name, "root", None, (name,), record_type, short, None, SCD_COLUMNS)
         root = planner.children(root, nested, short)
-        mode = destination_sync_mode or str(entry.get("destination_sync_mode") or "append")
+        incremental = entry.get("sync_mode") == "incremental"
+        keyed = bool(entry.get("primary_key") or stream.get("source_defined_primary_key"))
+        mode = destination_sync_mode or str(entry.get("destination_sync_mode") or default_mode(incremental, keyed))
+        if dedup and mode == "append" and incremental and keyed:
+            mode = "append_dedup"
         if mode not in ("append", "overwrite", "append_dedup"):
             raise ConfigError(f"stream `{name}`: destination sync mode {mode!r} is not known; "
                               "use append, overwrite or append_dedup")

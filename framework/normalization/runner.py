@@ -49,6 +49,7 @@ from framework.normalization.plan import (
     plan_catalog,
 )
 from framework.normalization.raw import raw_frame
+from framework.normalization.root import check_no_legacy_tables
 from framework.normalization.tables import StreamTables
 from framework.normalization.targets import Target, open_target
 from framework.normalization.targets.parquet import ParquetTarget
@@ -81,14 +82,15 @@ class NormalizationResult(Struct, frozen=True):
 
 def normalize(spark: SparkSession, destination: DestinationSettings, settings: NormalizationSettings | None = None,
               *, streams: Sequence[str] | None = None, full_refresh: bool = False, target: Target | None = None,
-              now: datetime | None = None,
+              now: datetime | None = None, dedup: bool = False,
               progress: Callable[[StreamOutcome], None] | None = None) -> NormalizationResult:
     """Normalize the streams landed under ``destination`` (``DestinationSettings``); see the module docs.
 
     ``settings`` (``NormalizationSettings``) defaults to ``destination.normalization``,
     else Parquet tables; ``streams`` limits the run to those streams; ``target``
     replaces the one the settings name (tests); ``now`` is the
-    ``_airbyte_normalized_at`` of the run.
+    ``_airbyte_normalized_at`` of the run; ``dedup`` (``--dedup``) makes incremental
+    streams with a primary key ``append_dedup`` (:mod:`framework.sync_modes`).
     """
     settings = settings or destination.normalization or NormalizationSettings(target="parquet")
     storage = storage_for(destination)
@@ -97,7 +99,9 @@ def normalize(spark: SparkSession, destination: DestinationSettings, settings: N
         raise ConfigError(f"{storage.uri()}: nothing was landed here (no `_airbyte_state/catalog.json`); "
                           "run a sync into this output first")
     target = target if target is not None else open_target(spark, settings, destination)
-    plans = plan_catalog(entries, target.dialect, settings.destination_sync_mode)
+    if isinstance(target, ParquetTarget):  # tables an earlier version wrote under the raw files: the fix
+        check_no_legacy_tables(storage, target.storage, full_refresh)
+    plans = plan_catalog(entries, target.dialect, settings.destination_sync_mode, dedup=dedup)
     if streams:
         known = {p.stream for p in plans}
         unknown = [s for s in streams if s not in known]

@@ -70,9 +70,10 @@ from framework.engine.selection import Selection
 from framework.engine.worker import ConnectorSource
 from framework.errors import ConfigError, FrameworkError
 from framework.formats.rewrite import Settled, settle_stream
-from framework.formats.rolling import delete_older_generations, publish
+from framework.formats.rolling import publish
 from framework.models.destination import DestinationSettings
 from framework.spark import connect
+from framework.spark.replacing import finish_replacing, mark_replacing, replace_older
 from framework.spark.scheduling import schedule_groups
 from framework.spark.session import SessionStart
 from framework.spark.tasks import TaskJob, encode_units, result_struct, run_task, task_function
@@ -132,7 +133,9 @@ MOST_READERS = 64
 
 
 class PipelineOptions(Struct, frozen=True):
-    sync_mode: str = "append"  # or "overwrite": read everything again, then delete the older generations
+    # or "overwrite": read everything again, then delete the older generations; "append_dedup" lands as append
+    # (normalization dedups); a Selection's own destination_sync_mode wins (framework.sync_modes)
+    sync_mode: str = "append"
     tasks_per_core: int = 2
     namespace: str = ""
     services_host: str | None = None  # where the tasks reach the driver's services (framework.spark.connect)
@@ -143,8 +146,8 @@ class PipelineOptions(Struct, frozen=True):
     compact: bool = False  # --compact: merge each stream's small files after its sync (framework.formats.rewrite)
 
     def __post_init__(self) -> None:
-        if self.sync_mode not in ("append", "overwrite"):
-            raise ConfigError(f"sync mode {self.sync_mode!r} is not known; use append or overwrite")
+        if self.sync_mode not in ("append", "overwrite", "append_dedup"):
+            raise ConfigError(f"sync mode {self.sync_mode!r} is not known; use append, overwrite or append_dedup")
         if self.tasks_per_core < 1:
             raise ConfigError(f"tasks_per_core is {self.tasks_per_core}; give 1 or more")
 
@@ -219,6 +222,8 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     if saved.publishing:
         finish_publishing(storage, saved)
         store.save(saved, datetime.now(timezone.utc).isoformat())
+    if finish_replacing(storage, settings, saved, options.namespace):  # an overwrite that died deleting
+        store.save(saved, datetime.now(timezone.utc).isoformat())
     clear_staging(storage)
     with open(manifest_path, encoding="utf-8") as handle:
         manifest_text = handle.read()
@@ -242,7 +247,8 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     run.cores = spark.parallelism() if early and isinstance(spark, SessionStart) else \
         connect.default_parallelism(run.spark)
     CatalogStore(storage).merge([
-        configured_entry(connector.stream(s.name).with_cursor_field(s.cursor_field), s.incremental, options.sync_mode)
+        configured_entry(connector.stream(s.name).with_cursor_field(s.cursor_field), s.incremental,
+                         s.destination_sync_mode or options.sync_mode)
         for s in selections
     ])
     warm_tag = f"run-manifest-warm-up-{uuid.uuid4().hex[:12]}"
@@ -328,7 +334,7 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     change = _realtime_stream(run, stream, selection.incremental)
     if change is not None and run.reading is not None:
         run.reading.spark_after = True  # its apply runs on Spark: the session's start is never held for it
-    overwrite = options.sync_mode == "overwrite"
+    overwrite = (selection.destination_sync_mode or options.sync_mode) == "overwrite"
     generation = saved.generation(stream.name) + (1 if overwrite else 0)
     # An overwrite deletes every older file once it succeeds, so it must read everything again.
     state_in = None if overwrite else given_states.get(stream.name, saved.stream_state(stream.name))
@@ -393,11 +399,13 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     final = result.error is None
     if change is not None:  # realtime change data: operations and the new image, committed by a pointer
         _apply_changes(run, change, final, result)
-    if overwrite and final:
-        delete_older_generations(run.storage, run.settings, stream.name, options.namespace, generation)
     # A failed overwrite keeps the cursor state it started from: its files sit beside the older ones.
-    run.save(stream.name, sync.state(final=final) if final or not overwrite else saved.stream_state(stream.name),
-             generation)
+    state_out = sync.state(final=final) if final or not overwrite else saved.stream_state(stream.name)
+    if overwrite and final:  # the new state first, then the older files go (framework.spark.replacing)
+        mark_replacing(run.connection, stream.name)
+        run.save(stream.name, state_out, generation)
+        replace_older(run.storage, run.settings, run.connection, stream.name, options.namespace)
+    run.save(stream.name, state_out, generation)
     result.state_saved = True
     if change is None:  # the folder as one table, its small files merged when asked (the state's cursor untouched)
         result.folder = _settle(run, stream.name)

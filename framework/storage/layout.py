@@ -42,7 +42,6 @@ Part numbers continue after the highest already present for the stream
 from __future__ import annotations
 
 import re
-import unicodedata
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -52,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct
 
 from framework.errors import ConfigError
+from framework.output_names import safe_name
 
 if TYPE_CHECKING:
     from framework.models.destination import DestinationSettings
@@ -63,16 +63,9 @@ DEFAULT_FILE_NAME_PATTERN = "{part_number}{format_extension}"
 _PATH_VARIABLE = re.compile(r"\$\{(NAMESPACE|STREAM_NAME|YEAR|MONTH|DAY|HOUR|MINUTE|SECOND|MILLISECOND|EPOCH|UUID)\}")
 _FILE_VARIABLE = re.compile(r"\{(date(?::[^}]+)?|timestamp(?::(?:millis|micros?))?|part_number|sync_id|"
                             r"format_extension)\}")
-_UNSAFE = re.compile(r"[^A-Za-z0-9/!_.*')(&$@=;:+,?\-]")
 _TIME_REGEX = {"YEAR": r"\d{4}", "MONTH": r"\d{2}", "DAY": r"\d{2}", "HOUR": r"\d{2}", "MINUTE": r"\d{2}",
                "SECOND": r"\d{2}", "MILLISECOND": r"\d{3}", "EPOCH": r"\d+",
                "UUID": r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"}
-
-
-def safe_name(name: str) -> str:
-    """A namespace or stream name as it appears in keys: no accents, unsafe characters as ``_``."""
-    plain = "".join(c for c in unicodedata.normalize("NFKD", name) if not unicodedata.combining(c))
-    return _UNSAFE.sub("_", plain)
 
 
 def _utc(when: datetime | float | None) -> datetime:
@@ -197,6 +190,14 @@ def next_part_number(storage: Storage, layout: StreamLayout | DestinationSetting
         if number is not None and number > highest:
             highest = number
     return highest + 1
+
+
+def stream_folders(settings: DestinationSettings, names: list[str], namespace: str | None = "") -> dict[str, str]:
+    """Each stream's folder (the part of its keys no sync changes) under the settings' path format, for
+    :func:`framework.output_names.check_stream_folders`; none when the format does not name the stream."""
+    if "${STREAM_NAME}" not in (getattr(settings, "s3_path_format", None) or DEFAULT_PATH_FORMAT):
+        return {}
+    return {name: StreamLayout.of(settings, name, namespace).scan_prefix for name in names}
 
 
 class PartNumbers(Struct, frozen=True):
@@ -335,4 +336,4 @@ def _java_date_regex(fmt: str) -> str:
 
 
 __all__ = ["DEFAULT_FILE_NAME_PATTERN", "DEFAULT_PATH_FORMAT", "PartNumbers", "StreamLayout", "next_part_number",
-           "safe_name"]
+           "safe_name", "stream_folders"]

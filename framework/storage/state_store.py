@@ -11,9 +11,10 @@ replaces older files). The document is written atomically (temp + rename, or
 a single S3 put).
 
 Spark tasks write their files *staged* (complete, under
-``_airbyte_state/staging/sync-<sync id>/<task attempt>/<final key>``, where no
-reader looks) and the driver publishes them. So that state and files move
-together, the document that first covers a group's units also lists the
+``_airbyte_state/staging/sync-<sync id>/<task attempt>/<final key>.staged``, where
+no reader looks and no data glob matches; a state of an older version may list
+staged names without the suffix: they are moved all the same) and the driver
+publishes them. So that state and files move together, the document that first covers a group's units also lists the
 moves still to do, ``"publishing": [{"staged": ..., "key": ...}]``; the
 driver then moves the files and the next save drops the list. A run that
 finds the list (its predecessor died between the two) finishes the moves

@@ -201,7 +201,8 @@ def test_a_crash_between_the_bucket_files_and_the_pointer_leaves_the_previous_im
     monkeypatch.setattr(apply_module, "save_pointer", crash)
     with pytest.raises(FrameworkError, match="nothing was committed"):
         target.apply(spark, 2, HISTORY[1])
-    leftovers = {key for key in target.files_on_disk() - set(pointer.image_keys) if key.endswith(".parquet")}
+    leftovers = {key for key in target.files_on_disk() - set(pointer.image_keys)
+                 if key.endswith((".parquet", ".parquet.staged"))}
     assert leftovers and all(parse_image_file(key)[0] == 2 for key in leftovers)  # the new version's files...
     assert target.pointer() == pointer and target.image() == image  # ... and the previous image, intact
 

@@ -63,9 +63,19 @@ def land(settings: Any, stream: str, records: Sequence[dict], schema: dict, *, e
     return key
 
 
+def normalized(output: str, *parts: str) -> str:
+    """A path in the normalized tables' root, beside the output (framework/normalization/root.py)."""
+    return os.path.join(output.rstrip("/") + "_normalized", *parts)
+
+
+def normalized_tables(output: str) -> list[str]:
+    """The normalized tables' folders (the target's bookkeeping folder left out)."""
+    return sorted(name for name in os.listdir(normalized(output)) if name != "_airbyte_normalization")
+
+
 def table_rows(output: str, table: str, order: Sequence[str] = ()) -> list[dict]:
     """The rows of a normalized Parquet table (read with pyarrow), sorted by ``order`` columns."""
-    folder = os.path.join(output, "normalized", table)
+    folder = normalized(output, table)
     rows = pq.read_table(folder).to_pylist()
     if order:
         rows.sort(key=lambda r: tuple((r[c] is None, r[c]) for c in order))

@@ -19,9 +19,9 @@ VOLATILE = {"_airbyte_normalized_at"}
 
 
 def tables(output: str) -> dict[str, list]:
-    folder = os.path.join(output, "normalized")
+    folder = output.rstrip("/") + "_normalized"  # the normalized tables' root, beside the output
     found = {}
-    for table in sorted(os.listdir(folder)):
+    for table in sorted(t for t in os.listdir(folder) if t != "_airbyte_normalization"):
         rows = [{k: v for k, v in row.items() if k not in VOLATILE}
                 for row in pq.read_table(os.path.join(folder, table)).to_pylist()]
         found[table] = sorted(rows, key=lambda r: json.dumps(r, default=str, sort_keys=True))

@@ -13,7 +13,7 @@ import pytest
 
 from framework.normalization.naming import path_hash
 from framework.normalization.runner import normalize
-from normalization.conftest import at, land, table_rows
+from normalization.conftest import at, land, normalized, normalized_tables, table_rows
 
 pytestmark = pytest.mark.spark
 
@@ -26,7 +26,7 @@ def md5(*parts) -> str:
 
 
 def names(output: str) -> set[str]:
-    return set(os.listdir(os.path.join(output, "normalized")))
+    return set(normalized_tables(output))
 
 
 def test_the_seed_examples(spark, output, local_settings):
@@ -202,7 +202,7 @@ def test_incremental_append_failures_and_an_unfinished_publish(spark, output, lo
     assert sum(w["rows"] for w in staged[0][tags]) == 1
     assert [r["id"] for r in table_rows(output, "events", ["id"])] == [1, 2, 3]
     assert len(table_rows(output, tags)) == 3
-    assert not os.listdir(os.path.join(output, "_airbyte_normalization", "staging"))
+    assert not os.listdir(normalized(output, "_airbyte_normalization", "staging"))
 
     # a run that dies after its journal was written is finished by the next one
     monkeypatch.setattr(target_module, "write_tables", real_write)
@@ -210,13 +210,13 @@ def test_incremental_append_failures_and_an_unfinished_publish(spark, output, lo
         RuntimeError("killed")))
     [outcome] = normalize(spark, settings, now=at(3, 12)).streams
     assert "killed" in outcome.error
-    assert os.path.exists(os.path.join(output, "_airbyte_normalization", "journal.json"))
+    assert os.path.exists(normalized(output, "_airbyte_normalization", "journal.json"))
     monkeypatch.undo()
     [outcome] = normalize(spark, settings, now=at(4)).streams
     assert outcome.error is None and outcome.incremental
     assert [r["id"] for r in table_rows(output, "events", ["id"])] == [1, 2, 3, 4]
     assert len(table_rows(output, tags)) == 4
-    assert not os.path.exists(os.path.join(output, "_airbyte_normalization", "journal.json"))
+    assert not os.path.exists(normalized(output, "_airbyte_normalization", "journal.json"))
 
 
 def test_normalizing_on_s3(spark, s3_settings, s3_client, s3_bucket):
@@ -228,11 +228,11 @@ def test_normalizing_on_s3(spark, s3_settings, s3_client, s3_bucket):
     assert outcome.error is None and outcome.incremental
 
     def read(table):
-        listing = s3_client.list_objects_v2(Bucket=s3_bucket, Prefix=f"data/normalized/{table}/")["Contents"]
+        listing = s3_client.list_objects_v2(Bucket=s3_bucket, Prefix=f"data_normalized/{table}/")["Contents"]
         return [row for item in listing for row in pq.read_table(io.BytesIO(
             s3_client.get_object(Bucket=s3_bucket, Key=item["Key"])["Body"].read())).to_pylist()]
 
     assert sorted(r["id"] for r in read("events")) == [1, 2]
     assert sorted(r["data"] for r in read(f"events_{path_hash(['events', 'tags'])}_tags")) == ["a", "b", "c"]
-    left = s3_client.list_objects_v2(Bucket=s3_bucket, Prefix="data/_airbyte_normalization/staging/")
+    left = s3_client.list_objects_v2(Bucket=s3_bucket, Prefix="data_normalized/_airbyte_normalization/staging/")
     assert left.get("KeyCount", 0) == 0

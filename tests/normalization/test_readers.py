@@ -4,15 +4,13 @@ values; and the node built from typed columns equals the one ``from_json`` parse
 
 from __future__ import annotations
 
-import os
-
 import pyarrow as pa
 import pytest
 
 from framework.normalization import raw
 from framework.normalization.naming import path_hash
 from framework.normalization.runner import normalize
-from normalization.conftest import at, land, table_rows
+from normalization.conftest import at, land, normalized_tables, table_rows
 
 SCHEMA = {"type": "object", "properties": {
     "id": {"type": "integer"}, "name": {"type": "string"}, "price": {"type": "number"}, "ok": {"type": "boolean"},
@@ -48,7 +46,7 @@ def test_spark_reader_and_python_reader_give_the_same_tables(spark, output, loca
     monkeypatch.setattr(raw, "_spark_can_read", lambda *a: used.append(real(*a)) or used[-1])
     normalize(spark, settings, now=at(2))
     assert used == [True]
-    tables = sorted(os.listdir(os.path.join(output, "normalized")))
+    tables = normalized_tables(output)
     assert len(tables) == 7  # the raw table, things and five child tables
 
     def contents() -> dict[str, list[dict]]:

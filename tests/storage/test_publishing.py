@@ -61,7 +61,8 @@ def test_staged_files_are_complete_but_unseen_until_published(storage):
     writer = staged_writer(storage, settings_for(storage))
     writer.write(pa.RecordBatch.from_pydict({"id": [1, 2, 3]}, schema=SCHEMA))
     (written,) = writer.commit()
-    assert written.staged == staging_prefix(7, "a1") + written.key
+    # staged under a name no data glob (`**/*.parquet`) matches
+    assert written.staged == staging_prefix(7, "a1") + written.key + ".staged"
     assert visible(storage) == [] and next_part_number(storage, settings_for(storage), "users") == 0
     assert rows(storage.read(written.staged)) == 3
     assert publish(storage, [written.as_dict()]) == 1
@@ -106,3 +107,16 @@ def test_the_local_staging_folder_goes_whole(tmp_path):
     (folder / ".part.jsonl.123.tmp").write_bytes(b"half")  # a killed task's temporary
     clear_staging(storage)
     assert not os.path.exists(tmp_path / STAGING_PREFIX)
+
+
+def test_a_publication_an_older_version_saved_under_its_unsuffixed_staged_names_still_finishes(storage):
+    settings = settings_for(storage)
+    writer = staged_writer(storage, settings, "old")
+    writer.write(pa.RecordBatch.from_pydict({"id": [1, 2]}, schema=SCHEMA))
+    (file,) = writer.commit()
+    old_name = file.staged.removesuffix(".staged")  # where the previous layout staged it
+    assert storage.move(file.staged, old_name)
+    store = StateStore(storage)
+    store.save(ConnectionState(7, {"users": {}}, [{"staged": old_name, "key": file.key}]), "now")
+    assert finish_publishing(storage, store.load()) == 1
+    assert visible(storage) == [file.key] and rows(storage.read(file.key)) == 2

@@ -7,7 +7,7 @@ and hands over the new content of a stream's tables in one :meth:`Target.publish
 call, which either takes effect for every table or for none.
 
 Two targets: ``parquet`` (:class:`~framework.normalization.targets.parquet.ParquetTarget`,
-tables as Parquet folders under the output) and ``postgres``
+tables as Parquet folders in a root beside the output, ``<output>_normalized/``) and ``postgres``
 (``framework.normalization.targets.postgres.PostgresTarget``, tables in a
 PostgreSQL schema written over JDBC).
 """
@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from framework.errors import ConfigError
+from framework.normalization.root import normalized_destination
 from framework.normalization.targets.parquet import ParquetTarget
 from framework.normalization.targets.postgres import PostgresTarget
 
@@ -52,8 +53,8 @@ class Target(Protocol):
 
 def open_target(spark: SparkSession, settings: NormalizationSettings, destination: DestinationSettings) -> Target:
     """The target ``settings.target`` names, for the output of ``destination``."""
-    if settings.target == "parquet":
-        return ParquetTarget(spark, destination, dialect=settings.dialect or "spark")
+    if settings.target == "parquet":  # in a root of its own, outside the raw files
+        return ParquetTarget(spark, normalized_destination(destination, settings), dialect=settings.dialect or "spark")
     if settings.target == "postgres":
         return PostgresTarget(spark, settings)
     raise ConfigError(f"normalization target {settings.target!r} is not known; use `parquet` or `postgres`")

@@ -1,8 +1,9 @@
-"""Normalized tables as Parquet folders under the output: ``<output>/normalized/<table>/``.
+"""Normalized tables as Parquet folders in a root of their own: ``<output>_normalized/<table>/``.
 
-Each table folder holds only the Parquet files of its current content, so
-Spark, pyarrow and DuckDB read it as a plain dataset. Bookkeeping lives in
-``<output>/_airbyte_normalization/``:
+The root is outside the raw output (:mod:`framework.normalization.root`), so
+``<output>/**/*.parquet`` is raw data only. Each table folder holds only the
+Parquet files of its current content, so Spark, pyarrow and DuckDB read it as
+a plain dataset. Bookkeeping lives in ``<root>/_airbyte_normalization/``:
 
 * ``tables.json``: per table its files, row count, newest
   ``_airbyte_emitted_at`` (the watermark of incremental runs) and Arrow schema;
@@ -35,6 +36,7 @@ import pyarrow as pa
 
 from framework.errors import FrameworkError
 from framework.normalization.files import read_files, write_parquet, write_tables
+from framework.normalization.root import META
 from framework.normalization.tables import StreamTables
 from framework.storage import LocalStorage, S3Storage, Storage, storage_for
 
@@ -43,14 +45,15 @@ if TYPE_CHECKING:
 
     from framework.models.destination import DestinationSettings
 
-ROOT = "normalized"
-META = "_airbyte_normalization"
+#: the tables' folders, under the target's root (framework.normalization.root)
+ROOT = ""
 JOURNAL = f"{META}/journal.json"
 TABLES = f"{META}/tables.json"
 
 
 class ParquetTarget:
-    """Tables as Parquet folders next to the landed files (a local folder or S3)."""
+    """Tables as Parquet folders in the normalized root (a local folder or S3): ``destination`` addresses that
+    root (:func:`framework.normalization.root.normalized_destination`), not the raw files."""
 
     name = "parquet"
 
@@ -64,12 +67,12 @@ class ParquetTarget:
         self._recovered = False
 
     def __repr__(self) -> str:
-        return f"ParquetTarget({self.storage.uri(ROOT)!r})"
+        return f"ParquetTarget({self.storage.uri()!r})"
 
     # ---------------------------------------------------------------- reading
 
     def table_uri(self, table: str) -> str:
-        return self.storage.uri(f"{ROOT}/{table}")
+        return self.storage.uri(f"{ROOT}{table}")
 
     def _tables(self) -> dict[str, dict]:
         self._recover()
@@ -117,7 +120,7 @@ class ParquetTarget:
         journal: dict[str, Any] = {"run": run, "staging": staging, "tables": {}}
         for table, change in changes.items():
             before = tables.get(table) if change["mode"] == "append" else None
-            moved = [f"{ROOT}/{table}/{w['key'].rsplit('/', 1)[1]}" for w in change["written"]]
+            moved = [f"{ROOT}{table}/{w['key'].rsplit('/', 1)[1]}" for w in change["written"]]
             latest = [w["max_emitted_at"] for w in change["written"] if w["max_emitted_at"] is not None]
             if before and before.get("max_emitted_at"):
                 latest.append(datetime.fromisoformat(before["max_emitted_at"]))
@@ -149,7 +152,7 @@ class ParquetTarget:
                 self._move(source, destination)
             if change["mode"] == "replace":
                 keep = set(change["files"])
-                stale = [info.key for info in self.storage.list(f"{ROOT}/{table}/", with_metadata=False)
+                stale = [info.key for info in self.storage.list(f"{ROOT}{table}/", with_metadata=False)
                          if info.key not in keep]
                 self.storage.delete(stale)
             tables[table] = {k: change[k] for k in ("files", "rows", "max_emitted_at", "schema")}
