@@ -14,13 +14,21 @@ import json
 from pathlib import Path
 from typing import Any
 
+import fastavro
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from fakes.api_server import FakeApi, RecordedRequest, dated, paged
 
 from framework.cli.run import main
+from framework.formats.rolling import RollingWriter
+from framework.models.destination import AvroFormat, ParquetFormat
+from framework.spark.tasks import _rolling_on_new_columns
 from framework.storage.drift_store import DRIFT_KEY
+from framework.storage.layout import PartNumbers
+from framework.storage.local import LocalStorage
 from framework.storage.state_store import CATALOG_KEY
+from framework.typed import RecordConverter, parse_schema
 from framework.typed.drift import ADDITIONAL_PROPERTIES
 
 pytestmark = pytest.mark.spark
@@ -211,3 +219,28 @@ def test_a_bad_policy_or_an_unknown_stream_exits_2_with_the_fix(fake_api, tmp_pa
     code, stderr = run(tmp_path, fake_api, 2, "--schema-drift", "evnts=keep", capsys=capsys)
     assert code == 2
     assert "no stream named 'evnts' in the manifest (its streams: events)" in stderr
+
+
+@pytest.mark.parametrize("fmt", [ParquetFormat(), AvroFormat()], ids=["parquet", "avro"])
+def test_a_page_that_brings_a_new_field_starts_a_new_file_of_a_task(tmp_path, fmt):
+    schema = yaml.safe_load(MANIFEST)["streams"][0]["schema_loader"]["schema"]
+    converter = RecordConverter(parse_schema(schema, stream="events"), stream="events", drift="evolve")
+    storage = LocalStorage(str(tmp_path))
+    writer = RollingWriter(storage, lambda n: f"events/{n}{fmt.extension}", fmt, converter.schema,
+                           converter.avro.schema, 1, 1 << 30, PartNumbers(0), to_avro=converter.to_avro_records)
+    write = _rolling_on_new_columns(writer, converter)
+    for page in ([event(0, 1), event(1, 1)], [event(2, 1)], [event(3, 1, priority=1), event(4, 1)],
+                 [event(5, 1, priority=2)], [event(6, 1, priority=2.5)]):
+        write(converter.convert(page, extracted_at_ms=0, generation_id=1, sync_id=1))
+    files = writer.commit()
+    assert [f.records for f in files] == [3, 3, 1]  # new column, then a wider kind: a file each, none lost
+    if fmt.format_type == "Parquet":
+        tables = [pq.read_table(tmp_path / f.key) for f in files]
+        assert [t.schema.names[8:] for t in tables] == [[], ["priority"], ["priority"]]
+        assert [str(t.schema.field("priority").type) for t in tables[1:]] == ["int64", "double"]
+        values = [t.column("priority").to_pylist() for t in tables[1:]]
+    else:
+        readers = [list(fastavro.reader(open(tmp_path / f.key, "rb"))) for f in files]
+        assert ["priority" in rows[0] for rows in readers] == [False, True, True]
+        values = [[row["priority"] for row in rows] for rows in readers[1:]]
+    assert values == [[1, None, 2], [2.5]]
