@@ -20,6 +20,7 @@ import pytest
 import yaml
 from fakes.api_server import FakeApi, RecordedRequest, dated, paged
 
+from framework.cli.normalize import main as normalize_main
 from framework.cli.run import main
 from framework.formats.rolling import RollingWriter
 from framework.models.destination import AvroFormat, ParquetFormat
@@ -208,6 +209,13 @@ def test_evolve_adds_a_typed_column_recorded_for_the_next_syncs_and_widens_it(sp
     assert sorted(landed) == list(range(19))
     assert [landed[i]["priority"] for i in (17, 18)] == ["high", "high"]
     assert all(landed[i]["_airbyte_meta"]["changes"] == [] for i in landed)
+
+    # normalization reads the landed catalog: the evolved column is a column of the typed table
+    assert normalize_main(["--output", str(out), "--full-refresh", "--quiet"]) == 0
+    table = pq.read_table(out / "normalized" / "events").to_pylist()
+    priorities = {row["id"]: row["priority"] for row in table}
+    assert sorted(priorities) == list(range(19))
+    assert [priorities[i] for i in (7, 11, 17)] == [None, "11", "high"]
 
 
 def test_a_bad_policy_or_an_unknown_stream_exits_2_with_the_fix(fake_api, tmp_path, capsys):
