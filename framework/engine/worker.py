@@ -322,6 +322,8 @@ def _read_units(connector: Connector, stream: Stream, units: list[Any], typer: P
                           evolved=tally.evolved)
 
     tallies: dict[int, _Tally] = {}
+    # a PageTyper says what its last page held that the schema does not declare; any other typer, nothing
+    drift_of: Callable[[], tuple[Drift | None, tuple[tuple[str, str], ...]]] | None = getattr(typer, "drift", None)
     finished: set[int] = set()
     failed: str | None = None
     events = concurrent_pages(units, read_one, 1 if bridged else readers)
@@ -331,7 +333,7 @@ def _read_units(connector: Connector, stream: Stream, units: list[Any], typer: P
             if isinstance(event, Page):
                 page, page_latest = event.records
                 batch, page_nulled = typer(page, int(time.time() * 1000))
-                page_drift, evolved = typer.drift()
+                page_drift, evolved = drift_of() if drift_of is not None else (None, ())
                 if write is not None:
                     write(batch)
                 else:

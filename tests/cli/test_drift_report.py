@@ -35,3 +35,18 @@ def test_keep_and_evolve_say_where_the_fields_went():
 def test_a_long_list_of_fields_is_cut_and_counted():
     many = StreamResult("events", drifted=1, undeclared={f"f{i:02d}": 1 for i in range(MOST_NAMED + 3)})
     assert "f09 (1) and 3 more - dropped" in drift_line(many)
+
+
+def test_quiet_warns_of_dropped_fields_only_and_json_carries_them_in_the_summary():
+    import io
+    import json
+
+    from framework.cli.progress import JsonReporter, QuietReporter
+    from framework.spark.pipeline import PipelineResult
+
+    err = io.StringIO()
+    QuietReporter(err).summary(PipelineResult(1, [drifted("drop"), drifted("keep")]), "out", 1.0)
+    assert err.getvalue() == f"run-manifest: warning: {drift_line(drifted('drop'))}\n"
+    err = io.StringIO()
+    JsonReporter(err).summary(PipelineResult(1, [drifted("keep")]), "out", 1.0)
+    assert json.loads(err.getvalue())["streams"][0]["schema_drift"] == drift_fields(drifted("keep"))
