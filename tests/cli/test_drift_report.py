@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import io
+import json
+
 from framework.cli.drift_report import MOST_NAMED, drift_fields, drift_line
-from framework.spark.pipeline import StreamResult
+from framework.cli.progress import JsonReporter, QuietReporter
+from framework.spark.pipeline import PipelineResult, StreamResult
 
 
 def drifted(policy: str, **more) -> StreamResult:
@@ -38,12 +42,6 @@ def test_a_long_list_of_fields_is_cut_and_counted():
 
 
 def test_quiet_warns_of_dropped_fields_only_and_json_carries_them_in_the_summary():
-    import io
-    import json
-
-    from framework.cli.progress import JsonReporter, QuietReporter
-    from framework.spark.pipeline import PipelineResult
-
     err = io.StringIO()
     QuietReporter(err).summary(PipelineResult(1, [drifted("drop"), drifted("keep")]), "out", 1.0)
     assert err.getvalue() == f"run-manifest: warning: {drift_line(drifted('drop'))}\n"
