@@ -477,7 +477,8 @@ def _apply_changes(run: _Run, change: ChangeStream, completed: bool, result: Str
 def _check_schema(run: _Run, name: str) -> None:
     """Type the stream's schema on the driver first: a schema the sink cannot type (a union whose objects
     disagree on a field, say) fails here with its own message, before any request or Spark task."""
-    converter = RecordConverter(parse_schema(run.source.schemas[name], stream=name), stream=name)
+    converter = RecordConverter(parse_schema(run.source.schemas[name], stream=name), stream=name,
+                                drift=drift_policy(run.settings, name))  # keep's column may not be declared
     if run.settings.format.format_type == "Avro":
         converter.avro  # noqa: B018 - built for its errors
 

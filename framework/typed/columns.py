@@ -61,23 +61,37 @@ class Changes:
         self.rows.setdefault(row, []).append((field, NULLED, reason))
         self.count += 1
 
-    def undeclared_fields(self, objects: Sequence, declared: frozenset, path: str, where: Location) -> None:
+    def undeclared_fields(self, objects: Sequence, declared: frozenset, path: str, where: Location | None) -> None:
         """Note the keys of ``objects`` (dicts, the values of one object field) that ``declared`` lacks;
-        ``path`` is the field's schema path (empty at the top level)."""
+        ``path`` is the field's schema path (empty at the top level), ``where`` locates them (None: the
+        records themselves, position ``i`` being row ``i``)."""
+        issuperset = declared.issuperset
+        drifting = [position for position, fits in enumerate(map(issuperset, objects)) if not fits]
+        if not drifting:
+            return
         counts, extras, prefix = self.undeclared, self.extras, path + "." if path else ""
-        for position, value in enumerate(objects):
-            if declared.issuperset(value):
-                continue
-            row, located = where.at(position)
+        if extras is None:  # counts only: the records of one shape (their keys, in order) are counted at once
+            shapes: dict[tuple, int] = {}
+            for shape in map(tuple, map(objects.__getitem__, drifting)):
+                shapes[shape] = shapes.get(shape, 0) + 1
+            for shape, number in shapes.items():
+                for key in shape:
+                    if key not in declared:
+                        name = prefix + str(key)
+                        counts[name] = counts.get(name, 0) + number
+            self.drifted.update(drifting if where is None else (where.at(p)[0] for p in drifting))
+            return
+        for position in drifting:
+            value = objects[position]
+            row, located = (position, "") if where is None else where.at(position)
             self.drifted.add(row)
-            found = extras.setdefault(row, {}) if extras is not None else None
+            found = extras.setdefault(row, {})
             at = located + "." if located else ""
             for key in value:
                 if key not in declared:
                     name = prefix + str(key)
                     counts[name] = counts.get(name, 0) + 1
-                    if found is not None:
-                        found[at + str(key)] = value[key]
+                    found[at + str(key)] = value[key]
 
 
 # ------------------------------------------------------------------ locations

@@ -109,7 +109,7 @@ class RecordConverter:
         data = []
         keys = self._names if self._whole_record else lookup_keys(records, self._names)
         if not self._whole_record and not all(map(self._declared.issuperset, records)):
-            changes.undeclared_fields(records, self._declared, "", _RECORD)
+            changes.undeclared_fields(records, self._declared, "", None)
         for key, (column, where) in zip(keys, self._columns):
             values = list(records) if self._whole_record else list(map(dict.get, records, repeat(key)))
             data.append(column.build(values, where, changes))
@@ -156,16 +156,6 @@ class RecordConverter:
         return iter(avro_records(batch, self.avro))
 
 
-class _Record:
-    """The records of a batch: position ``i`` is record ``i``, at the top (no path)."""
-
-    __slots__ = ()
-
-    def at(self, position: int) -> tuple[int, str]:
-        return position, ""
-
-
-_RECORD = _Record()
 _NO_DRIFT = Drift()
 
 
