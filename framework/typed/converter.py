@@ -28,7 +28,7 @@ import framework.typed.types as t
 from framework.typed.avro import AvroSchema, avro_records, build_avro_schema
 from framework.typed.columns import Changes, TopField, column_for, lookup_keys
 from framework.typed.drift import ADDITIONAL_PROPERTIES, DEFAULT_POLICY, Drift, check_policy, field_type, infer_kind
-from framework.typed.envelope import ENVELOPE_NAMES
+from framework.typed.envelope import RESERVED_PREFIX
 from framework.typed.errors import SchemaConflictError
 from framework.typed.raw_ids import random_uuids
 from framework.typed.values import json_text
@@ -139,7 +139,7 @@ class RecordConverter:
         names = dict.fromkeys(key for record in records if not declared.issuperset(record)
                               for key in record if key not in declared)
         for name in names:
-            if name.__class__ is not str or name in ENVELOPE_NAMES:  # not a column's to take: dropped
+            if name.__class__ is not str or name.startswith(RESERVED_PREFIX):  # Airbyte's names: dropped
                 continue
             kind = infer_kind(list(map(dict.get, records, repeat(name))), evolved.get(name))
             if kind is not None:

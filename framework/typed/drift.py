@@ -16,7 +16,8 @@ converter (:class:`~framework.typed.converter.RecordConverter`) counts them
     from the values (:func:`kind_of`, :func:`merge_kinds`): ``boolean``,
     ``integer``, ``number`` or ``string`` (objects and arrays as JSON text);
     integers and numbers together give ``number``, any other mix ``string``,
-    so a value never has to be nulled. Undeclared nested fields are dropped
+    so a value never has to be nulled. Undeclared nested fields, and fields
+    whose names start with ``_airbyte_`` (Airbyte's own columns), are dropped
     (counted); ``keep`` keeps those too.
 
 Pure and cheap: a page whose records have only declared keys costs one

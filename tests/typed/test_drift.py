@@ -114,11 +114,11 @@ def test_evolve_starts_from_the_columns_recorded_by_earlier_syncs():
     assert batch.column("priority").to_pylist() == [None]
 
 
-def test_evolve_leaves_envelope_names_and_nested_fields_out():
+def test_evolve_leaves_airbytes_names_and_nested_fields_out():
     converter = conv("evolve")
-    batch = convert(converter, [{"id": 1, "_airbyte_raw_id": "x", "address": {"zip": "1"}}])
+    batch = convert(converter, [{"id": 1, "_airbyte_raw_id": "x", "_airbyte_data": 1, "address": {"zip": "1"}}])
     assert batch.schema.names[4:] == ["id", "address", "items"]
-    assert converter.last_drift.fields == {"_airbyte_raw_id": 1, "address.zip": 1}
+    assert converter.last_drift.fields == {"_airbyte_raw_id": 1, "_airbyte_data": 1, "address.zip": 1}
 
 
 def test_a_stream_landed_whole_has_no_drift_and_keep_still_has_its_column():
