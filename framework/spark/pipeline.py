@@ -247,10 +247,11 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     # a local master's parallelism is known before it starts; any other is asked (waiting for the session)
     run.cores = spark.parallelism() if early and isinstance(spark, SessionStart) else \
         connect.default_parallelism(run.spark)
+    # the columns evolve added stay in the landed catalog (older files hold them) whatever the policy now
     run.evolved = evolved = EvolvedColumns(storage)
     CatalogStore(storage).merge([with_evolved_columns(
         configured_entry(connector.stream(s.name).with_cursor_field(s.cursor_field), s.incremental, options.sync_mode),
-        evolved.of(s.name) if drift_policy(settings, s.name) == "evolve" else ()) for s in selections
+        evolved.of(s.name)) for s in selections
     ])
     warm_tag = f"run-manifest-warm-up-{uuid.uuid4().hex[:12]}"
     results: list[StreamResult] = []
