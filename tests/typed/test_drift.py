@@ -212,3 +212,28 @@ def test_drifts_add_up_and_read_back():
 def test_evolved_columns_merge_in_order_and_widen():
     assert merge_evolved((("a", "integer"), ("b", "boolean")), (("c", "string"), ("a", "number"))) == (
         ("a", "number"), ("b", "boolean"), ("c", "string"))
+
+
+records_with_extras = st.lists(st.fixed_dictionaries(
+    {"id": st.integers(0, 9)},
+    optional={"x": json_scalars, "y": json_scalars,
+              "address": st.none() | st.dictionaries(st.sampled_from(["city", "zip", "po"]), json_scalars, max_size=3),
+              "items": st.none() | st.lists(st.dictionaries(st.sampled_from(["sku", "qty"]), json_scalars,
+                                                            max_size=2), max_size=3)}), max_size=10)
+
+
+@settings(deadline=None, max_examples=80)
+@given(records_with_extras, st.sampled_from(["drop", "keep", "evolve"]))
+def test_the_counts_are_those_of_a_plain_walk_over_the_records(records, policy):
+    expected: dict[str, int] = {}
+    drifted = 0
+    for record in records:
+        found = [key for key in record if key not in ("id", "address", "items")]
+        found += [f"address.{key}" for key in (record.get("address") or {}) if key != "city"]
+        found += [f"items[].{key}" for item in (record.get("items") or []) for key in item if key != "sku"]
+        for path in found:
+            expected[path] = expected.get(path, 0) + 1
+        drifted += bool(found)
+    converter = conv(policy)
+    convert(converter, records)
+    assert (converter.last_drift.fields, converter.last_drift.records) == (expected, drifted)
