@@ -64,7 +64,8 @@ class RecordConverter:
             raise SchemaConflictError(stream=stream, field=ADDITIONAL_PROPERTIES, first="a field of the stream",
                                       second="the column the keep policy adds",
                                       hint="rename the field, or use the schema drift policy drop or evolve")
-        self._set_type(dict(evolved) if self._evolving else {})
+        # a field the schema has come to declare since it was added is typed as declared
+        self._set_type({name: kind for name, kind in evolved if name not in self._declared} if self._evolving else {})
         #: How many values the last :meth:`convert` nulled.
         self.last_nulled = 0
         #: The undeclared fields of the last :meth:`convert`'s records (whatever the policy).

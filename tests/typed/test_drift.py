@@ -114,6 +114,13 @@ def test_evolve_starts_from_the_columns_recorded_by_earlier_syncs():
     assert batch.column("priority").to_pylist() == [None]
 
 
+def test_a_recorded_column_the_schema_now_declares_is_typed_as_declared():
+    converter = conv("evolve", evolved=(("id", "string"), ("priority", "integer")))
+    batch = convert(converter, [{"id": 1, "priority": 2}])
+    assert batch.schema.names[4:] == ["id", "address", "items", "priority"]
+    assert batch.schema.field("id").type == pa.int64()
+
+
 def test_evolve_leaves_airbytes_names_and_nested_fields_out():
     converter = conv("evolve")
     batch = convert(converter, [{"id": 1, "_airbyte_raw_id": "x", "_airbyte_data": 1, "address": {"zip": "1"}}])
