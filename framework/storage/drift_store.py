@@ -105,7 +105,10 @@ class EvolvedColumns:
         catalog = CatalogStore(self.storage)
         entry = next((e for e in catalog.load() if e.get("stream", {}).get("name") == stream), None)
         if entry is not None:
-            catalog.merge([with_evolved_columns(entry, columns, (name for name, _ in before))])
+            # the properties this record added (as it added them); a property the schema declares stays
+            properties = (entry["stream"].get("json_schema") or {}).get("properties") or {}
+            ours = [name for name, kind in before if properties.get(name) == {"type": ["null", kind]}]
+            catalog.merge([with_evolved_columns(entry, columns, ours)])
         return True
 
 

@@ -64,3 +64,12 @@ def test_recording_saves_only_what_grew_and_updates_the_landed_catalog(tmp_path)
     assert catalog["events"] == {"id": {"type": "integer"}, "priority": {"type": ["null", "number"]},
                                  "note": {"type": ["null", "string"]}}
     assert catalog["other"] == {"id": {"type": "integer"}}
+
+
+def test_recording_never_replaces_a_property_the_schema_declares(tmp_path):
+    storage = LocalStorage(str(tmp_path))
+    save_evolved(storage, {"events": (("id", "string"),)})  # recorded before the schema declared `id`
+    CatalogStore(storage).merge([with_evolved_columns(entry(), (("id", "string"),))])
+    assert EvolvedColumns(storage).record("events", (("priority", "integer"),)) is True
+    properties = CatalogStore(storage).load()[0]["stream"]["json_schema"]["properties"]
+    assert properties == {"id": {"type": "integer"}, "priority": {"type": ["null", "integer"]}}
