@@ -20,6 +20,7 @@ the field path, ``"."`` between names and ``"[i]"`` for array items.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from itertools import accumulate, chain, repeat
@@ -71,10 +72,7 @@ class Changes:
             return
         counts, extras, prefix = self.undeclared, self.extras, path + "." if path else ""
         if extras is None:  # counts only: the records of one shape (their keys, in order) are counted at once
-            shapes: dict[tuple, int] = {}
-            for shape in map(tuple, map(objects.__getitem__, drifting)):
-                shapes[shape] = shapes.get(shape, 0) + 1
-            for shape, number in shapes.items():
+            for shape, number in Counter(map(tuple, map(objects.__getitem__, drifting))).items():
                 for key in shape:
                     if key not in declared:
                         name = prefix + str(key)
