@@ -43,7 +43,13 @@ with milliseconds, such as ``"2026-11-03T10:15:02.418Z"``):
     ``seconds``, ``error`` (the failure's message, or ``null``), ``folder``
     (the stream's Parquet folder after the sync: ``files_before``,
     ``files_after``, ``unified``: files rewritten into the folder's one schema,
-    ``merged``: files merged away by ``--compact``; zeros for other formats).
+    ``merged``: files merged away by ``--compact``; zeros for other formats),
+    ``schema_drift`` (fields the records had that the schema does not
+    declare: ``policy`` (``drop``, ``keep`` or ``evolve``), ``records`` (how
+    many records had one), ``fields`` (each field's path, such as
+    ``priority`` or ``address.zip``, and how many values had it),
+    ``evolved`` (the columns the ``evolve`` policy added, by kind);
+    :mod:`framework.cli.drift_report`).
 ``failure``
     ``stream`` (or ``null`` when the failure is not a stream's), ``error``.
     Sent right after a failed stream's ``stream_done``, and for a failure
@@ -94,6 +100,8 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import orjson
 from msgspec import Struct, field
+
+from framework.cli.drift_report import drift_fields, drift_line
 
 if TYPE_CHECKING:  # the pipeline and normalization need pyspark to run; only their result types are used here
     from framework.engine.report import StreamReport
@@ -174,6 +182,7 @@ def summary_table(result: PipelineResult, output: str) -> str:
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines += [_folder_line(s) for s in result.streams if s.folder.unified or s.folder.merged]
+    lines.extend(line for line in map(drift_line, result.streams) if line)
     if result.pace is not None and result.pace.requests:
         lines.append(result.pace.describe())
     lines.append(f"sync {result.sync_id} -> {output}")
@@ -279,6 +288,10 @@ class QuietReporter(Struct):
     def summary(self, result: PipelineResult, output: str, seconds: float) -> None:
         for failed in (s for s in result.streams if s.error):
             self.err.write(f"run-manifest: stream `{failed.name}` failed: {failed.error}\n")
+        for dropped in (s for s in result.streams if s.drift_policy == "drop"):  # data left out: a warning
+            line = drift_line(dropped)
+            if line:
+                self.err.write(f"run-manifest: warning: {line}\n")
         self.err.flush()
 
     def failure(self, error: str, stream: str | None = None) -> None:
@@ -302,6 +315,7 @@ def stream_fields(result: StreamResult) -> dict[str, Any]:
         "files": len(result.files), "bytes": result.bytes, "nulled": result.nulled,
         "state_saved": bool(result.state_saved), "seconds": round(result.seconds, 3), "error": result.error,
         "folder": result.folder.as_dict(),  # the stream's folder after the sync (framework.formats.rewrite)
+        "schema_drift": drift_fields(result),
     }
 
 

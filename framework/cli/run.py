@@ -77,6 +77,12 @@ def _conf_pair(text: str) -> tuple[str, str]:
     return conf_pair(text)
 
 
+def _drift_flag(text: str) -> tuple[str | None, str]:
+    from framework.cli.settings import drift_flag  # its settings models load only when --schema-drift is given
+
+    return drift_flag(text)
+
+
 def _concurrency(text: str) -> int | str:
     """``--concurrency``'s value: a whole number of at least 1, or ``auto``."""
     if text.strip().lower() == "auto":
@@ -153,6 +159,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="normalize the landed records into typed tables after a successful sync")
     spark.add_argument("--normalized-output", metavar="DIR|s3://bucket/prefix",
                        help="where --normalize puts Parquet tables, outside --output (default: <output>_normalized)")
+    spark.add_argument("--schema-drift", action="append", default=[], metavar="[STREAM=]POLICY", type=_drift_flag,
+                       help="fields the schema does not declare: drop (default, counted), keep (as JSON text in "
+                            "_airbyte_additional_properties) or evolve (typed columns); STREAM=POLICY for one "
+                            "stream; repeatable")
     spark.add_argument("--log-format", choices=["text", "json"], default="text",
                        help="stderr as text for people, or one JSON object per line for scripts "
                             "(see framework/cli/progress.py); protocol mode ignores it")
@@ -388,7 +398,8 @@ def _sync_options(args: argparse.Namespace) -> SyncOptions:
                        log_format=args.log_format,
                        check_first=not args.no_check, conf=tuple(args.conf), shared_path=args.shared_path,
                        early_reads=not args.wait_for_spark, concurrency=args.concurrency,
-                       compact=args.compact)
+                       compact=args.compact,
+                       schema_drift=tuple(args.schema_drift))
 
 
 if __name__ == "__main__":  # pragma: no cover

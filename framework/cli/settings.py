@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Collection, Sequence
 from typing import Literal
 
 from pydantic import ValidationError
@@ -104,6 +105,42 @@ def conf_pair(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
+_DRIFT_POLICIES = ("drop", "keep", "evolve")  # framework/typed/drift.py's, as the destination settings take them
+
+
+def drift_flag(text: str) -> tuple[str | None, str]:
+    """``--schema-drift POLICY`` or ``--schema-drift STREAM=POLICY`` as (stream or None, policy) (argparse's
+    ``type``: a bad one is a usage error, exit 2, with the fix)."""
+    stream, sep, policy = text.rpartition("=")
+    policy = policy.strip()
+    if policy not in _DRIFT_POLICIES or (sep and not stream.strip()):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a schema drift policy: give drop, keep or evolve, for every stream "
+            "(--schema-drift keep) or for one (--schema-drift events=evolve)")
+    return (stream.strip() or None), policy
+
+
+def with_schema_drift(settings: DestinationSettings, flags: Sequence[tuple[str | None, str]],
+                      streams: Collection[str]) -> DestinationSettings:
+    """``settings`` with the ``--schema-drift`` flags put in (a later flag wins): a bare policy replaces
+    ``schema_drift``, ``STREAM=POLICY`` adds to ``schema_drift_streams``. A stream that is not among
+    ``streams`` (the manifest's), in a flag or in the settings, is a :class:`ConfigError` with the fix."""
+    overall, by_stream = settings.schema_drift, dict(settings.schema_drift_streams)
+    for stream, policy in flags:
+        if stream is None:
+            overall = policy  # type: ignore[assignment]
+        else:
+            by_stream[stream] = policy  # type: ignore[assignment]
+    unknown = sorted(set(by_stream) - set(streams))
+    if unknown:
+        raise ConfigError(f"schema drift: no stream named {', '.join(map(repr, unknown))} in the manifest (its "
+                          f"streams: {', '.join(sorted(streams))}); fix the name in --schema-drift STREAM=POLICY "
+                          "or in the destination's `schema_drift_streams`")
+    if overall == settings.schema_drift and by_stream == settings.schema_drift_streams:
+        return settings
+    return settings.model_copy(update={"schema_drift": overall, "schema_drift_streams": by_stream})
+
+
 def normalization_settings(destination: DestinationSettings, target: Target | None = None,
                            dialect: str | None = None, output: str | None = None) -> NormalizationSettings:
     """The destination's normalization settings, with ``target``, ``dialect`` and ``output``
@@ -130,5 +167,5 @@ def _plain(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors())
 
 
-__all__ = ["FormatName", "check_shared_output", "conf_pair", "destination_settings", "is_local_master",
-           "normalization_settings", "resolve_output"]
+__all__ = ["FormatName", "check_shared_output", "conf_pair", "destination_settings", "drift_flag",
+           "is_local_master", "normalization_settings", "resolve_output", "with_schema_drift"]

@@ -22,7 +22,13 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 from msgspec import Struct
 
 from framework.cli.progress import JsonReporter, Reporter, reporter_for
-from framework.cli.settings import FormatName, check_shared_output, destination_settings, normalization_settings
+from framework.cli.settings import (
+    FormatName,
+    check_shared_output,
+    destination_settings,
+    normalization_settings,
+    with_schema_drift,
+)
 from framework.errors import ConfigError, FrameworkError
 from framework.models.destination import DestinationSettings
 from framework.output_names import check_stream_folders
@@ -60,6 +66,7 @@ class SyncOptions(Struct, frozen=True):
     early_reads: bool = True  # a local master starts in the background while the driver reads (--wait-for-spark: no)
     concurrency: int | str | None = None  # --concurrency: the most requests in flight (a number or "auto")
     compact: bool = False  # --compact: merge each stream's small files after its sync
+    schema_drift: tuple[tuple[str | None, str], ...] = ()  # --schema-drift [STREAM=]POLICY, in order
 
 
 def run_sync(options: SyncOptions, connector: Connector, selections: Sequence[Selection],
@@ -148,6 +155,7 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
                           "again and replaces the older files; drop --state, or use --sync-mode append")
     settings = destination_settings(options.destination, options.output, options.format)  # resolved here
     check_stream_folders(stream_folders(settings, [s.name for s in selections]))  # before Spark starts
+    settings = with_schema_drift(settings, options.schema_drift, connector.streams)
     conf = dict(options.conf)
     check_shared_output(settings, known_master(options.master, conf), options.shared_path)  # before Spark starts
     if settings.target == "local":  # before Spark starts: a folder that cannot take files fails at once

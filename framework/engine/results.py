@@ -23,6 +23,7 @@ from msgspec import Struct
 from msgspec.structs import asdict
 
 from framework.engine.signals import Signal
+from framework.typed.drift import merge_evolved
 
 if TYPE_CHECKING:
     from framework.engine.plan import Sync
@@ -40,6 +41,9 @@ RESULT_SCHEMA = pa.schema([
     ("latest_record", pa.string()),  # JSON of the unit's most recent record (a stream airbyte-cdk reads)
     ("warnings", pa.string()),  # JSON list of the signals its first pages showed (engine/signals.py), else null
     ("empty_pages", pa.int64()),  # responses that gave no record
+    # JSON {"records", "fields", "evolved"} of the fields its records had that the schema does not declare
+    # (typed/drift.py), else null
+    ("drift", pa.string()),
 ])
 
 
@@ -59,6 +63,11 @@ class UnitResult(Struct, frozen=True):
     files: tuple[dict[str, Any], ...] = ()
     warnings: tuple[Signal, ...] = ()  # what its first pages showed that looks wrong (engine/signals.py)
     empty_pages: int = 0  # responses that gave no record (not counted in ``pages``)
+    #: schema drift: how many records had fields the schema does not declare, how many values each field
+    #: had (by path), and the columns the ``evolve`` policy typed them as so far (name, kind; in order)
+    drifted: int = 0
+    undeclared: Mapping[str, int] = {}
+    evolved: tuple[tuple[str, str], ...] = ()
 
 
 def to_arrow(results: Sequence[UnitResult]) -> pa.RecordBatch:
@@ -76,7 +85,23 @@ def to_arrow(results: Sequence[UnitResult]) -> pa.RecordBatch:
         "warnings": [orjson.dumps([asdict(w) for w in r.warnings]).decode() if r.warnings else None
                      for r in results],
         "empty_pages": [r.empty_pages for r in results],
+        "drift": [_drift_text(r) for r in results],
     }, schema=RESULT_SCHEMA)
+
+
+def _drift_text(result: UnitResult) -> str | None:
+    if not result.drifted and not result.undeclared and not result.evolved:
+        return None
+    return orjson.dumps({"records": result.drifted, "fields": result.undeclared,
+                         "evolved": result.evolved}).decode()
+
+
+def _drift_fields(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    data = orjson.loads(text)
+    return {"drifted": int(data.get("records") or 0), "undeclared": dict(data.get("fields") or {}),
+            "evolved": tuple((str(name), str(kind)) for name, kind in data.get("evolved") or ())}
 
 
 def from_arrow(data: pa.Table | pa.RecordBatch) -> list[UnitResult]:
@@ -86,7 +111,7 @@ def from_arrow(data: pa.Table | pa.RecordBatch) -> list[UnitResult]:
                        orjson.loads(row["latest_record"]) if row["latest_record"] else None,
                        error=row["error"], files=tuple(orjson.loads(row["files"])) if row["files"] else (),
                        warnings=tuple(Signal(**w) for w in orjson.loads(row["warnings"])) if row.get("warnings")
-                       else (), empty_pages=row.get("empty_pages") or 0)
+                       else (), empty_pages=row.get("empty_pages") or 0, **_drift_fields(row.get("drift")))
             for row in data.to_pylist()]
 
 
@@ -119,6 +144,9 @@ class GroupTotals(Struct, frozen=True):
     error: str | None = None
     warnings: tuple[Signal, ...] = ()  # the first signal of each kind, in unit order
     empty_pages: int = 0
+    drifted: int = 0  # records with fields the schema does not declare
+    undeclared: Mapping[str, int] = {}  # values by undeclared field's path
+    evolved: tuple[tuple[str, str], ...] = ()  # the columns the evolve policy typed, merged (typed/drift.py)
 
 
 def fold_results(sync: Sync, results: Iterable[UnitResult]) -> GroupTotals:
@@ -129,7 +157,9 @@ def fold_results(sync: Sync, results: Iterable[UnitResult]) -> GroupTotals:
     left unfinished; the first error (in unit order) is in the totals. A unit
     done already (a result given twice) counts once.
     """
-    done = records = pages = nulled = empty = 0
+    done = records = pages = nulled = empty = drifted = 0
+    undeclared: dict[str, int] = {}
+    evolved: tuple[tuple[str, str], ...] = ()
     files: list[dict[str, Any]] = []
     error: str | None = None
     warnings: dict[str, Signal] = {}
@@ -150,4 +180,9 @@ def fold_results(sync: Sync, results: Iterable[UnitResult]) -> GroupTotals:
         records += result.records
         pages += result.pages
         nulled += result.nulled
-    return GroupTotals(done, records, pages, nulled, tuple(files), error, tuple(warnings.values()), empty)
+        drifted += result.drifted
+        for path, count in result.undeclared.items():
+            undeclared[path] = undeclared.get(path, 0) + count
+        evolved = merge_evolved(evolved, result.evolved)
+    return GroupTotals(done, records, pages, nulled, tuple(files), error, tuple(warnings.values()), empty,
+                       drifted, undeclared, evolved)

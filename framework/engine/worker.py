@@ -42,6 +42,7 @@ from framework.engine.signals import ReadFacts, UnitWatch, stream_definition
 from framework.engine.sync import read_unit
 from framework.formats import raw_batch
 from framework.typed import RecordConverter
+from framework.typed.drift import Drift
 from framework.typed.raw_ids import random_uuids
 from framework.values import replace
 
@@ -178,6 +179,14 @@ class PageTyper(Struct, frozen=True):
                                   sync_id=self.sync_id)
         return batch, converter.last_nulled
 
+    def drift(self) -> tuple[Drift | None, tuple[tuple[str, str], ...]]:
+        """The undeclared fields of the last page typed (None: none, or not typed) and the columns the
+        ``evolve`` policy has typed so far (typed/drift.py)."""
+        converter = self.converter
+        if converter is None:
+            return None, ()
+        return (converter.last_drift or None), tuple(converter.evolved.items())
+
 
 def read_group(connector: Connector, stream: Stream, units: Iterable[Any], typer: PageTyper,
                write: Callable[[pa.RecordBatch], None] | None = None, *,
@@ -266,11 +275,13 @@ READING = ReadersChoice()
 class _Tally:
     """What the pages handled so far of one unit came to."""
 
-    __slots__ = ("latest", "nulled", "pages", "records")
+    __slots__ = ("drift", "evolved", "latest", "nulled", "pages", "records")
 
     def __init__(self) -> None:
         self.records = self.pages = self.nulled = 0
         self.latest: Any = None
+        self.drift: Drift | None = None  # the undeclared fields of its records
+        self.evolved: tuple[tuple[str, str], ...] = ()  # the evolve policy's columns after its last page
 
 
 def _read_units(connector: Connector, stream: Stream, units: list[Any], typer: PageTyper,
@@ -303,11 +314,16 @@ def _read_units(connector: Connector, stream: Stream, units: list[Any], typer: P
     def result(unit: Any, tally: _Tally | None, error: str | None) -> UnitResult:
         watch = watches.get(unit.index)
         tally = tally or _Tally()
+        drift = tally.drift
         return UnitResult(unit.index, tally.records, tally.pages, tally.nulled, tally.latest, error,
                           warnings=tuple(watch.signals()) if watch is not None else (),
-                          empty_pages=watch.empty if watch is not None else 0)
+                          empty_pages=watch.empty if watch is not None else 0,
+                          drifted=drift.records if drift else 0, undeclared=drift.fields if drift else {},
+                          evolved=tally.evolved)
 
     tallies: dict[int, _Tally] = {}
+    # a PageTyper says what its last page held that the schema does not declare; any other typer, nothing
+    drift_of: Callable[[], tuple[Drift | None, tuple[tuple[str, str], ...]]] | None = getattr(typer, "drift", None)
     finished: set[int] = set()
     failed: str | None = None
     events = concurrent_pages(units, read_one, 1 if bridged else readers)
@@ -317,6 +333,7 @@ def _read_units(connector: Connector, stream: Stream, units: list[Any], typer: P
             if isinstance(event, Page):
                 page, page_latest = event.records
                 batch, page_nulled = typer(page, int(time.time() * 1000))
+                page_drift, evolved = drift_of() if drift_of is not None else (None, ())
                 if write is not None:
                     write(batch)
                 else:
@@ -327,6 +344,11 @@ def _read_units(connector: Connector, stream: Stream, units: list[Any], typer: P
                 tally.records += len(page)
                 tally.pages += 1
                 tally.nulled += page_nulled
+                tally.evolved = evolved
+                if page_drift is not None:
+                    if tally.drift is None:
+                        tally.drift = Drift()
+                    tally.drift.add(page_drift)
                 if page_latest is not None and (bridged or tally.latest is None or page_latest > tally.latest):
                     tally.latest = page_latest  # bridged: the unit's most recent record so far
             else:

@@ -155,6 +155,18 @@ class RollingWriter:
         current.writer.close()
         current.target.seal()
 
+    def reschema(self, arrow_schema: pa.Schema | None, avro_schema: Mapping | None) -> None:
+        """Batches of another schema follow (the ``evolve`` policy added a column): the current file is finished
+        as it is, and the next batch starts a new one with the new schema, so no file mixes two schemas and
+        no value is lost."""
+        if self._closed:
+            raise RuntimeError("this RollingWriter was already committed or aborted")
+        try:
+            self._finish()
+        except OSError as exc:
+            raise self._not_written(self._finished[-1].key if self._finished else "", exc) from exc
+        self.arrow_schema, self.avro_schema = arrow_schema, avro_schema
+
     @property
     def files_started(self) -> int:
         return len(self._finished) + (1 if self._current else 0)

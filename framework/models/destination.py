@@ -264,6 +264,9 @@ Region = Literal[
     "sa-east-1", "us-east-1", "us-east-2", "us-gov-east-1", "us-gov-west-1", "us-west-1", "us-west-2",
 ]
 
+#: What becomes of undeclared fields (framework/typed/drift.py holds the same three names).
+SchemaDrift = Literal["drop", "keep", "evolve"]
+
 # `s3a://` is the Hadoop connector's name for the same thing; both address a bucket and a prefix.
 _S3_URI = re.compile(r"^s3a?://(?P<bucket>[^/]+)(?:/(?P<prefix>.*))?$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -336,6 +339,19 @@ class DestinationSettings(Model):
         {"enabled": True, "target": "parquet"},
         None,
     )
+    schema_drift: SchemaDrift = spec(
+        "What becomes of record fields the stream's schema does not declare (Parquet and Avro): `drop` leaves "
+        "them out, as Airbyte's S3 destination 1.0 does; `keep` adds the column `_airbyte_additional_properties` "
+        "with them as JSON text; `evolve` adds a typed column per new top-level field, its type inferred from "
+        "the values and kept for the next syncs. Every policy counts them in the run's summary.",
+        "keep",
+        "drop",
+    )
+    schema_drift_streams: dict[str, SchemaDrift] = spec(
+        "Per stream, a `schema_drift` policy that replaces the one above for that stream.",
+        {"events": "evolve"},
+        default_factory=dict,
+    )
 
     @model_validator(mode="after")
     def _check_location(self) -> "DestinationSettings":
@@ -355,6 +371,10 @@ class DestinationSettings(Model):
             )
             raise ValueError(f"`{given}` needs `{missing}`: give both or neither")
         return self
+
+    def schema_drift_for(self, stream: str) -> "SchemaDrift":
+        """The schema drift policy of ``stream``: its own in `schema_drift_streams`, else `schema_drift`."""
+        return self.schema_drift_streams.get(stream, self.schema_drift)
 
     @classmethod
     def default_local(cls, output: str = "./output") -> "DestinationSettings":

@@ -76,9 +76,10 @@ from framework.spark import connect
 from framework.spark.replacing import finish_replacing, mark_replacing, replace_older
 from framework.spark.scheduling import schedule_groups
 from framework.spark.session import SessionStart
-from framework.spark.tasks import TaskJob, encode_units, result_struct, run_task, task_function
+from framework.spark.tasks import TaskJob, drift_policy, encode_units, result_struct, run_task, task_function
 from framework.spark.warmup import Reading, WarmUp, spark_wanted
 from framework.storage import Storage, storage_for
+from framework.storage.drift_store import EvolvedColumns, with_evolved_columns
 from framework.storage.layout import next_part_number
 from framework.storage.state_store import (
     CatalogStore,
@@ -90,6 +91,7 @@ from framework.storage.state_store import (
     merge_stream,
 )
 from framework.typed import RecordConverter, parse_schema
+from framework.typed.drift import merge_evolved
 from framework.values import replace
 
 if TYPE_CHECKING:
@@ -110,6 +112,12 @@ class StreamResult(StreamReport):
     spark_ready_at: float | None = None
     records_before_spark: int = 0
     folder: Settled = field(default_factory=Settled)  # the stream's folder after the sync: one schema, merged files
+    # schema drift (framework/typed/drift.py): the stream's policy, the records with undeclared fields, each
+    # field's values by path, and the columns the evolve policy typed (name, kind)
+    drift_policy: str = "drop"
+    drifted: int = 0
+    undeclared: dict[str, int] = field(default_factory=dict)
+    evolved: tuple[tuple[str, str], ...] = ()
 
     @property
     def bytes(self) -> int:
@@ -176,6 +184,7 @@ class _Run(Struct):
     warm_up: WarmUp | None = None  # driver_reads: Spark's warm-up, considered again after each group
     start: SessionStart | None = None  # driver_reads: the session's start, paused while Spark is not wanted
     limit: Limit = field(default_factory=Limit.default)  # the most requests in flight across the sync
+    evolved: EvolvedColumns | None = None  # the columns the evolve schema drift policy added, by stream
 
     @property
     def spark(self) -> SparkSession:
@@ -246,10 +255,12 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     # a local master's parallelism is known before it starts; any other is asked (waiting for the session)
     run.cores = spark.parallelism() if early and isinstance(spark, SessionStart) else \
         connect.default_parallelism(run.spark)
-    CatalogStore(storage).merge([
+    # the columns evolve added stay in the landed catalog (older files hold them) whatever the policy now
+    run.evolved = evolved = EvolvedColumns(storage)
+    CatalogStore(storage).merge([with_evolved_columns(
         configured_entry(connector.stream(s.name).with_cursor_field(s.cursor_field), s.incremental,
-                         s.destination_sync_mode or options.sync_mode)
-        for s in selections
+                        s.destination_sync_mode or options.sync_mode),
+        evolved.of(s.name)) for s in selections
     ])
     warm_tag = f"run-manifest-warm-up-{uuid.uuid4().hex[:12]}"
     results: list[StreamResult] = []
@@ -335,6 +346,7 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     if change is not None and run.reading is not None:
         run.reading.spark_after = True  # its apply runs on Spark: the session's start is never held for it
     overwrite = (selection.destination_sync_mode or options.sync_mode) == "overwrite"
+    result.drift_policy = drift_policy(run.settings, stream.name, cdc=change is not None)
     generation = saved.generation(stream.name) + (1 if overwrite else 0)
     # An overwrite deletes every older file once it succeeds, so it must read everything again.
     state_in = None if overwrite else given_states.get(stream.name, saved.stream_state(stream.name))
@@ -375,6 +387,7 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
             coordinator=run.coordinator, readers=readers,
             # a task that cannot reach the driver's ledger (Spark Connect) keeps to its share of the limit
             in_flight=run.limit.share(lanes) if run.coordinator is None else None,
+            evolved=run.evolved.of(stream.name) if run.evolved and result.drift_policy == "evolve" else (),
         )
         groups = itertools.chain(head, iter_groups)
         # Each of the first `lanes` groups is committed as it comes back; past them (a plan streamed from
@@ -440,6 +453,8 @@ def _commit(run: _Run, name: str, sync: Sync, files: Sequence[dict[str, Any]] | 
     (``files`` None: no unit finished since, nothing to commit)."""
     if files is None:
         return
+    if run.evolved is not None and result.evolved:  # before the state that covers the records which brought them
+        run.evolved.record(name, result.evolved)
     if not overwrite:
         # state and the moves still to do in one write, then the moves (see the module docs)
         run.connection.publishing = [{"staged": f["staged"], "key": f["key"]} for f in files if f.get("staged")]
@@ -486,7 +501,8 @@ def _settle(run: _Run, name: str) -> Settled:
 def _check_schema(run: _Run, name: str) -> None:
     """Type the stream's schema on the driver first: a schema the sink cannot type (a union whose objects
     disagree on a field, say) fails here with its own message, before any request or Spark task."""
-    converter = RecordConverter(parse_schema(run.source.schemas[name], stream=name), stream=name)
+    converter = RecordConverter(parse_schema(run.source.schemas[name], stream=name), stream=name,
+                                drift=drift_policy(run.settings, name))  # keep's column may not be declared
     if run.settings.format.format_type == "Avro":
         converter.avro  # noqa: B018 - built for its errors
 
@@ -575,6 +591,10 @@ def _fold(sync: Sync, results: list[UnitResult], result: StreamResult,
     result.nulled += totals.nulled
     result.units_done += totals.units_done
     result.empty_pages += totals.empty_pages
+    result.drifted += totals.drifted
+    for path, count in totals.undeclared.items():
+        result.undeclared[path] = result.undeclared.get(path, 0) + count
+    result.evolved = merge_evolved(result.evolved, totals.evolved)
     known = {signal.kind for signal in result.warnings}  # one of each kind per stream
     result.warnings.extend(signal.masked(connector.mask) for signal in totals.warnings if signal.kind not in known)
     return totals.files if totals.units_done > 0 else None

@@ -25,7 +25,7 @@ import contextlib
 import functools
 import pickle
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -58,6 +58,8 @@ def result_struct() -> Any:
 
 #: The formats whose records are typed by the stream's schema; the others (JSONL, CSV) carry them as they came.
 TYPED_FORMATS = ("Parquet", "Avro", "replicant_csv", "replicant_json")
+#: The formats whose columns the schema drift policy shapes (keep: one more column; evolve: typed columns).
+DRIFT_FORMATS = ("Parquet", "Avro")
 
 
 class TaskJob(Struct, frozen=True):
@@ -77,6 +79,17 @@ class TaskJob(Struct, frozen=True):
     readers: int = 1  # how many of its units a task reads at once (threads: engine/worker.py read_group)
     # the task's own limit of requests in flight where it cannot reach the driver's ledger (Spark Connect: a share)
     in_flight: Limit | None = None
+    #: the columns earlier syncs added to the stream under the ``evolve`` schema drift policy (name, kind)
+    evolved: tuple[tuple[str, str], ...] = ()
+
+
+def drift_policy(settings: DestinationSettings, stream: str, *, cdc: bool = False) -> str:
+    """The schema drift policy ``stream``'s files follow: the settings' for Parquet and Avro; ``drop`` (counted)
+    for the change-data formats, whose image keeps the declared columns; JSONL and CSV carry records as they
+    came (not typed, nothing counted)."""
+    if settings.format.format_type in DRIFT_FORMATS and not cdc:
+        return settings.schema_drift_for(stream)
+    return "drop"
 
 
 def encode_units(units: Iterable[Any]) -> pa.Table:
@@ -100,7 +113,9 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
     stream = connector.stream(job.stream).with_cursor_field(job.cursor_field)
     settings = DestinationSettings.model_validate(job.destination)
     record_type = parse_schema(job.source.schemas[job.stream], stream=job.stream)
-    converter = RecordConverter(record_type, stream=job.stream)
+    converter = RecordConverter(record_type, stream=job.stream,
+                                drift=drift_policy(settings, job.stream, cdc=bool(job.cdc_staging)),
+                                evolved=job.evolved)
     storage = storage_for(settings)
     if job.cdc_staging:  # realtime change data: typed records to staging, the apply writes the output
         # Imported here: framework.cdc loads pyarrow.parquet and the apply, which other tasks never need.
@@ -115,6 +130,9 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
                                           started_at=job.started_at, to_avro=converter.to_avro_records,
                                           part_numbers=PartNumbers(job.part_start, job.tasks, task_index),
                                           staging=staging_prefix(job.sync_id, uuid.uuid4().hex[:16]))
+    write: Callable[[pa.RecordBatch], None] = writer.write
+    if converter.drift == "evolve" and not job.cdc_staging:
+        write = _rolling_on_new_columns(writer, converter)
     # Avro and Parquet: typed by the stream's schema (the seed's rules); JSONL and CSV carry the record as it came.
     typer = PageTyper(converter if settings.format.format_type in TYPED_FORMATS else None,
                       generation_id=job.generation_id, sync_id=job.sync_id)
@@ -128,7 +146,7 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
             files_beside = stream_landing(storage, layout.directory)
             # a FileUploader's files go beside the stream's files; sync-wide services are the driver's
             with landing(files_beside), coordination.attached(job.coordinator):
-                results = [r for r in read_group(connector, stream, _decode_units(batches), typer, writer.write,
+                results = [r for r in read_group(connector, stream, _decode_units(batches), typer, write,
                                                   start_state=job.start_state, readers=job.readers)
                            if isinstance(r, UnitResult)]
             failed = next((r.error for r in results if r.error), None)
@@ -150,6 +168,22 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
     if results:
         results[0] = replace(results[0], files=tuple(f.as_dict() for f in files))
     yield to_arrow(results)
+
+
+def _rolling_on_new_columns(writer: RollingWriter, converter: RecordConverter) -> Callable[[pa.RecordBatch], None]:
+    """``writer.write``, but a batch whose schema grew (a column the ``evolve`` policy added) starts a new file.
+
+    Each batch is written as soon as ``converter`` made it, so the converter's schema is the batch's: it is a
+    new object only when a column was added or widened."""
+    current = [converter.schema]
+
+    def write(batch: pa.RecordBatch) -> None:
+        if converter.schema is not current[0]:
+            writer.reschema(converter.schema, converter.avro.schema)
+            current[0] = converter.schema
+        writer.write(batch)
+
+    return write
 
 
 def warm_function(source: ConnectorSource):

@@ -20,6 +20,7 @@ the field path, ``"."`` between names and ``"[i]"`` for array items.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from itertools import accumulate, chain, repeat
@@ -39,18 +40,56 @@ _NO_ITEMS: tuple = ()
 
 
 class Changes:
-    """The changes made to a batch: ``rows`` maps a record's row to its ``(field, change, reason)`` tuples."""
+    """The changes made to a batch: ``rows`` maps a record's row to its ``(field, change, reason)`` tuples.
 
-    __slots__ = ("rows", "count")
+    Besides, the undeclared fields met (schema drift, :mod:`framework.typed.drift`): ``undeclared`` maps a
+    field's schema path (``address.zip``, ``items[].sku``) to how many values had it, ``drifted`` holds
+    the rows that had one; ``extras`` (None unless asked for: the ``keep`` policy) maps a row to its
+    undeclared fields' values by where they sat (``address.zip``, ``items[0].sku``).
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("rows", "count", "undeclared", "drifted", "extras")
+
+    def __init__(self, extras: bool = False) -> None:
         self.rows: dict[int, list[tuple[str, str, str]]] = {}
         self.count = 0
+        self.undeclared: dict[str, int] = {}
+        self.drifted: set[int] = set()
+        self.extras: dict[int, dict[str, Any]] | None = {} if extras else None
 
     def nulled(self, where: Location, position: int, reason: str) -> None:
         row, field = where.at(position)
         self.rows.setdefault(row, []).append((field, NULLED, reason))
         self.count += 1
+
+    def undeclared_fields(self, objects: Sequence, declared: frozenset, path: str, where: Location | None) -> None:
+        """Note the keys of ``objects`` (dicts, the values of one object field) that ``declared`` lacks;
+        ``path`` is the field's schema path (empty at the top level), ``where`` locates them (None: the
+        records themselves, position ``i`` being row ``i``)."""
+        issuperset = declared.issuperset
+        drifting = [position for position, fits in enumerate(map(issuperset, objects)) if not fits]
+        if not drifting:
+            return
+        counts, extras, prefix = self.undeclared, self.extras, path + "." if path else ""
+        if extras is None:  # counts only: the records of one shape (their keys, in order) are counted at once
+            for shape, number in Counter(map(tuple, map(objects.__getitem__, drifting))).items():
+                for key in shape:
+                    if key not in declared:
+                        name = prefix + str(key)
+                        counts[name] = counts.get(name, 0) + number
+            self.drifted.update(drifting if where is None else (where.at(p)[0] for p in drifting))
+            return
+        for position in drifting:
+            value = objects[position]
+            row, located = (position, "") if where is None else where.at(position)
+            self.drifted.add(row)
+            found = extras.setdefault(row, {})
+            at = located + "." if located else ""
+            for key in value:
+                if key not in declared:
+                    name = prefix + str(key)
+                    counts[name] = counts.get(name, 0) + 1
+                    found[at + str(key)] = value[key]
 
 
 # ------------------------------------------------------------------ locations
@@ -167,13 +206,17 @@ class Mapped:
 
 
 class Struct:
-    """An object with properties: one child column per property; other keys are dropped."""
+    """An object with properties: one child column per property; other keys are dropped (and noted in
+    ``changes``: :meth:`Changes.undeclared_fields`). ``path`` is the field's schema path."""
 
-    def __init__(self, kind: t.Object):
+    def __init__(self, kind: t.Object, path: str = ""):
         self.arrow_type = arrow_type(kind)
         self.fields = list(self.arrow_type)
-        self.children = [(name, column_for(child)) for name, child in kind.properties]
+        prefix = path + "." if path else ""
+        self.children = [(name, column_for(child, prefix + name)) for name, child in kind.properties]
         self.names = [name for name, _ in kind.properties]
+        self.declared = frozenset(self.names)
+        self.path = path
 
     def build(self, values: list, where: Location, changes: Changes) -> pa.Array:
         kinds = set(map(type, values))
@@ -185,6 +228,8 @@ class Struct:
         if NoneType in kinds:
             mask = pa.array([value is None for value in values], pa.bool_())
             rows = [_NO_FIELDS if value is None else value for value in values]
+        if not all(map(self.declared.issuperset, rows)):  # fields the schema does not declare: noted
+            changes.undeclared_fields(rows, self.declared, self.path, where)
         children = [column.build(list(map(dict.get, rows, repeat(key))), ChildField(where, name), changes)
                     for key, (name, column) in zip(lookup_keys(rows, self.names), self.children)]
         return pa.StructArray.from_arrays(children, fields=self.fields, mask=mask)
@@ -193,9 +238,9 @@ class Struct:
 class List:
     """An array with typed items: the items of all arrays go through the item column at once."""
 
-    def __init__(self, kind: t.Array):
+    def __init__(self, kind: t.Array, path: str = ""):
         self.arrow_type = arrow_type(kind)
-        self.items = column_for(kind.items)
+        self.items = column_for(kind.items, path + "[]")
 
     def build(self, values: list, where: Location, changes: Changes) -> pa.Array:
         kinds = set(map(type, values))
@@ -230,7 +275,7 @@ class Disjoint:
     field inside reads ``u.id``, not ``u.object.id``).
     """
 
-    def __init__(self, kind: t.Union):
+    def __init__(self, kind: t.Union, path: str = ""):
         self.arrow_type = arrow_type(kind)
         self.fields = list(self.arrow_type)
         self.names = [option.name for option in kind.options]
@@ -239,7 +284,7 @@ class Disjoint:
         for index, option in enumerate(kind.options):
             accepts: tuple[type, ...]
             if isinstance(option, (t.Object, t.Array, t.Unknown)):
-                self.members.append((arrow_type(option), column_for(option)))
+                self.members.append((arrow_type(option), column_for(option, path)))
                 accepts = (dict,) if option.name == "object" else (list,)
                 convert = None
             else:
@@ -408,17 +453,18 @@ _DIRECT: dict[type, tuple[pa.DataType, frozenset, Callable[[Any], Any]]] = {
 }
 
 
-def column_for(kind: t.FieldType) -> Column:
-    """The compiled column of a field type."""
+def column_for(kind: t.FieldType, path: str = "") -> Column:
+    """The compiled column of a field type; ``path`` (the field's schema path, ``address.zip``,
+    ``items[]``) names the undeclared fields its objects hold."""
     direct = _DIRECT.get(type(kind))
     if direct is not None:
         return Direct(*direct)
     if isinstance(kind, t.Object):
-        return Struct(kind)
+        return Struct(kind, path)
     if isinstance(kind, t.Array):
-        return List(kind)
+        return List(kind, path)
     if isinstance(kind, t.Union):
-        return Disjoint(kind)
+        return Disjoint(kind, path)
     if isinstance(kind, t.Unknown):
         return Mapped(pa.string(), v.unknown_converter(kind.kind))
     parsed = _PARSED.get(type(kind))

@@ -14,9 +14,13 @@ META = "_airbyte_meta"
 #: The record as JSON text: a column of raw batches, and of JSONL and CSV files without flattening.
 DATA = "_airbyte_data"
 
+#: What Airbyte's own columns start with: a field of a record never becomes a column of that name by itself
+#: (the ``evolve`` schema drift policy leaves such fields out).
+RESERVED_PREFIX = "_airbyte_"
 #: The envelope in the order of typed batches, Parquet and Avro.
 ENVELOPE_NAMES = (RAW_ID, EXTRACTED_AT, GENERATION_ID, META)
 #: The envelope in the order the text formats (JSONL, CSV) write it.
 TEXT_ENVELOPE = (RAW_ID, EXTRACTED_AT, META, GENERATION_ID)
 
-__all__ = ["DATA", "ENVELOPE_NAMES", "EXTRACTED_AT", "GENERATION_ID", "META", "RAW_ID", "TEXT_ENVELOPE"]
+__all__ = ["DATA", "ENVELOPE_NAMES", "EXTRACTED_AT", "GENERATION_ID", "META", "RAW_ID", "RESERVED_PREFIX",
+           "TEXT_ENVELOPE"]

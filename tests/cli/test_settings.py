@@ -10,8 +10,10 @@ from framework.cli.settings import (
     check_shared_output,
     conf_pair,
     destination_settings,
+    drift_flag,
     normalization_settings,
     resolve_output,
+    with_schema_drift,
 )
 from framework.errors import ConfigError
 from framework.models.destination import CsvFormat, DestinationSettings, ParquetFormat
@@ -92,3 +94,37 @@ def test_conf_pairs():
     for bad in ("spark.a", "=x"):
         with pytest.raises(argparse.ArgumentTypeError, match="KEY=VALUE"):
             conf_pair(bad)
+
+
+def test_schema_drift_flags_for_every_stream_or_one():
+    assert drift_flag("keep") == (None, "keep")
+    assert drift_flag("events=evolve") == ("events", "evolve")
+    assert drift_flag("a=b=drop") == ("a=b", "drop")  # a stream's name may hold `=`; the policy never does
+    for bad in ("merge", "events=", "=keep", "events=Keep"):
+        with pytest.raises(argparse.ArgumentTypeError, match="give drop, keep or evolve"):
+            drift_flag(bad)
+
+
+def test_schema_drift_flags_are_put_in_over_the_destination_and_a_later_one_wins(tmp_path):
+    dest = tmp_path / "dest.json"
+    dest.write_text(json.dumps({"output": str(tmp_path), "schema_drift": "keep",
+                                "schema_drift_streams": {"orders": "drop"}}))
+    settings = destination_settings(str(dest))
+    assert (settings.schema_drift_for("orders"), settings.schema_drift_for("events")) == ("drop", "keep")
+    assert with_schema_drift(settings, (), ["orders", "events"]) is settings
+    changed = with_schema_drift(settings, [(None, "drop"), ("events", "keep"), ("events", "evolve")],
+                                ["orders", "events"])
+    assert (changed.schema_drift, changed.schema_drift_streams) == ("drop", {"orders": "drop", "events": "evolve"})
+
+
+def test_schema_drift_of_a_stream_the_manifest_lacks_is_refused_with_its_streams(tmp_path):
+    settings = DestinationSettings.model_validate({"output": str(tmp_path), "schema_drift_streams": {"evnts": "keep"}})
+    with pytest.raises(ConfigError, match=r"no stream named 'evnts' in the manifest \(its streams: events\)"):
+        with_schema_drift(settings, (), ["events"])
+
+
+def test_a_bad_schema_drift_in_the_destination_names_the_file_and_field(tmp_path):
+    dest = tmp_path / "dest.json"
+    dest.write_text(json.dumps({"output": str(tmp_path), "schema_drift_streams": {"events": "merge"}}))
+    with pytest.raises(ConfigError, match=r"dest.json: schema_drift_streams.events: Input should be 'drop', 'keep'"):
+        destination_settings(str(dest))

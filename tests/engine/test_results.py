@@ -35,6 +35,10 @@ results = st.builds(
     files=st.lists(st.dictionaries(st.sampled_from(["key", "uri"]), texts, min_size=1), max_size=3).map(tuple),
     warnings=st.lists(st.builds(Signal, texts, texts, texts, texts), max_size=3).map(tuple),
     empty_pages=st.integers(0, 10**6),
+    drifted=st.integers(0, 10**6),
+    undeclared=st.dictionaries(texts, st.integers(1, 10**6), max_size=3),
+    evolved=st.lists(st.tuples(texts, st.sampled_from(["boolean", "integer", "number", "string"])),
+                     max_size=3, unique_by=lambda pair: pair[0]).map(tuple),
 )
 
 
@@ -44,6 +48,27 @@ def test_the_arrow_form_reads_back_the_same_results(given_results):
     batch = to_arrow(given_results)
     assert batch.schema.equals(RESULT_SCHEMA)
     assert from_arrow(batch) == given_results
+
+
+def test_folding_adds_up_the_undeclared_fields_of_the_units_that_succeeded_and_merges_the_evolved_columns():
+    class _Sync:
+        def unit(self, index):
+            return index
+
+        def observe(self, unit, latest, records):
+            pass
+
+        def done(self, unit):
+            pass
+
+    totals = fold_results(_Sync(), [
+        UnitResult(2, records=3, drifted=2, undeclared={"priority": 2, "address.zip": 1},
+                   evolved=(("priority", "integer"),)),
+        UnitResult(1, records=5, drifted=5, undeclared={"priority": 5}, evolved=(("priority", "number"),)),
+        UnitResult(3, error="boom", drifted=9, undeclared={"lost": 9}, evolved=(("lost", "string"),)),
+    ])
+    assert (totals.drifted, totals.undeclared) == (7, {"priority": 7, "address.zip": 1})
+    assert totals.evolved == (("priority", "number"),)  # integer and number: number; the failed unit's not landed
 
 
 def test_a_failed_group_fails_each_of_its_units_with_the_message():

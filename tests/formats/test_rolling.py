@@ -249,3 +249,17 @@ def test_a_full_disk_at_commit_is_a_storage_error_too_and_leaves_nothing(tmp_pat
     with pytest.raises(StorageError, match=r"0\.parquet could not be written \(No space left on device\)"):
         writer.commit()
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def test_a_new_schema_finishes_the_current_file_and_the_next_batch_starts_one_with_it(tmp_path):
+    storage = LocalStorage(str(tmp_path))
+    writer = rolling(storage)
+    writer.write(batch(0, 10))
+    wider = SCHEMA.append(pa.field("priority", pa.int64()))
+    writer.reschema(wider, None)
+    writer.write(pa.RecordBatch.from_arrays(batch(10, 5).columns + [pa.array([1, None, 3, 4, 5])], schema=wider))
+    files = writer.commit()
+    tables = [pq.read_table(tmp_path / f.key) for f in files]
+    assert [t.schema.names[-1] for t in tables] == ["text", "priority"]
+    assert [t.num_rows for t in tables] == [10, 5]
+    assert tables[1].column("priority").to_pylist() == [1, None, 3, 4, 5]
