@@ -469,14 +469,28 @@ def _cursor_page(items: Sequence[dict], params: Mapping[str, list[str]]) -> dict
     return {"data": page, "next_cursor": _encode_cursor(page[-1]) if more else None}
 
 
-def _events_page(events: Sequence[dict], params: Mapping[str, list[str]]) -> dict:
+#: The shapes the API can answer events in (``--shape``): 1 as the connector's schema declares them; 2 as
+#: after an API change: every event gains ``priority`` (a whole number from 1 to 3) and ``payload`` is sent
+#: as JSON text instead of an object (docs/when-data-looks-wrong.md, "Schema drift").
+SHAPES = (1, 2)
+
+
+def shaped(event: Mapping[str, Any], shape: int) -> dict:
+    """``event`` as the API of ``shape`` sends it."""
+    if shape == 1:
+        return dict(event)
+    number = int(str(event["id"]).rpartition("_")[2] or 0)
+    return {**event, "priority": number % 3 + 1, "payload": orjson.dumps(event["payload"]).decode()}
+
+
+def _events_page(events: Sequence[dict], params: Mapping[str, list[str]], shape: int = 1) -> dict:
     page = _integer(params, "page", 1, 1, None)
     per_page = _integer(params, "per_page", 100, 1, MAX_PER_PAGE)
     since, until = _epoch_param(params, "since"), _epoch_param(params, "until")
     chosen = [e for e in events if (since is None or e["occurred_at"] >= since)
               and (until is None or e["occurred_at"] <= until)]
     first = (page - 1) * per_page
-    return {"data": chosen[first:first + per_page]}
+    return {"data": [shaped(e, shape) for e in chosen[first:first + per_page]]}
 
 
 @dataclass
@@ -505,8 +519,9 @@ class ShopServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], shop: Shop, *, api_key: str = API_KEY,
                  limiter: RateLimiter | None = None, log: IO[str] | None = None,
-                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)):
+                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc), shape: int = 1):
         self.shop = shop
+        self.shape = shape  # the shape events are sent in (SHAPES); a test may change it between syncs
         self.api_key = api_key
         self.limiter = limiter
         self.log = log
@@ -554,7 +569,7 @@ class ShopServer(ThreadingHTTPServer):
         if path == "/accounts":
             return _cursor_page(shop.accounts, params)
         if path == "/events":
-            return _events_page(shop.events, params)
+            return _events_page(shop.events, params, self.shape)
         segments = path.strip("/").split("/")
         if len(segments) == 3 and segments[0] == "accounts" and segments[2] == "orders":
             try:
@@ -633,10 +648,11 @@ class ShopApi:
 
     def __init__(self, *, now: datetime | None = None, seed: int = 7, port: int = 0,
                  rate_limit: float | None = None, api_key: str = API_KEY,
-                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)):
+                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc), shape: int = 1):
         limiter = RateLimiter(rate_limit) if rate_limit else None
         self.shop = generate(now, seed)
-        self.server = ShopServer(("127.0.0.1", port), self.shop, api_key=api_key, limiter=limiter, clock=clock)
+        self.server = ShopServer(("127.0.0.1", port), self.shop, api_key=api_key, limiter=limiter, clock=clock,
+                                 shape=shape)
         self._thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), name="shop-api",
                                         daemon=True)
 
@@ -667,6 +683,8 @@ def _parser() -> argparse.ArgumentParser:
                              "0 turns it off)")
     parser.add_argument("--api-key", default=API_KEY, help="the key clients must send (default: the demo's)")
     parser.add_argument("--log", metavar="FILE", help="append one line per request to FILE")
+    parser.add_argument("--shape", type=int, choices=SHAPES, default=1,
+                        help="2: events as after an API change (a new field, priority, and payload as JSON text)")
     return parser
 
 
@@ -684,7 +702,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     log = open(args.log, "a", encoding="utf-8") if args.log else None  # noqa: SIM115 - closed below
     try:
         server = ShopServer(("127.0.0.1", args.port), generate(now, args.seed), api_key=args.api_key,
-                            limiter=RateLimiter(args.rate_limit) if args.rate_limit > 0 else None, log=log)
+                            limiter=RateLimiter(args.rate_limit) if args.rate_limit > 0 else None, log=log,
+                            shape=args.shape)
     except OSError as exc:
         print(f"api.py: cannot listen on 127.0.0.1:{args.port} ({exc.strerror}); stop what uses the port "
               "or pick another with --port", file=sys.stderr)
