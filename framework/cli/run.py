@@ -152,6 +152,9 @@ def _parser() -> argparse.ArgumentParser:
     spark.add_argument("--wait-for-spark", action="store_true",
                        help="on a local master, wait for Spark before reading (by default the driver reads the "
                             "first groups itself while Spark starts, and a sync done by then does not wait)")
+    spark.add_argument("--wait-for-lock", type=float, default=None, metavar="SECONDS",
+                       help="when another sync holds the output, wait up to SECONDS for it (default: stop at once "
+                            "with exit 75, naming it); a holder that died is taken over (docs/cluster.md)")
     spark.add_argument("--compact", action="store_true",
                        help="after the sync, merge each Parquet stream's small files (under half of "
                             "file_size_limit_mb) into fewer, larger ones, atomically (destination setting: compact)")
@@ -219,7 +222,16 @@ def _reported(args: argparse.Namespace, out: IO[bytes], json_errors: bool, colle
             _json_reporter()(sys.stderr).failure(str(exc))
         else:
             print(f"run-manifest: {exc}", file=sys.stderr)
-        return 1 if isinstance(exc, StorageError) else 2  # a full disk is a failed run, not bad input
+        return _exit_code(exc)
+
+
+def _exit_code(exc: FrameworkError) -> int:
+    """2 for bad input; 1 for a failed run (a full disk); 75 (EX_TEMPFAIL) when another sync holds the output."""
+    from framework.storage.lease import EXIT_BUSY, OutputBusy
+
+    if isinstance(exc, OutputBusy):
+        return EXIT_BUSY
+    return 1 if isinstance(exc, StorageError) else 2
 
 
 def _interrupted(args: argparse.Namespace, json_errors: bool) -> None:
@@ -398,7 +410,7 @@ def _sync_options(args: argparse.Namespace) -> SyncOptions:
                        log_format=args.log_format,
                        check_first=not args.no_check, conf=tuple(args.conf), shared_path=args.shared_path,
                        early_reads=not args.wait_for_spark, concurrency=args.concurrency,
-                       compact=args.compact,
+                       compact=args.compact, wait_for_lock=args.wait_for_lock,
                        schema_drift=tuple(args.schema_drift))
 
 

@@ -67,6 +67,7 @@ class SyncOptions(Struct, frozen=True):
     concurrency: int | str | None = None  # --concurrency: the most requests in flight (a number or "auto")
     compact: bool = False  # --compact: merge each stream's small files after its sync
     schema_drift: tuple[tuple[str | None, str], ...] = ()  # --schema-drift [STREAM=]POLICY, in order
+    wait_for_lock: float | None = None  # --wait-for-lock: seconds to wait for a sync holding the output
 
 
 def run_sync(options: SyncOptions, connector: Connector, selections: Sequence[Selection],
@@ -88,7 +89,9 @@ def run_sync(options: SyncOptions, connector: Connector, selections: Sequence[Se
         if not isinstance(reporter, JsonReporter):
             raise  # run-manifest prints it as text
         reporter.failure(connector.mask(str(exc)))  # a script reading JSON lines gets JSON lines only
-        return 2
+        from framework.storage.lease import EXIT_BUSY, OutputBusy
+
+        return EXIT_BUSY if isinstance(exc, OutputBusy) else 2
     except BaseException:
         _abandon(starting)
         raise
@@ -193,7 +196,8 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
                           options=PipelineOptions(sync_mode=options.sync_mode or "append",
                                                   services_host=options.services_host,
                                                   driver_reads=options.early_reads,
-                                                  concurrency=options.concurrency, compact=options.compact),
+                                                  concurrency=options.concurrency, compact=options.compact,
+                                                  wait_for_lock=options.wait_for_lock),
                           progress=reporter.progress, warn=_warner(reporter))
     _spark_did_not_start(starting, result, _warner(reporter))
     return result, settings

@@ -73,7 +73,8 @@ from framework.formats.rewrite import Settled, settle_stream
 from framework.formats.rolling import publish
 from framework.models.destination import DestinationSettings
 from framework.spark import connect
-from framework.spark.replacing import finish_replacing, mark_replacing, replace_older
+from framework.spark.output_start import prepare_output, warn_untracked
+from framework.spark.replacing import mark_replacing, replace_older
 from framework.spark.scheduling import schedule_groups
 from framework.spark.session import SessionStart
 from framework.spark.tasks import TaskJob, drift_policy, encode_units, result_struct, run_task, task_function
@@ -81,13 +82,13 @@ from framework.spark.warmup import Reading, WarmUp, spark_wanted
 from framework.storage import Storage, storage_for
 from framework.storage.drift_store import EvolvedColumns, with_evolved_columns
 from framework.storage.layout import next_part_number
+from framework.storage.lease import Lease, holding
 from framework.storage.state_store import (
     CatalogStore,
     ConnectionState,
     StateStore,
     clear_staging,
     configured_entry,
-    finish_publishing,
     merge_stream,
 )
 from framework.typed import RecordConverter, parse_schema
@@ -152,6 +153,7 @@ class PipelineOptions(Struct, frozen=True):
     #: the most requests in flight across the sync (``--concurrency``: a number or "auto"; None: the manifest's)
     concurrency: int | str | None = None
     compact: bool = False  # --compact: merge each stream's small files after its sync (framework.formats.rewrite)
+    wait_for_lock: float | None = None  # --wait-for-lock: seconds to wait for a sync holding the output's lease
 
     def __post_init__(self) -> None:
         if self.sync_mode not in ("append", "overwrite", "append_dedup"):
@@ -185,6 +187,7 @@ class _Run(Struct):
     start: SessionStart | None = None  # driver_reads: the session's start, paused while Spark is not wanted
     limit: Limit = field(default_factory=Limit.default)  # the most requests in flight across the sync
     evolved: EvolvedColumns | None = None  # the columns the evolve schema drift policy added, by stream
+    lease: Lease | None = None  # this sync's lease on the output (framework.storage.lease)
 
     @property
     def spark(self) -> SparkSession:
@@ -221,19 +224,33 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     ``"planned"`` once a stream's units are known, ``"group"`` each time a
     group of units comes back (records, pages and units done so far) and
     ``"done"`` at its end.
+
+    One sync at a time writes an output: the run holds its lease (:mod:`framework.storage.lease`) from here to
+    its end, or raises :class:`~framework.storage.lease.OutputBusy` (waiting ``options.wait_for_lock`` first).
     """
     storage = storage_for(settings)
+    tell = warn if warn is not None else (lambda text: warnings.warn(text, OutputNotice, stacklevel=3))
+    with holding(storage, options.wait_for_lock, warn=tell) as lease:
+        return _run_held(connector, manifest_path, selections, settings, spark, storage, lease, tell,
+                         given_states=given_states, options=options, progress=progress, warn=warn)
+
+
+class OutputNotice(UserWarning):
+    """What a sync says of its output: a lease waited for or taken over, data the state does not know of."""
+
+
+def _run_held(connector: Connector, manifest_path: str, selections: Sequence[Selection],
+              settings: DestinationSettings, spark: SparkSession | SessionStart, storage: Storage,
+              lease: Lease | None, tell: Callable[[str], None], *, given_states: Mapping[str, Any] | None,
+              options: PipelineOptions, progress: Callable[[str, StreamResult], None] | None,
+              warn: Callable[[str], None] | None) -> PipelineResult:
     storage.remove_stale_temporaries()  # what killed tasks and interrupted runs left, never a live writer's
     store = StateStore(storage)
     saved = store.load()
     # A driver that died between saving a state and publishing the files it covers: publish them now;
     # whatever else is staged (tasks that outlived their driver, failed attempts) no state covers.
-    if saved.publishing:
-        finish_publishing(storage, saved)
-        store.save(saved, datetime.now(timezone.utc).isoformat())
-    if finish_replacing(storage, settings, saved, options.namespace):  # an overwrite that died deleting
-        store.save(saved, datetime.now(timezone.utc).isoformat())
-    clear_staging(storage)
+    prepare_output(storage, store, saved, settings, options.namespace, tell)
+    warn_untracked(storage, settings, selections, saved, options.sync_mode, options.namespace, given_states, tell)
     with open(manifest_path, encoding="utf-8") as handle:
         manifest_text = handle.read()
     if isinstance(spark, SessionStart):
@@ -250,6 +267,7 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
         cores=0, options=options, driver_reads=early,
     )
     run.ready = session
+    run.lease = lease
     run.limit = connector.in_flight_limit(options.concurrency)
     connector.limit_in_flight(run.limit)  # the driver's ledger: its reads and every task's hold its permits
     # a local master's parallelism is known before it starts; any other is asked (waiting for the session)
@@ -455,13 +473,18 @@ def _commit(run: _Run, name: str, sync: Sync, files: Sequence[dict[str, Any]] | 
         return
     if run.evolved is not None and result.evolved:  # before the state that covers the records which brought them
         run.evolved.record(name, result.evolved)
+    if run.lease is not None:
+        run.lease.check()  # another sync took the output over: nothing of this one is published
     if not overwrite:
         # state and the moves still to do in one write, then the moves (see the module docs)
         run.connection.publishing = [{"staged": f["staged"], "key": f["key"]} for f in files if f.get("staged")]
+        before = run.connection.streams.get(name)
+        run.connection.publishing_stream = name
+        run.connection.publishing_before = dict(before) if before is not None else None
         run.save(name, sync.state(), generation)
         result.state_saved = True
     publish(run.storage, files)
-    run.connection.publishing = []
+    run.connection.publishing, run.connection.publishing_stream, run.connection.publishing_before = [], "", None
 
 
 def _counted(units: Iterable[Any], result: StreamResult, reading: Reading | None = None) -> Iterator[Any]:

@@ -31,7 +31,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from framework.errors import ConfigError, FrameworkError
-from framework.storage.objects import ObjectInfo, WriterContext
+from framework.storage.objects import NothingToMove, ObjectInfo, WriterContext
 
 try:
     import fcntl
@@ -203,7 +203,7 @@ class LocalStorage:
         if not os.path.exists(src):
             if os.path.exists(dst):
                 return False
-            raise FrameworkError(f"cannot move {src} to {dst}: neither is there")
+            raise NothingToMove(f"cannot move {src} to {dst}: neither is there")
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         for old, new in ((self.metadata_path(src), self.metadata_path(dst)), (self.sidecar(src), self.sidecar(dst))):
             try:

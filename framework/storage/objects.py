@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from framework.errors import FrameworkError
+
 #: Metadata key of the generation a data object belongs to (S3 user metadata ``x-amz-meta-ab-generation-id``).
 GENERATION_KEY = "ab-generation-id"
 
@@ -91,6 +93,10 @@ class Storage(Protocol):
         what a live writer is writing; ``owned_by(key)`` narrows it. Returns the keys removed."""
 
 
+class NothingToMove(FrameworkError):
+    """A move whose source and target are both gone (a staged file deleted before it was published)."""
+
+
 _W = TypeVar("_W", bound="WriterContext")
 
 
@@ -108,4 +114,4 @@ class WriterContext:
             self.abort()
 
 
-__all__ = ["GENERATION_KEY", "ObjectInfo", "ObjectWriter", "Storage", "WriterContext"]
+__all__ = ["GENERATION_KEY", "NothingToMove", "ObjectInfo", "ObjectWriter", "Storage", "WriterContext"]

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from framework.errors import ConfigError, FrameworkError
-from framework.storage.objects import ObjectInfo, WriterContext
+from framework.storage.objects import NothingToMove, ObjectInfo, WriterContext
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +204,7 @@ class S3Storage:
             except Exception as missing:  # noqa: BLE001 - any S3 client error: reworded by _raise
                 if _code(missing) not in ("404", "NoSuchKey", "NotFound"):
                     _raise("read the metadata of", self.uri(target), missing)
-            raise FrameworkError(f"cannot move {self.uri(source)} to {self.uri(target)}: neither is there") from None
+            raise NothingToMove(f"cannot move {self.uri(source)} to {self.uri(target)}: neither is there") from None
         try:
             if int(head.get("ContentLength", 0)) <= _MAX_COPY:
                 self.client.copy_object(Bucket=self.bucket, Key=dst, CopySource={"Bucket": self.bucket, "Key": src},

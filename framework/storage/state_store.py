@@ -28,6 +28,16 @@ the same way, its entry naming the keys it replaces,
 ``{"staged": ..., "key": ..., "replaces": [...]}``: they are deleted once the
 file is moved, so a crash leaves the old files or the new one, never both
 for long and never neither.
+
+A publication can only be finished while its staged files are there. When
+one is gone and never reached its key (a sync that held no lease on the
+output cleared another's staging, or a person did), the stream it belongs to
+is set back: the document also keeps the stream's entry as it was before
+that save (``"publishing_stream"`` and ``"publishing_before"``), the files of
+that publication already moved are deleted, and the entry goes back to what
+it was, so the next sync reads those units again, once (:func:`finish_publishing`
+returns what was set back). One sync at a time holds an output
+(:mod:`framework.storage.lease`), so this is for outputs damaged from outside.
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ from msgspec import Struct, field
 
 from framework.errors import StateError, StorageError
 from framework.storage.local import METADATA_FOLDER, LocalStorage
+from framework.storage.objects import NothingToMove
 
 if TYPE_CHECKING:
     from framework.components.stream import Stream
@@ -62,6 +73,9 @@ class ConnectionState(Struct):
     streams: dict[str, dict[str, Any]] = field(default_factory=dict)
     # staged files the state covers, not moved yet: {"staged", "key"} and, for a rewrite, "replaces" (keys)
     publishing: list[dict[str, Any]] = field(default_factory=list)
+    # the stream those files belong to, and its entry before the save that listed them (None: it had none)
+    publishing_stream: str = ""
+    publishing_before: dict[str, Any] | None = None
 
     def stream_state(self, name: str) -> dict[str, Any] | None:
         entry = self.streams.get(name)
@@ -75,6 +89,9 @@ class ConnectionState(Struct):
         document: dict[str, Any] = {"sync_id": self.sync_id, "streams": self.streams, "updated_at": updated_at}
         if self.publishing:
             document["publishing"] = self.publishing
+            if self.publishing_stream:
+                document["publishing_stream"] = self.publishing_stream
+                document["publishing_before"] = self.publishing_before
         return orjson.dumps(document, option=orjson.OPT_INDENT_2)
 
 
@@ -93,7 +110,10 @@ class StateStore:
             data = orjson.loads(raw)
             streams = {str(k): dict(v) for k, v in (data.get("streams") or {}).items()}
             publishing = [_publication(item) for item in data.get("publishing") or ()]
-            return ConnectionState(int(data.get("sync_id", 0)), streams, publishing)
+            before = data.get("publishing_before")
+            return ConnectionState(int(data.get("sync_id", 0)), streams, publishing,
+                                   str(data.get("publishing_stream") or ""),
+                                   dict(before) if before is not None else None)
         except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError, KeyError) as exc:
             raise StateError(f"{self.storage.uri(self.key)}: the saved state is damaged ({exc}); move it away "
                              "to start from scratch, or pass --state with a good copy") from None
@@ -115,16 +135,44 @@ def _publication(item: Mapping[str, Any]) -> dict[str, Any]:
     return entry
 
 
-def finish_publishing(storage: Storage, state: ConnectionState) -> int:
+class Published(Struct, frozen=True):
+    """What :func:`finish_publishing` did: files moved, and the stream set back (lost files), if any."""
+
+    moved: int = 0
+    set_back: str = ""
+    lost: tuple[str, ...] = ()  # the staged keys that were gone
+
+
+def finish_publishing(storage: Storage, state: ConnectionState) -> Published:
     """Move the staged files a saved state covers but its run did not publish (it died in between), and
-    delete the files they replace; returns how many moved. A file moved (or deleted) already is skipped."""
+    delete the files they replace. A file moved (or deleted) already is skipped; a file whose staged copy
+    and key are both gone sets its stream back (see the module docs). The caller saves ``state``."""
     moved = 0
+    lost: list[str] = []
     for item in state.publishing:
-        moved += storage.move(item["staged"], item["key"])
+        try:
+            moved += storage.move(item["staged"], item["key"])
+        except NothingToMove:
+            lost.append(item["staged"])
+            continue
         if item.get("replaces"):
             storage.delete(item["replaces"])
-    state.publishing = []
-    return moved
+    set_back = ""
+    if lost and state.publishing_stream:
+        # the units those files held are read again: the other files of the same publication go, and the
+        # stream's entry is what it was before (a rewrite's entries replace nothing when their file is gone)
+        storage.delete([item["key"] for item in state.publishing if not item.get("replaces")])
+        set_back = state.publishing_stream
+        if state.publishing_before is None:
+            state.streams.pop(set_back, None)
+        else:
+            state.streams[set_back] = dict(state.publishing_before)
+    elif lost and any(not item.get("replaces") for item in state.publishing):
+        raise StateError(f"{len(lost)} staged file(s) the saved state covers are gone before they were published "
+                         f"(first {storage.uri(lost[0])}), and this state (of an older version) does not say which "
+                         "stream to set back: run again with --sync-mode overwrite to read everything again")
+    state.publishing, state.publishing_stream, state.publishing_before = [], "", None
+    return Published(moved, set_back, tuple(lost))
 
 
 def clear_staging(storage: Storage) -> list[str]:
@@ -207,4 +255,4 @@ def merge_stream(state: ConnectionState, name: str, stream_state: Mapping[str, A
 
 
 __all__ = ["CATALOG_KEY", "STAGING_PREFIX", "STATE_KEY", "CatalogStore", "ConnectionState", "StateStore",
-           "clear_staging", "configured_entry", "finish_publishing", "merge_stream", "staging_prefix"]
+           "Published", "clear_staging", "configured_entry", "finish_publishing", "merge_stream", "staging_prefix"]

@@ -91,7 +91,7 @@ def test_a_run_finishes_the_publication_its_predecessor_saved_and_clears_the_res
                "now")
     saved = store.load()
     assert saved.publishing == [{"staged": file.staged, "key": file.key}]
-    assert finish_publishing(storage, saved) == 1 and saved.publishing == []
+    assert finish_publishing(storage, saved).moved == 1 and saved.publishing == []
     store.save(saved, "later")
     assert "publishing" not in store.load().as_json("x").decode()
     removed = clear_staging(storage)
@@ -118,5 +118,5 @@ def test_a_publication_an_older_version_saved_under_its_unsuffixed_staged_names_
     assert storage.move(file.staged, old_name)
     store = StateStore(storage)
     store.save(ConnectionState(7, {"users": {}}, [{"staged": old_name, "key": file.key}]), "now")
-    assert finish_publishing(storage, store.load()) == 1
+    assert finish_publishing(storage, store.load()).moved == 1
     assert visible(storage) == [file.key] and rows(storage.read(file.key)) == 2
