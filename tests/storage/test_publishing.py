@@ -7,11 +7,12 @@ from __future__ import annotations
 import os
 from datetime import datetime, timezone
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from framework.errors import FrameworkError
+from framework.errors import FrameworkError, StateError
 from framework.formats.rolling import RollingWriter, publish
 from framework.models.destination import DestinationSettings
 from framework.storage.layout import PartNumbers, StreamLayout, next_part_number
@@ -19,6 +20,7 @@ from framework.storage.local import LocalStorage
 from framework.storage.s3 import S3Storage
 from framework.storage.state_store import (
     STAGING_PREFIX,
+    STATE_KEY,
     ConnectionState,
     StateStore,
     clear_staging,
@@ -120,3 +122,43 @@ def test_a_publication_an_older_version_saved_under_its_unsuffixed_staged_names_
     store.save(ConnectionState(7, {"users": {}}, [{"staged": old_name, "key": file.key}]), "now")
     assert finish_publishing(storage, store.load()).moved == 1
     assert visible(storage) == [file.key] and rows(storage.read(file.key)) == 2
+
+
+def test_a_publication_whose_staged_files_are_gone_sets_its_stream_back(storage):
+    """The wedge of issue 36: staged files the state lists are gone, not published. The stream's entry goes back
+    to what it was before that save, the files of the same publication already moved go too, and the state
+    no longer lists them: the next sync reads those units again, once."""
+    settings = settings_for(storage)
+    files = []
+    for number, attempt in enumerate(("a1", "a2")):  # two tasks' files, one publication
+        with staged_writer(storage, settings, attempt, start=number) as writer:
+            writer.write(pa.record_batch([pa.array([number])], schema=SCHEMA))
+            files += [f.as_dict() for f in writer.commit()]
+    before = {"state": {"updated_at": "2024-01-02"}, "generation_id": 3}
+    saved = ConnectionState(7, {"users": {"state": {"updated_at": "2024-01-04"}, "generation_id": 3}},
+                            [{"staged": f["staged"], "key": f["key"]} for f in files], "users", before)
+    store = StateStore(storage)
+    store.save(saved, "now")
+    loaded = store.load()
+    assert loaded.publishing_stream == "users" and loaded.publishing_before == before
+    storage.move(files[0]["staged"], files[0]["key"])  # the first was published, then the rest was lost
+    storage.delete([f["staged"] for f in files[1:]])
+    done = finish_publishing(storage, loaded)
+    assert done.set_back == "users" and done.lost == tuple(f["staged"] for f in files[1:])
+    assert loaded.streams["users"] == before and loaded.publishing == [] and visible(storage) == []
+    store.save(loaded, "now")
+    assert "publishing" not in orjson.loads(storage.read(STATE_KEY))
+
+
+def test_a_lost_publication_of_a_stream_new_to_the_state_drops_its_entry(storage):
+    saved = ConnectionState(1, {"users": {"state": {"updated_at": "x"}, "generation_id": 0}},
+                            [{"staged": "_airbyte_state/staging/sync-1/a/users/f.parquet.staged",
+                              "key": "users/f.parquet"}], "users", None)
+    assert finish_publishing(storage, saved).set_back == "users" and "users" not in saved.streams
+
+
+def test_a_lost_publication_of_an_older_state_that_names_no_stream_is_explained(storage):
+    saved = ConnectionState(1, {}, [{"staged": "_airbyte_state/staging/sync-1/a/users/f.parquet.staged",
+                                     "key": "users/f.parquet"}])
+    with pytest.raises(StateError, match="--sync-mode overwrite"):
+        finish_publishing(storage, saved)
