@@ -179,7 +179,8 @@ class LocalLeaseBackend:
             now = self._read()
             if now is None or _digest(now) != version:
                 return None
-            temp = f"{self.path}.{uuid.uuid4().hex}.tmp"
+            folder, name = os.path.split(self.path)  # a temp name LocalStorage removes when a crash left it
+            temp = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
             with open(temp, "wb") as handle:
                 handle.write(data)
                 handle.flush()
@@ -235,6 +236,14 @@ class S3LeaseBackend:
         except Exception as exc:  # noqa: BLE001 - taken over meanwhile (or gone): not ours to delete
             if _code(exc) in ("PreconditionFailed", "412", "NoSuchKey", "404"):
                 return False
+            if _code(exc) in ("NotImplemented", "InvalidArgument", "InvalidRequest"):
+                # a store without conditional deletes: compared, then deleted (a takeover in between is the
+                # only race, and it needs the holder's heartbeat stopped for STALE_AFTER)
+                current = self.read()
+                if current is None or current[1] != version:
+                    return False
+                self.client.delete_object(Bucket=self.bucket, Key=self.key)
+                return True
             raise StorageError(f"could not release the lease {self.where} ({_code(exc) or exc})") from None
         return True
 
