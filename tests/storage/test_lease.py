@@ -157,11 +157,13 @@ def test_holding_releases_on_every_way_out(tmp_path):
     assert storage.read(LEASE_KEY) is None
 
 
-def _contend(root: str, start, wins) -> None:  # a process of its own: real concurrency on the file system
+def _contend(root: str, start, wins, tried, done) -> None:  # a process of its own: real concurrency on the disk
     contender = Lease(LocalLeaseBackend(LocalStorage(root)))
     start.wait()
     if contender.try_acquire() is None:
         wins.put(contender.owner)
+    tried.put(1)
+    done.wait(30)  # alive until all tried: a holder whose pid is gone is taken over, rightly
 
 
 @pytest.mark.parametrize("stale", [False, True])
@@ -171,11 +173,14 @@ def test_of_many_processes_started_at_once_one_wins(tmp_path, stale):
     if stale:  # a dead holder's lease: many take it over at once, one wins
         assert backend.create(LeaseHolder("gone", "elsewhere", 1, 0.0, 0.0).as_json())
     context = multiprocessing.get_context("fork")
-    start, wins = context.Event(), context.Queue()
-    workers = [context.Process(target=_contend, args=(root, start, wins)) for _ in range(6)]
+    start, done, wins, tried = context.Event(), context.Event(), context.Queue(), context.Queue()
+    workers = [context.Process(target=_contend, args=(root, start, wins, tried, done)) for _ in range(6)]
     for worker in workers:
         worker.start()
     start.set()
+    for _ in workers:
+        tried.get(timeout=30)
+    done.set()
     for worker in workers:
         worker.join(30)
     winners = []
