@@ -4,9 +4,11 @@
 
 An API of its own (in this process) serves ``/events``: ten events a second of wall clock, from an hour before
 the soak began, spread over four shards (a ListPartitionRouter, one cursor per shard); it answers 5% of the
-requests with 500 or 429 and holds some for half a second. Every ``--every`` seconds (give or take half of it) a
-``run-manifest`` starts into the one output, with or without ``--wait-for-lock``, whether the last one ended or
-not; a share of them (``--kill-rate``) is killed after 2 to 25 s, by SIGKILL or SIGTERM to its process group.
+requests with 500 or 429, holds as many for half a second, and every page for 0.1 s. Every ``--every``
+seconds (give or take half of it) a ``run-manifest`` starts into the one output, with or without
+``--wait-for-lock``, whether the last one ended or not, and a share of the starts (``--overlap``) brings a
+second sync 0 to 5 s later; a share of them (``--kill-rate``) is killed after 0.5 to 10 s, by SIGKILL or
+SIGTERM to its process group.
 
 At the end the API stops making events and answering faults, the last syncs end, and one more sync runs
 (``--wait-for-lock``); then every event up to that point must be in the output exactly once, no staged file, no
@@ -94,7 +96,7 @@ streams:
 
 
 class Events:
-    """Event ``i`` happened at ``origin + i // PER_SECOND`` seconds; those up to now (or ``frozen``) exist.
+    """Event ``i`` happened at ``origin + 1 + i // PER_SECOND`` seconds; those up to now (or ``frozen``) exist.
 
     ``since`` is exclusive and ``until`` inclusive, so a sync that starts from its saved cursor value reads
     nothing twice (the soak counts duplicates; an API that repeats the boundary would hide none)."""
@@ -110,13 +112,14 @@ class Events:
         """The number of events at or before ``until``."""
         limit = min(until, self.frozen) if self.frozen is not None else until
         limit = min(limit, datetime.now(timezone.utc))
-        return max(0, (int((limit - self.origin).total_seconds()) + 1) * PER_SECOND)
+        return max(0, int((limit - self.origin).total_seconds()) * PER_SECOND)
 
     def first_after(self, since: datetime) -> int:
-        return max(0, (int((since - self.origin).total_seconds()) + 1) * PER_SECOND)
+        """The first event after ``since``."""
+        return max(0, int((since - self.origin).total_seconds()) * PER_SECOND)
 
     def at(self, i: int) -> str:
-        return (self.origin + timedelta(seconds=i // PER_SECOND)).strftime(FORMAT)
+        return (self.origin + timedelta(seconds=1 + i // PER_SECOND)).strftime(FORMAT)
 
     def page(self, shard: int, since: datetime, until: datetime, page: int, size: int) -> list[dict]:
         first, last = self.first_after(since), self.last(until)
@@ -142,8 +145,7 @@ def serve(events: Events) -> ThreadingHTTPServer:
                 status = random.choice((500, 429))
                 self._send(status, {"error": "soak fault"}, {"Retry-After": "0"} if status == 429 else {})
                 return
-            if events.frozen is None and roll < 2 * events.faults:
-                time.sleep(0.5)
+            time.sleep(0.5 if events.frozen is None and roll < 2 * events.faults else 0.1)  # a page takes a while
             since = datetime.strptime(query["since"], FORMAT).replace(tzinfo=timezone.utc)
             until = datetime.strptime(query["until"], FORMAT).replace(tzinfo=timezone.utc)
             data = events.page(int(query["shard"]), since, until, int(query.get("page", 1)),
@@ -175,6 +177,7 @@ class Sync:
         self.kill_at: float | None = None
         self.kill_with = signal.SIGKILL
         self.killed = False
+        self.ended: float | None = None
 
     def signal(self, which: int) -> None:
         try:
@@ -193,6 +196,11 @@ def start_sync(number: int, work: Path, out: Path, wait: bool, env: dict[str, st
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=handle, cwd=work, env=env,
                                    start_new_session=True)
     return Sync(number, process, log, wait)
+
+
+def overlapping(syncs: list[Sync]) -> int:
+    """Syncs started while another still ran."""
+    return sum(any(o.started < s.started < (o.ended or float("inf")) for o in syncs if o is not s) for s in syncs)
 
 
 def landed(out: Path) -> Counter[int]:
@@ -219,6 +227,7 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=30)
     parser.add_argument("--every", type=float, default=30, help="seconds between two starts (jittered by half)")
     parser.add_argument("--kill-rate", type=float, default=0.3)
+    parser.add_argument("--overlap", type=float, default=0.4, help="the share of starts that bring a second sync")
     parser.add_argument("--fault-rate", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--out", default=None, help="the work folder (default: a new temp folder, kept)")
@@ -237,17 +246,24 @@ def main() -> int:
     syncs: list[Sync] = []
     ends = time.monotonic() + args.minutes * 60
     next_start = time.monotonic()
+    extra_start: float | None = None  # a second sync, soon after the last start
     began = time.monotonic()
     while time.monotonic() < ends:
         now = time.monotonic()
-        if now >= next_start:
+        if now >= next_start or (extra_start is not None and now >= extra_start):
+            if now >= next_start:
+                next_start = now + args.every * rng.uniform(0.5, 1.5)
+                extra_start = now + rng.uniform(0, 5) if rng.random() < args.overlap else None
+            else:
+                extra_start = None
             sync = start_sync(len(syncs) + 1, work, out, wait=rng.random() < 0.5, env=env)
             if rng.random() < args.kill_rate:
-                sync.kill_at = now + rng.uniform(2, 25)
+                sync.kill_at = now + rng.uniform(0.5, 10)
                 sync.kill_with = rng.choice((signal.SIGKILL, signal.SIGTERM))
             syncs.append(sync)
-            next_start = now + args.every * rng.uniform(0.5, 1.5)
         for sync in syncs:
+            if sync.ended is None and sync.process.poll() is not None:
+                sync.ended = now
             if sync.kill_at is not None and not sync.killed and now >= sync.kill_at and sync.process.poll() is None:
                 sync.signal(sync.kill_with)
                 sync.killed = True
@@ -262,6 +278,7 @@ def main() -> int:
         except subprocess.TimeoutExpired:
             sync.signal(signal.SIGKILL)
             sync.process.wait()
+        sync.ended = sync.ended or time.monotonic()
     time.sleep(1.0)  # past the frozen second, so the last sync's `until` covers it
     final = start_sync(len(syncs) + 1, work, out, wait=True, env=env)
     final.process.wait(timeout=1800)
@@ -281,6 +298,7 @@ def main() -> int:
         "exit_codes": {str(k): v for k, v in sorted(codes.items(), key=lambda kv: str(kv[0]))},
         "killed": {"SIGKILL": sum(s.killed and s.kill_with == signal.SIGKILL for s in syncs),
                    "SIGTERM": sum(s.killed and s.kill_with == signal.SIGTERM for s in syncs)},
+        "overlapping_starts": overlapping(syncs),
         "api": dict(events.answered), "events": expected, "landed_rows": sum(found.values()),
         "missing": len(missing), "doubled": len(doubled), "beyond": len(extra), "leftovers": left[:10],
         "unexpected_exits": bad[:5], "final_exit": final.process.returncode, "work": str(work),
