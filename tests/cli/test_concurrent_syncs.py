@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,32 @@ def test_with_wait_for_lock_the_second_sync_waits_and_reads_only_what_is_new(fak
     # at its saved cursor value again (Airbyte's inclusive window start); nothing else twice
     assert ids(out) == [1, 2, 3, 4, 5, 6, 7, 8, 8]
     assert saved_state(out)["sync_id"] == 2
+
+
+def test_a_killed_holder_is_taken_over_at_once_by_the_next_sync(fake_api, tmp_path):
+    """SIGKILL leaves the lease behind (no `finally` runs); its pid is gone, so the next sync on this host takes
+    it over at once, says so, and loses nothing."""
+    shop = serve(fake_api)
+    shop.hang_since = {HANGING}
+    out = tmp_path / "out"
+    manifest, config = files_of(tmp_path, shop)
+    first = start(manifest, config, out)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not shop.hanging.is_set() and first.poll() is None:
+            time.sleep(0.2)
+        assert shop.hanging.is_set() and (out / LEASE_KEY).exists()
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(60)
+    finally:
+        shop.release.set()
+    assert (out / LEASE_KEY).exists()  # left behind by the killed sync
+    shop.hang_since = set()
+    code, err = finish(start(manifest, config, out))
+    assert code == 0, err[-3000:]
+    assert f"took over the lease of the output from a sync that is gone (pid {first.pid} on " in err
+    found = Counter(ids(out))
+    assert sorted(found) == [1, 2, 3, 4, 5, 6, 7, 8]
+    # twice at most the record at the killed sync's saved cursor value (the inclusive window start), once the rest
+    assert sum(found.values()) - 8 <= 1
+    assert not (out / LEASE_KEY).exists()
