@@ -146,7 +146,7 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
         from framework.typed.pandas_lookup import settle_without_pandas
 
         settle_without_pandas()
-    from framework.spark.connect import describe
+    from framework.spark.connect import describe, remote_url
     from framework.spark.pause import LAUNCH_HOLD_S
     from framework.spark.pipeline import PipelineOptions, run_pipeline
     from framework.spark.session import SessionStart, known_master, spark_session
@@ -168,12 +168,12 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
         from framework.normalization.root import normalized_root
 
         normalized_root(settings, normalization_settings(settings, output=options.normalized_output))
-    from framework.cli.connect_secrets import check_connect_channel
-    from framework.spark.connect import remote_url
+    url = remote_url(options.remote, options.master)
+    if url:  # before any request: no plaintext channel to another machine's Connect server for secrets
+        from framework.cli.connect_secrets import check_connect_channel, sync_secrets
 
-    # before any request: a plaintext channel to another machine's Connect server refused while secrets would cross it
-    check_connect_channel(remote_url(options.remote, options.master), connector, settings,
-                          allow_plaintext=options.allow_plaintext, warn=_warner(reporter))
+        check_connect_channel(url, sync_secrets(connector, settings), allow_plaintext=options.allow_plaintext,
+                              warn=_warner(reporter))
     started = time.perf_counter()
     spark: SparkSession | SessionStart
     if _starts_early(options, conf):

@@ -3,6 +3,7 @@ unless ``--allow-plaintext`` says the network is private; refused before any req
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -140,3 +141,29 @@ def test_a_token_in_the_url_is_never_shown(sync):
     code, err = sync("--remote", "sc://spark-connect.example:15002/;token=tok-url-hidden", "--master", "local[1]")
     assert code == 2
     assert "tok-url-hidden" not in err and "token=****" in err
+
+
+def test_normalize_output_holds_the_destinations_secrets_to_the_same_rule(tmp_path, monkeypatch):
+    from framework.cli.normalize import main as normalize_main
+
+    def no_session(*args, **kwargs):
+        raise Started
+
+    monkeypatch.setattr(session, "spark_session", no_session)
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    monkeypatch.delenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", raising=False)
+    destination = tmp_path / "destination.json"
+    destination.write_text(json.dumps({"s3_bucket_name": "bucket", "s3_bucket_path": "shop",
+                                       "access_key_id": KEY, "secret_access_key": "s3cr3t/" + KEY,
+                                       "format": {"format_type": "Parquet"}}))
+    err = io.StringIO()
+    assert normalize_main(["--destination", str(destination), "--remote", "sc://10.1.2.3:15002"], err=err) == 2
+    assert "the destination's access_key_id and secret_access_key" in err.getvalue() and KEY not in err.getvalue()
+    err = io.StringIO()
+    with pytest.raises(Started):
+        normalize_main(["--destination", str(destination), "--remote", "sc://10.1.2.3:15002", "--allow-plaintext"],
+                       err=err)
+    assert "normalize-output: warning: the Spark Connect server at 10.1.2.3:15002 is reached without TLS" in \
+        err.getvalue()
+    with pytest.raises(Started):  # TLS: not a word
+        normalize_main(["--destination", str(destination), "--remote", "sc://10.1.2.3:443/;use_ssl=true"], err=err)
