@@ -127,8 +127,8 @@ def test_a_shown_url_never_holds_its_token(token, form):
     shown = shown_url(url)
     assert token not in shown
     assert "token" in shown and "****" in shown
-    assume("session_id" in url)
-    assert shown.endswith(";session_id=s")
+    if "session_id" in url:
+        assert shown.endswith(";session_id=s")
 
 
 # The probe against real TLS and plaintext listeners on 127.0.0.1 (tests/connect/tls_proxy.py).
