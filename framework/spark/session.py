@@ -36,7 +36,10 @@ pipeline): ``validate-manifest`` and protocol mode never pay for it.
 * ``remote`` (``--remote sc://host:port``, or ``SPARK_REMOTE``): a Spark
   Connect session against that server (:mod:`framework.spark.connect`). The
   server owns its master, JVM settings and log level: only ``conf`` (SQL
-  settings the server lets a session change) is passed on.
+  settings the server lets a session change) is passed on. The channel is
+  tried first (:func:`framework.spark.connect_channel.tls_mismatch`: TLS
+  where the URL asks for it, a certificate grpc trusts), and a token the
+  server refuses is said as such; messages show the URL without its token.
 
 Where Spark's pieces are (pip's Spark home, ``spark-defaults.conf``, the JDBC
 jars) is :mod:`framework.spark.home`'s; launching the driver JVM (its stderr
