@@ -54,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="the local --output is a folder every node mounts at the same path")
     parser.add_argument("--remote", metavar="sc://HOST:PORT",
                         help="run on a Spark Connect server (also SPARK_REMOTE); see docs/cluster.md")
+    parser.add_argument("--allow-plaintext", action="store_true",
+                        help="with --remote: send a destination that holds keys or a password to a Spark Connect "
+                             "server on another machine without TLS (refused otherwise; a warning then)")
     parser.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     return parser
 
@@ -70,7 +73,9 @@ def main(argv: Sequence[str] | None = None, err: IO[str] | None = None) -> int:
 
 def run(args: argparse.Namespace, err: IO[str]) -> int:
     require_spark_extra("normalize-output")
+    from framework.cli.connect_secrets import check_connect_channel, destination_secrets
     from framework.normalization.runner import normalize
+    from framework.spark.connect import remote_url
     from framework.spark.session import known_master, spark_session
 
     destination = destination_settings(args.destination, args.output)
@@ -85,6 +90,10 @@ def run(args: argparse.Namespace, err: IO[str]) -> int:
     started = time.perf_counter()
     conf = dict(args.conf)
     check_shared_output(destination, known_master(args.master, conf), args.shared_path)
+    url = remote_url(args.remote, args.master)
+    if url:  # the destination's keys and the database's password would travel with the plans
+        check_connect_channel(url, destination_secrets(destination, settings), allow_plaintext=args.allow_plaintext,
+                              warn=lambda text: print(f"normalize-output: warning: {text}", file=err))
     spark = spark_session(args.master, app_name="normalize-output", full_jit=True,
                           jdbc=settings.target == "postgres", remote=args.remote, **conf)
     check_shared_output(destination, spark.conf.get("spark.master", None), args.shared_path)

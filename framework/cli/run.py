@@ -133,6 +133,9 @@ def _parser() -> argparse.ArgumentParser:
                             "(without it a local --output on a non-local master is refused)")
     spark.add_argument("--remote", metavar="sc://HOST:PORT",
                        help="run on a Spark Connect server (also SPARK_REMOTE); see docs/cluster.md")
+    spark.add_argument("--allow-plaintext", action="store_true",
+                       help="with --remote: send a config that holds secrets to a Spark Connect server on another "
+                            "machine without TLS (refused otherwise; a warning then): only on a private network")
     spark.add_argument("--services-host", metavar="HOST",
                        help="an address of this machine the executors reach: the tasks call the sync's shared "
                             "services (one token, one API budget) there (needed over Spark Connect unless the "
@@ -393,6 +396,7 @@ def _sync_options(args: argparse.Namespace) -> SyncOptions:
 
     return SyncOptions(manifest=args.manifest, destination=args.destination, output=args.output, format=args.format,
                        master=args.master, remote=args.remote, services_host=args.services_host,
+                       allow_plaintext=args.allow_plaintext,
                        sync_mode=args.sync_mode, given_state=bool(args.state),
                        normalize=args.normalize, normalized_output=args.normalized_output, quiet=args.quiet,
                        log_format=args.log_format,
