@@ -50,6 +50,9 @@ class ResponseLimits(Struct, frozen=True):
     deadline: float = DEFAULT_REQUEST_DEADLINE
     #: where the cap was set, for the message that names it
     max_bytes_setting: str = "the default"
+    #: a body past the cap is handed on as a stream (its records read at their field_path by an incremental
+    #: JSON parser: :mod:`framework.components.records.json_stream`) instead of failing
+    stream_oversized: bool = False
 
 
 class ResponseTooLargeError(ReadError):
@@ -95,7 +98,8 @@ def requester_limits(base: ResponseLimits, max_bytes: int | None, deadline: floa
         return base
     return ResponseLimits(base.max_bytes if max_bytes is None else max_bytes,
                           base.deadline if deadline is None else deadline,
-                          base.max_bytes_setting if max_bytes is None else "the requester's `max_response_bytes`")
+                          base.max_bytes_setting if max_bytes is None else "the requester's `max_response_bytes`",
+                          base.stream_oversized)
 
 
 def too_large(limits: ResponseLimits) -> ResponseTooLargeError:

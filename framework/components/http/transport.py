@@ -46,8 +46,9 @@ class HttpResponse:
     """
 
     def __init__(self, status: int, headers: CaseInsensitiveDict[str], content: bytes | None, request: HttpRequest,
-                 _json: Any = _UNSET, *, stream: BinaryIO | None = None) -> None:
+                 _json: Any = _UNSET, *, stream: BinaryIO | None = None, oversized: bool = False) -> None:
         self.status = status
+        self.oversized = oversized  # a body past the size cap, handed on as a stream (ResponseLimits.stream_oversized)
         self.headers = headers
         self.request = request
         self._content = content if content is not None or stream is not None else b""
@@ -170,6 +171,9 @@ class RequestsTransport:
             # requests' own `content` reads a body 10 KiB at a time (30 reads for a page of 300 KB); read it
             # in large pieces instead, through the same iter_content (so its errors are requests' as before)
             content = None if request.stream else _read_whole(raw, limits, started)
+            if isinstance(content, _Oversized):
+                return HttpResponse(raw.status_code, raw.headers, None, request, oversized=True,
+                                    stream=cast(BinaryIO, io.BufferedReader(content.body, STREAM_CHUNK)))
         except (requests.exceptions.InvalidHeader, UnicodeEncodeError) as exc:
             raise ReadError(_invalid_header(headers, exc), failure_type="config_error") from None
         except (requests.exceptions.MissingSchema, requests.exceptions.InvalidSchema,
@@ -205,14 +209,22 @@ class _DeadlinePassed(Exception):
     """The reaper ended the connection: the attempt's deadline passed while its body was read."""
 
 
-def _read_whole(raw: requests.Response, limits: ResponseLimits, started: float) -> bytes:
+class _Oversized:
+    """A body past the cap that is to be streamed: what was read of it, and the rest to come."""
+
+    def __init__(self, body: _BodyStream) -> None:
+        self.body = body
+
+
+def _read_whole(raw: requests.Response, limits: ResponseLimits, started: float) -> bytes | _Oversized:
     """The body of ``raw``, decompressed, at most ``limits.max_bytes`` of it and within ``limits.deadline``
     of ``started``: past the cap :class:`ResponseTooLargeError`, past the deadline :class:`_DeadlinePassed`.
 
     Counted on the decoded chunks as they arrive (urllib3 decompresses at most one chunk's worth at a time),
     so a small compressed body that unpacks to gigabytes stops at the cap."""
     declared = raw.headers.get("Content-Length", "")
-    if declared.isdigit() and int(declared) > limits.max_bytes and not raw.headers.get("Content-Encoding"):
+    if declared.isdigit() and int(declared) > limits.max_bytes and not raw.headers.get("Content-Encoding") \
+            and not limits.stream_oversized:
         raw.close()
         raise too_large(limits)
     if time.monotonic() - started > limits.deadline:
@@ -228,9 +240,13 @@ def _read_whole(raw: requests.Response, limits: ResponseLimits, started: float) 
     chunks: list[bytes] = []
     size = 0
     try:
-        for chunk in raw.iter_content(BODY_CHUNK):
+        pieces = raw.iter_content(BODY_CHUNK)
+        for chunk in pieces:
             size += len(chunk)
             if size > limits.max_bytes:
+                if limits.stream_oversized:
+                    chunks.append(chunk)
+                    return _Oversized(_BodyStream(raw, pieces, chunks))
                 raw.close()
                 raise too_large(limits)
             chunks.append(chunk)
@@ -262,10 +278,13 @@ class _BodyStream(io.RawIOBase):
     """A streamed ``requests`` body as a raw binary file: ``Content-Encoding`` undone, the network's
     failures raised as :class:`~framework.errors.TransportError`, the connection released on close."""
 
-    def __init__(self, raw: requests.Response) -> None:
+    def __init__(self, raw: requests.Response, chunks: Iterator[bytes] | None = None,
+                 read: list[bytes] | None = None) -> None:
         super().__init__()
         self._raw = raw
-        self._chunks: Iterator[bytes] = raw.iter_content(STREAM_CHUNK)
+        self._chunks: Iterator[bytes] = raw.iter_content(STREAM_CHUNK) if chunks is None else chunks
+        self._read = read or []  # what was read already (an oversized body's first pieces), handed out first
+        self._read.reverse()
         self._left = b""
 
     def readable(self) -> bool:
@@ -273,6 +292,8 @@ class _BodyStream(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         left = self._left
+        while not left and self._read:
+            left = self._read.pop()
         while not left:
             try:
                 left = next(self._chunks, b"")
@@ -364,7 +385,10 @@ class FunctionTransport:
         else:
             content = orjson.dumps(body)
         if len(content) > limits.max_bytes and not request.stream:
-            raise too_large(limits)
+            if not limits.stream_oversized:
+                raise too_large(limits)
+            return HttpResponse(status, CaseInsensitiveDict(headers), None, request, stream=io.BytesIO(content),
+                                oversized=True)
         if request.stream:  # as the network would: the body read from a stream
             return HttpResponse(status, CaseInsensitiveDict(headers), None, request, stream=io.BytesIO(content))
         return HttpResponse(status, CaseInsensitiveDict(headers), content, request)
