@@ -14,18 +14,16 @@ import argparse
 import os
 from collections.abc import MutableMapping
 
-from framework.components.http.response_limits import (
-    DEADLINE_ENV,
-    DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_REQUEST_DEADLINE,
-    MAX_BYTES_ENV,
-    parse_seconds,
-    parse_size,
-)
-from framework.errors import ConfigError
+# The limits' module loads the components package: it is imported where a flag is read, once the command runs
+# (importing framework.cli.run loads no components). The defaults in the help are theirs (a test holds them to it).
+HELP_MAX_RESPONSE_SIZE = "256 MiB"
+HELP_REQUEST_DEADLINE = "600"
 
 
 def _size(text: str) -> int:
+    from framework.components.http.response_limits import parse_size
+    from framework.errors import ConfigError
+
     try:
         return parse_size(text, "--max-response-size")
     except ConfigError as exc:
@@ -33,6 +31,9 @@ def _size(text: str) -> int:
 
 
 def _seconds(text: str) -> float:
+    from framework.components.http.response_limits import parse_seconds
+    from framework.errors import ConfigError
+
     try:
         return parse_seconds(text, "--request-deadline")
     except ConfigError as exc:
@@ -42,18 +43,22 @@ def _seconds(text: str) -> float:
 def add_response_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-response-size", type=_size, metavar="SIZE",
                         help="the most bytes one response body may have once decompressed, such as 512MiB "
-                             f"(default {DEFAULT_MAX_RESPONSE_BYTES // 1024 // 1024} MiB; a requester's "
+                             f"(default {HELP_MAX_RESPONSE_SIZE}; a requester's "
                              "`max_response_bytes` wins); a larger body fails the read without a retry")
     parser.add_argument("--request-deadline", type=_seconds, metavar="SECONDS",
                         help="the most seconds one request attempt may take, connection to last byte "
-                             f"(default {DEFAULT_REQUEST_DEADLINE:g}; a requester's `request_deadline` wins); "
+                             f"(default {HELP_REQUEST_DEADLINE}; a requester's `request_deadline` wins); "
                              "an attempt past it is retried like a timeout")
 
 
 def apply_response_flags(args: argparse.Namespace, environ: MutableMapping[str, str] | None = None) -> None:
     """Hand the flags on to every requester of the sync, this process's and its workers'."""
-    env = os.environ if environ is None else environ
     size, deadline = getattr(args, "max_response_size", None), getattr(args, "request_deadline", None)
+    if size is None and deadline is None:
+        return
+    from framework.components.http.response_limits import DEADLINE_ENV, MAX_BYTES_ENV
+
+    env = os.environ if environ is None else environ
     if size is not None:
         env[MAX_BYTES_ENV] = str(size)
     if deadline is not None:
