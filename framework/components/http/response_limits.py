@@ -142,6 +142,15 @@ class Reaper:
     def cancel(self, ticket: int) -> None:
         with self._lock:
             self._live.discard(ticket)
+            heap = self._heap
+            if len(heap) > 2 * len(self._live) + 64:  # most entries cancelled: drop them (amortized, per request)
+                heap[:] = [entry for entry in heap if entry[1] in self._live]
+                heapq.heapify(heap)
+
+    def __len__(self) -> int:
+        """The entries still held (due or cancelled but not dropped yet)."""
+        with self._lock:
+            return len(self._heap)
 
     def _run(self) -> None:
         while True:

@@ -106,6 +106,14 @@ def test_the_reaper_calls_what_is_due_and_not_what_was_cancelled() -> None:
     assert called == ["early", "late"]
 
 
+def test_the_reaper_holds_no_more_than_a_few_cancelled_entries() -> None:
+    reaper = Reaper()
+    far = time.monotonic() + 600
+    for _ in range(10_000):
+        reaper.cancel(reaper.register(far, lambda: None))
+    assert len(reaper) <= 64 + 1
+
+
 # -- the transport ------------------------------------------------------------------------------------------
 
 def test_a_gzip_bomb_stops_at_the_cap_in_bounded_memory(api: HostileApi) -> None:
