@@ -56,5 +56,6 @@ def test_a_bomb_past_the_cap_that_holds_no_records_fails_without_a_retry(run, fa
     result = run(source(capped("/items", "data")))
     assert result.failed and result.records() == []
     [error] = result.errors()
-    assert "past the response size cap" in error["message"] and "not JSON" in error["message"]
+    assert "past the response size cap" in error["message"] and "is not JSON after 0 records (lexical error: " \
+        "invalid char in json text); check what the API sends" in error["message"]
     assert len(fake_api.requests) == 1

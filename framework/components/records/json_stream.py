@@ -38,8 +38,14 @@ def streamed_records(body: IO[bytes], field_path: tuple[str, ...], what: str) ->
             yield batch
     except ijson.JSONError as exc:
         raise DecodeError(f"the response body, past {what} and so read as it streamed in, is not JSON after "
-                          f"{count:,} records ({exc}); check what the API sends") from None
+                          f"{count:,} records ({_first_line(exc)}); check what the API sends") from None
     if count == 0:
         raise DecodeError(f"the response body is past {what}, and it holds no list of records at "
                           f"`{'.'.join(field_path)}` to read as it streams in; set the extractor's field_path to the "
                           "list of records, or raise the cap (`max_response_bytes`, --max-response-size)")
+
+
+def _first_line(exc: Exception) -> str:
+    """The parser's reason without the picture of the text it draws below it."""
+    lines = str(exc).strip().splitlines()
+    return lines[0].rstrip(".") if lines else type(exc).__name__
