@@ -52,6 +52,7 @@ import orjson
 
 from framework import collector
 from framework.cli.lean import lean_start
+from framework.cli.response_flags import add_response_flags, apply_response_flags
 from framework.errors import ConfigError, FrameworkError, ManifestError, StorageError
 
 # The framework's modules are imported in the functions that use them, once main has turned the collector off:
@@ -121,6 +122,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="run the Python code shipped with the manifest (components.py beside it, or its "
                              "source_<name>/ package folder) for its custom components; also "
                              "FRAMEWORK_ALLOW_CUSTOM_CODE=true (or Airbyte's AIRBYTE_ENABLE_UNSAFE_CODE=true)")
+    add_response_flags(parser)
     spark = parser.add_argument_group("Spark mode (the default: land typed files)")
     spark.add_argument("--output", metavar="DIR|s3://bucket/prefix", help="where files go (default ./output)")
     spark.add_argument("--format", choices=["parquet", "avro", "csv", "jsonl"], help="file format (default parquet)")
@@ -184,6 +186,7 @@ def _load_json(path: str, what: str) -> Any:
 
 def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int:
     args = _parser().parse_args(argv)
+    apply_response_flags(args)
     out = out if out is not None else sys.stdout.buffer
 
     # A script that asked for JSON lines on stderr gets them for bad input too (Spark mode only: protocol

@@ -218,6 +218,9 @@ def _template_checks(text: str, path: tuple, alias: str, allowed: frozenset, pla
                                problem.fix or "use only the documented variables, macros and filters")
     for problem in info.unknown_filters:
         yield place.diagnostic(path, "template-filter", f"template in `{alias}`: {problem.message}", problem.fix)
+    for problem in info.loops:
+        yield place.diagnostic(path, problem.code, f"template in `{alias}`: {problem.message}", problem.fix,
+                               severity="warning")
     for name in sorted(info.variables - allowed):
         if name in VARIABLES:
             available = ", ".join(sorted(allowed - set(DEPRECATED_VARIABLES)))

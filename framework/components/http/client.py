@@ -54,7 +54,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from framework.components.http.circuit import ConnectError, HostCircuits
 from framework.components.http.error_handler import ErrorHandler, Resolution, excerpt, status_text
 from framework.components.http.request import HttpRequest, RequestParts
-from framework.components.http.transport import DEFAULT_TIMEOUT, HttpResponse, Transport
+from framework.components.http.response_limits import ResponseLimits
+from framework.components.http.transport import DEFAULT_LIMITS, DEFAULT_TIMEOUT, HttpResponse, Transport
 from framework.errors import HttpStatusError, ReadError, TransportError
 from framework.masking import Mask, masking_credentials
 from framework.values import replace
@@ -162,6 +163,7 @@ class HttpClient:
         circuits: HostCircuits | None = None,
         budget: RequestBudget | None = None,
         in_flight: RequestSlots | None = None,
+        limits: ResponseLimits = DEFAULT_LIMITS,
     ):
         self.transport = transport
         self.error_handler = error_handler
@@ -175,6 +177,7 @@ class HttpClient:
         self.circuits = circuits  # connection failures per host, shared by the process's requests
         self.budget = budget
         self.in_flight = in_flight
+        self.limits = limits  # the cap on a body's size and the deadline of one attempt
 
     def send(self, parts: RequestParts) -> HttpResponse | None:
         """The response of ``parts``; ``None`` when the error handler says IGNORE."""
@@ -189,7 +192,13 @@ class HttpClient:
             if circuits is not None:
                 self._circuit_check(circuits, request)
             ticket = self.budget.acquire(request) if self.budget is not None else None  # waits for a permit
-            response, error = self._exchange_within(request)
+            try:
+                response, error = self._exchange_within(request)
+            except ReadError as exc:  # a body past the size cap: the same request would get it again
+                if ticket is not None:
+                    self.budget.observe(ticket, None)  # type: ignore[union-attr]
+                self._finish(exc, request)
+                raise
             if ticket is not None:
                 self.budget.observe(ticket, response)  # type: ignore[union-attr]
             sent += 1
@@ -346,7 +355,7 @@ class HttpClient:
 
     def _exchange(self, request: HttpRequest) -> tuple[HttpResponse | None, TransportError | None]:
         try:
-            return self.transport.send(request, self.timeout), None
+            return self.transport.send(request, self.timeout, self.limits), None
         except TransportError as exc:
             return None, exc
 

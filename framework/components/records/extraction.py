@@ -206,6 +206,9 @@ class DpathExtractor(Struct, frozen=True):
         """The records in batches of bounded size, read from the body as it streams in."""
         decoder = self.decoder
         if decoder is None:
+            if response.oversized:  # a JSON page past the size cap: its records read as the body streams in
+                yield from self._streamed(response)
+                return
             yield self.extract(response)
             return
         from framework.components.records.decoders import BODY_ERRORS  # loaded: it built `decoder`
@@ -230,6 +233,21 @@ class DpathExtractor(Struct, frozen=True):
                 "check the retriever's `decoder` against what the API sends",
                 request=response.request.describe(self.mask), place=self.place,
             ) from None
+        finally:
+            body.close()
+
+    def _streamed(self, response: HttpResponse) -> Iterator[list[dict]]:
+        from framework.components.records.json_stream import streamed_records  # only for a page past the cap
+
+        body = response.body()
+        try:
+            for records in streamed_records(body, self.field_path, "the response size cap"):
+                if self.expander is not None:
+                    records = self.expander.expand_all(records)
+                yield self._checked(records, response)
+        except DecodeError as exc:
+            exc.with_context(request=response.request.describe(self.mask), place=self.place)
+            raise
         finally:
             body.close()
 
