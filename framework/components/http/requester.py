@@ -135,7 +135,8 @@ def build_requester(model: HttpRequester, ctx: BuildContext, path: tuple) -> Req
     else:
         handler = default_error_handler(ctx)
     client = HttpClient(ctx.transport, handler, authenticator, sleep=ctx.sleep, mask=ctx.mask, stream=ctx.stream,
-                        circuits=ctx.circuits, budget=ctx.budget, in_flight=ctx.in_flight)
+                        circuits=ctx.circuits, budget=ctx.budget, in_flight=ctx.in_flight,
+                        credential_hosts=tuple(model.credential_redirect_hosts))
     mask = ctx.mask if authenticator is None else masking_credentials(authenticator, ctx.mask)
     body_json, body_data = model.bodies()  # `request_body` folded into the older fields, as Airbyte does
 
