@@ -12,7 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-from cli.test_run_manifest_spark import command, files, run, shop  # noqa: F401  (fixtures)
+from cli.test_run_manifest_spark import command
+from cli.test_run_manifest_spark import files as files  # noqa: F401  (the fixture)
+from cli.test_run_manifest_spark import run as run  # noqa: F401  (the fixture)
+from cli.test_run_manifest_spark import shop as shop  # noqa: F401  (the fixture)
 from spark.test_pipeline import read_parquet, saved_state
 
 pytestmark = pytest.mark.spark
