@@ -113,6 +113,20 @@ def _not_finite(value: Any) -> bool:
     return False
 
 
+def non_finite_fields(value: Any, path: str = "") -> list[str]:
+    """Where ``value`` (a record) holds NaN or Infinity: ``a.b``, ``items[2]`` (JSON text writes them as null)."""
+    if value.__class__ is float:
+        return [path] if value != value or value in (_INF, _NEG_INF) else []
+    found: list[str] = []
+    if value.__class__ is dict:
+        for key, item in value.items():
+            found.extend(non_finite_fields(item, f"{path}.{key}" if path else str(key)))
+    elif value.__class__ is list:
+        for index, item in enumerate(value):
+            found.extend(non_finite_fields(item, f"{path}[{index}]"))
+    return found
+
+
 def any_json(value: Any) -> str:
     return finite_json(value)
 
