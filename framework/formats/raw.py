@@ -63,8 +63,9 @@ def raw_batch(data: Sequence[Any], raw_ids: Sequence[str] | pa.Array, extracted_
 def _with_nulled(metas: list[str | None], nulled: dict[int, list[str]], sync_id: int) -> list[str | None]:
     """``metas`` with a NULLED change for each NaN or Infinity (JSON has neither: the text holds null)."""
     for row, fields in nulled.items():
-        meta = orjson.loads(metas[row]) if metas[row] else {"sync_id": int(sync_id), "changes": []}
-        meta.setdefault("changes", []).extend({"field": field, "change": NULLED, "reason": SERIALIZATION_ERROR}
-                                              for field in fields)
+        given = metas[row]
+        meta: dict[str, Any] = orjson.loads(given) if given else {"sync_id": int(sync_id), "changes": []}
+        changes: list[Any] = meta.setdefault("changes", [])
+        changes.extend({"field": field, "change": NULLED, "reason": SERIALIZATION_ERROR} for field in fields)
         metas[row] = orjson.dumps(meta).decode()
     return metas
