@@ -10,14 +10,21 @@ a named host.
 from __future__ import annotations
 
 import base64
+import io
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from engine.test_reading import option, requester, source, stream
 from engine.test_reading import run as run  # noqa: F401  (the fixture)
 from fakes.api_server import FakeApi, RecordedRequest, Reply
 from fakes.jwt_keys import HMAC_SECRET
+
+from framework.engine.connector import open_connector
+from framework.engine.selection import select_streams
+from framework.protocol.read import read
 
 ITEMS = [{"id": i} for i in range(1, 6)]
 SECRET = "k-0123456789-secret"
@@ -150,3 +157,36 @@ def test_a_token_request_redirected_to_another_host_carries_none_of_its_secrets(
     run(items_manifest(auth, "GET"), {"token": SECRET})
     for request in other.received("/oauth/token"):
         assert SECRET not in carried(request) and "rt-1" not in carried(request)
+
+
+CUSTOM_AUTH = '''
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+
+@dataclass
+class Auth:
+    config: Mapping[str, Any]
+
+    def get_auth_header(self):
+        return {"X-Key": self.config["token"]}
+
+    def get_request_params(self):
+        return {"key": self.config["token"]}
+'''
+
+
+def test_a_custom_authenticators_credentials_do_not_follow_either(write_manifest, fake_api, other):
+    redirect_items(fake_api, other)
+    auth = {"type": "CustomAuthenticator", "class_name": "components.Auth"}
+    path = write_manifest(yaml.safe_dump(items_manifest(auth, "GET"), sort_keys=False))
+    (Path(path).parent / "components.py").write_text(CUSTOM_AUTH)
+    connector = open_connector(path, {"base_url": fake_api.url, "token": SECRET}, sleep=lambda s: None,
+                               allow_custom_code=True)
+    out, err = io.BytesIO(), io.StringIO()
+    report = read(connector, select_streams(connector.streams, None), {}, out, err, concurrency=1)
+    assert not report.failed, err.getvalue()
+    (first,) = fake_api.received("/items")
+    assert first.headers.get("X-Key") == SECRET and first.param("key") == SECRET
+    (arrived,) = other.received("/items")
+    assert SECRET not in carried(arrived)
