@@ -21,14 +21,18 @@ from spark.test_pipeline import read_parquet, saved_state
 pytestmark = pytest.mark.spark
 
 
-def signal_when_hanging(process: subprocess.Popen, shop, signum: int) -> str:
-    """Send ``signum`` to the command (its process only: a scheduler's `kill`) once a window hangs; its stderr."""
+def signal_when_hanging(process: subprocess.Popen, shop, signum: int, folder: Path | None = None,
+                        running: list[str] | None = None) -> str:
+    """Send ``signum`` to the command (its process only: a scheduler's `kill`) once a window hangs; its stderr.
+    ``running`` gets the processes working in ``folder`` (the command's) just before."""
     try:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and process.poll() is None and not shop.hanging.is_set():
             time.sleep(0.2)  # polling a real subprocess; nothing here runs on a fake clock
         assert shop.hanging.is_set(), "the sync did not reach the hanging window in time"
         time.sleep(1)  # let the finished windows be saved
+        if running is not None and folder is not None:
+            running.extend(left_running(folder, 0))
         os.kill(process.pid, signum)
         process.wait(timeout=90)
     finally:
@@ -39,6 +43,27 @@ def signal_when_hanging(process: subprocess.Popen, shop, signum: int) -> str:
     stderr = process.stderr.read().decode()
     process.stderr.close()
     return stderr
+
+
+MARK = "TERMINATION_TEST_RUN"  # in the command's environment, which Spark's JVM and its Python workers inherit
+
+
+def left_running(folder: Path, wait: float = 30.0) -> list[str]:
+    """The processes of the command started for ``folder`` (its environment marked by :data:`MARK`) still
+    there once ``wait`` seconds have passed without them all gone."""
+    mark = f"{MARK}={folder}".encode()
+    deadline = time.monotonic() + wait
+    while True:
+        found = []
+        for proc in Path("/proc").iterdir():
+            try:
+                if proc.name.isdigit() and mark in (proc / "environ").read_bytes().split(b"\0"):
+                    found.append(f"{proc.name}: {(proc / 'cmdline').read_bytes()[:120]!r}")
+            except OSError:
+                continue
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)  # polling real processes
 
 
 def covers(state: dict, updated_at: str) -> bool:
@@ -59,21 +84,29 @@ def staged_files(folder: Path) -> list[str]:
     return sorted(p.as_posix() for p in staging.rglob("*") if p.is_file()) if staging.exists() else []
 
 
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["term", "hup"])
+@pytest.mark.parametrize(("signum", "code", "flags"), [
+    (signal.SIGTERM, 143, ()),  # the driver reads while Spark starts (a local master's default)
+    (signal.SIGTERM, 143, ("--wait-for-spark",)),  # Spark's tasks read: its JVM and Python workers are up
+    (signal.SIGHUP, 129, ()),
+], ids=["term", "term-in-spark-tasks", "hup"])
 def test_a_spark_sync_stopped_by_a_signal_says_so_and_the_next_run_lands_every_id(files, shop, run, tmp_path,
-                                                                                   signum, code):
+                                                                                   signum, code, flags):
     out = tmp_path / "out"
     shop.hang_since = {"2024-01-04T00:00:00Z"}
-    process = subprocess.Popen(command(*files, "--output", str(out), "--streams", "items"),
+    process = subprocess.Popen(command(*files, "--output", str(out), "--streams", "items", *flags),
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path,
-                               start_new_session=True)
-    stderr = signal_when_hanging(process, shop, signum)
+                               start_new_session=True, env={**os.environ, MARK: str(tmp_path)})
+    running: list[str] = []
+    stderr = signal_when_hanging(process, shop, signum, tmp_path, running)
+    if flags:
+        assert len(running) >= 3, running  # the command, Spark's JVM and its Python worker(s)
     name = signal.Signals(signum).name
     assert process.returncode == code, stderr
     assert f"run-manifest: terminated by {name}; the files and state saved so far are complete" in stderr
     assert "Traceback" not in stderr and "py4j" not in stderr, stderr
     assert temporary_files(out) == []
     assert staged_files(out) == []
+    assert left_running(tmp_path) == []  # the JVM and its Python workers stopped with the command
     landed = sorted(r["id"] for r in read_parquet(out, "items"))
     assert landed == [1, 2, 3, 4, 5, 6]  # the finished windows, each record once
 
