@@ -1,5 +1,6 @@
 """A requester's ``url_base`` must be an HTTP address: ``file:///``, ``ftp://`` or a host without a scheme
-would fail only at run time (the transport refuses it), so validate-manifest says so at its place.
+would fail only at run time (the transport refuses it), so validate-manifest says so at its place; and its
+``credential_redirect_hosts`` are host names (a URL there would never match a redirect's host).
 
 Only what the manifest itself fixes is checked: the text before the first template (``{{ config.url }}``
 is the config's business, checked when a sync starts)."""
@@ -37,6 +38,12 @@ def url_base_checks(sites: list[Site], place: Placement) -> Iterator[Diagnostic]
     for site in sites:
         if site.model is not HttpRequester:
             continue
+        hosts = site.data.get("credential_redirect_hosts")
+        for index, host in enumerate(hosts if isinstance(hosts, list) else []):
+            if isinstance(host, str) and (host == "" or any(char in host for char in "/:?#@ ")):
+                yield place.diagnostic(site.path + ("credential_redirect_hosts", index), "bad-redirect-host",
+                                       f"`credential_redirect_hosts` names {host!r}, which is not a host name",
+                                       "give the host alone, as in `cdn.example.com` (no scheme, port or path)")
         url_base = site.data.get("url_base")
         if not isinstance(url_base, str):
             continue

@@ -54,3 +54,12 @@ def test_http_addresses_and_templated_ones_pass(url_base):
 @given(st.sampled_from(["http", "https", "HTTPS"]), st.text(alphabet="abcdefghij.-/:0123456789", max_size=30))
 def test_every_http_address_passes(scheme, rest):
     assert url_problem(f"{scheme}://{rest}") is None
+
+
+def test_credential_redirect_hosts_are_host_names():
+    text = manifest("https://api.example.com").replace(
+        "        path: /items\n",
+        "        path: /items\n        credential_redirect_hosts: [cdn.example.com, 'https://cdn.example.com/x']\n")
+    (problem,) = check_manifest_text(text, "source.yaml").diagnostics
+    assert (problem.code, problem.line) == ("bad-redirect-host", 14)
+    assert problem.message == "`credential_redirect_hosts` names 'https://cdn.example.com/x', which is not a host name"
