@@ -78,7 +78,7 @@ class Masker(Struct, frozen=True):
                 text = text.replace(secret, MASKED)
             elif secret in text:
                 label = next((f"<secret {name}>" for value, name in self.names if value == secret), MASKED)
-                text = re.sub(rf"(?<!\w){re.escape(secret)}(?!\w)", lambda _, named=label: named, text)
+                text = re.sub(rf"(?<!\w){re.escape(secret)}(?!\w)", label.replace("\\", "\\\\"), text)
         return text
 
 
