@@ -23,6 +23,7 @@ from typing import IO
 
 from framework.cli.progress import normalized_line
 from framework.cli.settings import check_shared_output, conf_pair, destination_settings, normalization_settings
+from framework.cli.termination import exit_code, interruption, terminating_as_interrupt
 from framework.errors import FrameworkError
 from framework.normalization.root import normalized_root
 from framework.spark import require_spark_extra
@@ -65,7 +66,13 @@ def main(argv: Sequence[str] | None = None, err: IO[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     err = err or sys.stderr
     try:
-        return run(args, err)
+        with terminating_as_interrupt():
+            return run(args, err)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP (framework.cli.termination)
+        print(f"normalize-output: {interruption(exc)}; a stream's tables are published all at once or not at all, "
+              "so a stream not finished keeps its previous tables, and running the same command again "
+              "normalizes it", file=err)
+        return exit_code(exc)
     except FrameworkError as exc:
         print(f"normalize-output: {exc}", file=err)
         return 2

@@ -53,6 +53,7 @@ import orjson
 from framework import collector
 from framework.cli.lean import lean_start
 from framework.cli.response_flags import add_response_flags, apply_response_flags
+from framework.cli.termination import exit_code, interruption, terminating_as_interrupt
 from framework.errors import ConfigError, FrameworkError, ManifestError, StorageError
 
 # The framework's modules are imported in the functions that use them, once main has turned the collector off:
@@ -197,7 +198,7 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
     # mode ends with the collector off and the heap frozen: the interpreter's last collection walked the whole
     # heap again, pydantic's validators included (0.1 to 0.3 s after a protocol read, 0.3 s after a
     # 200,000-record Spark sync).
-    with lean_start(program=argv is None) as collecting:
+    with lean_start(program=argv is None) as collecting, terminating_as_interrupt():
         return _reported(args, out, json_errors, collecting)
 
 
@@ -208,9 +209,9 @@ def _reported(args: argparse.Namespace, out: IO[bytes], json_errors: bool, colle
     try:
         with showing_retries("run-manifest", as_json=json_errors):
             return _run(args, out, collecting)
-    except KeyboardInterrupt:
-        _interrupted(args, json_errors)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM and SIGHUP (framework.cli.termination)
+        _interrupted(args, json_errors, interruption(exc))
+        return exit_code(exc)
     except ManifestError as exc:
         problems = [p for p in exc.diagnostics if p.severity == "error"]
         if json_errors:
@@ -228,11 +229,11 @@ def _reported(args: argparse.Namespace, out: IO[bytes], json_errors: bool, colle
         return 1 if isinstance(exc, StorageError) else 2  # a full disk is a failed run, not bad input
 
 
-def _interrupted(args: argparse.Namespace, json_errors: bool) -> None:
-    """One line for Ctrl-C: what is kept, and that running again continues."""
+def _interrupted(args: argparse.Namespace, json_errors: bool, what: str = "interrupted") -> None:
+    """One line for Ctrl-C (or SIGTERM, SIGHUP: ``what``): what is kept, and that running again continues."""
     protocol = args.protocol or args.check or args.discover or args.spec or args.test_read
-    text = ("interrupted; the state printed so far covers every record before it" if protocol else
-            "interrupted; the files and state saved so far are complete (no partial file is visible), and running "
+    text = (f"{what}; the state printed so far covers every record before it" if protocol else
+            f"{what}; the files and state saved so far are complete (no partial file is visible), and running "
             "the same command again continues from the saved state")
     if json_errors:
         _json_reporter()(sys.stderr).failure(text)

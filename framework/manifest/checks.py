@@ -26,6 +26,7 @@ from framework.manifest.migration_checks import listed_stream_group, migration_c
 from framework.manifest.query_properties_checks import query_properties_checks
 from framework.manifest.spec_shape import plainly_valid
 from framework.manifest.stream_group_checks import stream_group_checks
+from framework.manifest.url_checks import url_base_checks
 from framework.models import (
     REGISTRY,
     CustomComponent,
@@ -60,6 +61,7 @@ def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str
     found.extend(stream_group_checks(sites, data, place))
     found.extend(dynamic_checks(sites, place))
     found.extend(budget_checks(sites, place))  # the source's api_budget
+    found.extend(url_base_checks(sites, place))  # an HTTP url_base
     if manifest_dir is not None and any(issubclass(site.model, CustomComponent) for site in sites):
         from framework.manifest.custom_checks import custom_checks  # reads Python source: only when needed
 

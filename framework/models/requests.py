@@ -132,6 +132,13 @@ class HttpRequester(Component):
          "retriever": {"$ref": "#/definitions/properties_retriever"}},
         None,
     )
+    credential_redirect_hosts: list[str] = spec(
+        "Hosts a redirect may take the authenticator's credentials to (an API that redirects to a CDN that "
+        "needs them). On a redirect to any other scheme, host or port every credential the authenticator "
+        "injected (headers, query parameters, body fields, cookies) is dropped.",
+        ["cdn.example.com"],
+        default_factory=list,
+    )
     request_body: RequestBody | None = spec(
         "Body of the request (POST): a JSON object, a URL-encoded form, plain text or a GraphQL query. "
         "It takes the place of `request_body_json` (JSON, GraphQL) or `request_body_data` (form, text).",

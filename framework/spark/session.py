@@ -13,7 +13,10 @@ pipeline): ``validate-manifest`` and protocol mode never pay for it.
   package's Spark: the ``spark-submit`` that PySpark starts the driver JVM
   with reads it itself), then this module's defaults, which never replace a
   key set in any of those.
-* On a local master only, the defaults quiet a short run: the web UI and the
+* On a local master only, the driver listens on 127.0.0.1 (RPC, block manager
+  and, when enabled, the web UI) unless ``spark.driver.host``,
+  ``spark.driver.bindAddress``, ``SPARK_LOCAL_IP`` or ``SPARK_LOCAL_HOSTNAME``
+  says otherwise; and the defaults quiet a short run: the web UI and the
   console progress bar off, the driver JVM logging errors only, the quick JIT
   tier (unless ``full_jit``), 8 shuffle partitions; the driver JVM is
   launched from a Spark home without ``spark-mllib`` unless ``SPARK_HOME``
@@ -355,6 +358,17 @@ class SessionPlan(Struct, frozen=True):
     home: str | None = None  # the Spark home the driver JVM is launched from (framework.spark.launch_home)
 
 
+LOOPBACK = "127.0.0.1"
+_ADDRESS_KEYS = ("spark.driver.host", "spark.driver.bindAddress")
+
+
+def loopback_driver(given: Mapping[str, str], conf: Mapping[str, str], environ: Mapping[str, str]) -> bool:
+    """Whether a local master's driver is bound to loopback: unless the user chose its address (either key in
+    the settings, or ``SPARK_LOCAL_IP`` / ``SPARK_LOCAL_HOSTNAME``)."""
+    return not any(key in given or key in conf for key in _ADDRESS_KEYS) and not (
+        environ.get("SPARK_LOCAL_IP") or environ.get("SPARK_LOCAL_HOSTNAME"))
+
+
 def session_plan(master: str | None = None, conf: Mapping[str, str] | None = None, *, full_jit: bool = False,
                  jdbc: bool = False, environ: Mapping[str, str] | None = None) -> SessionPlan:
     """The master and settings of a session (see the module docs); pure but for reading spark-defaults.conf
@@ -391,6 +405,10 @@ def session_plan(master: str | None = None, conf: Mapping[str, str] | None = Non
             java_options.append("-XX:TieredStopAtLevel=1")
         if java_options:
             settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
+        if loopback_driver(given, conf, environ):
+            # A local Spark is this machine's alone: its driver (RPC, block manager) listens on loopback, not
+            # on the machine's network address (framework.spark.launch sets SPARK_LOCAL_IP for the web UI)
+            settings.update({"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK})
     settings = {key: value for key, value in settings.items() if key not in given and key not in conf}
     archive = home = None
     if local:

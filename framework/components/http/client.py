@@ -52,6 +52,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from framework.components.http.circuit import ConnectError, HostCircuits
+from framework.components.http.credentials import Credentials, credentials_added
 from framework.components.http.error_handler import ErrorHandler, Resolution, excerpt, status_text
 from framework.components.http.request import HttpRequest, RequestParts
 from framework.components.http.response_limits import ResponseLimits
@@ -164,6 +165,8 @@ class HttpClient:
         budget: RequestBudget | None = None,
         in_flight: RequestSlots | None = None,
         limits: ResponseLimits = DEFAULT_LIMITS,
+        credential_hosts: tuple[str, ...] = (),
+        secret_request: bool = False,
     ):
         self.transport = transport
         self.error_handler = error_handler
@@ -178,6 +181,10 @@ class HttpClient:
         self.budget = budget
         self.in_flight = in_flight
         self.limits = limits  # the cap on a body's size and the deadline of one attempt
+        # Credentials follow a redirect to another origin only to these hosts (see http/credentials.py);
+        # a token or login request (``secret_request``) is credentials through and through.
+        self.credential_hosts = credential_hosts
+        self.secret_request = secret_request
 
     def send(self, parts: RequestParts) -> HttpResponse | None:
         """The response of ``parts``; ``None`` when the error handler says IGNORE."""
@@ -326,6 +333,9 @@ class HttpClient:
 
     def _prepare(self, parts: RequestParts) -> HttpRequest:
         if self.authenticator is None:
+            if self.secret_request:
+                return replace(parts.to_request(), credentials=Credentials(everything=True,
+                                                                           hosts=self.credential_hosts))
             return parts.to_request()
         own = replace(
             parts,
@@ -335,7 +345,11 @@ class HttpClient:
             data=dict(parts.data) if isinstance(parts.data, dict) else parts.data,
         )
         self.authenticator.apply(own)
-        return own.to_request()
+        credentials = credentials_added(parts.headers, own.headers, parts.params, own.params, parts.data, own.data,
+                                        parts.json, own.json, self.authenticator.secrets(), self.credential_hosts)
+        if self.secret_request:
+            credentials = replace(credentials, everything=True)
+        return replace(own.to_request(), credentials=credentials)
 
     def _exchange_within(self, request: HttpRequest) -> tuple[HttpResponse | None, TransportError | None]:
         """:meth:`_exchange` holding a permit of the sync's requests in flight, when there is a limit."""

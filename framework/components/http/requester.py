@@ -138,7 +138,8 @@ def build_requester(model: HttpRequester, ctx: BuildContext, path: tuple) -> Req
     client = HttpClient(ctx.transport, handler, authenticator, sleep=ctx.sleep, mask=ctx.mask, stream=ctx.stream,
                         circuits=ctx.circuits, budget=ctx.budget, in_flight=ctx.in_flight,
                         limits=requester_limits(limits_from_environment(), model.max_response_bytes,
-                                                model.request_deadline))
+                                                model.request_deadline),
+                        credential_hosts=tuple(model.credential_redirect_hosts))
     mask = ctx.mask if authenticator is None else masking_credentials(authenticator, ctx.mask)
     body_json, body_data = model.bodies()  # `request_body` folded into the older fields, as Airbyte does
 

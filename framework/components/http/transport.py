@@ -25,6 +25,7 @@ import requests.utils
 from requests.structures import CaseInsensitiveDict
 
 from framework.components.http.circuit import ConnectError
+from framework.components.http.credentials import Credentials, keeps_credentials, strip_body, strip_params
 from framework.components.http.request import HttpRequest
 from framework.components.http.response_limits import REAPER, ResponseLimits, deadline_message, too_large
 from framework.errors import ReadError, TransportError
@@ -125,10 +126,10 @@ class RequestsTransport:
     def __init__(self) -> None:
         self._local = threading.local()
 
-    def _session(self) -> requests.Session:
+    def _session(self) -> _Session:
         session = getattr(self._local, "session", None)
         if session is None:
-            session = self._local.session = requests.Session()
+            session = self._local.session = _Session()
             # requests reads proxies, CA bundle and .netrc from the environment on every request (a few per
             # cent of a fast read); we read them once per scheme and host instead (see _environment).
             session.trust_env = False
@@ -161,6 +162,7 @@ class RequestsTransport:
             body = request.data
         try:
             session = self._session()
+            session.sending = request
             proxies, verify, netrc_auth = self._environment(request.url)
             auth = netrc_auth if netrc_auth is not None and "Authorization" not in headers else None
             raw = session.request(
@@ -199,6 +201,50 @@ class RequestsTransport:
         if request.stream:
             return HttpResponse(raw.status_code, raw.headers, None, request, stream=_streamed_body(raw))
         return HttpResponse(raw.status_code, raw.headers, content, request)
+
+
+#: The headers a request made only of credentials (a token or login request) keeps on a redirect to another
+#: origin.
+_PLAIN_HEADERS = frozenset({"accept", "accept-encoding", "user-agent", "connection", "content-type",
+                            "content-length"})
+
+
+class _Session(requests.Session):
+    """A ``requests`` session whose redirects to another origin (scheme, host or port) drop every credential
+    the authenticator put into the request (see :mod:`framework.components.http.credentials`), not only
+    ``Authorization`` as requests does."""
+
+    sending: HttpRequest | None = None  # the request being sent by this session's thread
+
+    def rebuild_auth(self, prepared_request: requests.PreparedRequest, response: requests.Response) -> None:
+        request = self.sending
+        if request is None:  # pragma: no cover - every request goes through RequestsTransport.send
+            super().rebuild_auth(prepared_request, response)
+            return
+        credentials = request.credentials or Credentials()
+        url = prepared_request.url or ""
+        if keeps_credentials(credentials, request.url, url):
+            return
+        headers = prepared_request.headers
+        if credentials.everything:
+            dropped = {name for name in headers if name.lower() not in _PLAIN_HEADERS}
+        else:
+            names = credentials.header_names() | {"authorization", "proxy-authorization", "cookie"}
+            dropped = {name for name in headers if name.lower() in names}
+        for name in dropped:
+            del headers[name]
+        prepared_request.url = strip_params(url, credentials)
+        if prepared_request.body is not None and (credentials.everything or credentials.data or credentials.json):
+            json_body, data_body = strip_body(request.json, request.data, credentials)
+            headers.pop("Content-Length", None)
+            if json_body is not None:
+                prepared_request.prepare_body(orjson.dumps(json_body), None)
+            elif data_body is not None:
+                prepared_request.prepare_body(data_body, None)
+            else:
+                prepared_request.body = None
+                headers.pop("Content-Type", None)
+                headers.pop("Transfer-Encoding", None)
 
 
 STREAM_CHUNK = 1 << 16  # bytes read from the socket at a time for a streamed body

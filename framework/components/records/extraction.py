@@ -90,6 +90,9 @@ def decode_body(response: HttpResponse, mask: Mask = _no_mask, place: str | None
         content_type = response.headers.get("Content-Type") or "not given"
         start = mask(response.text[:SHOWN_BODY_CHARS])
         where = f" at byte {offset}" if isinstance(offset, int) else ""
+        bad = _first_invalid_utf8(response.content)
+        if bad is not None:  # orjson says byte 0 for any invalid UTF-8: name the byte that is
+            where = f" at byte {bad}: not valid UTF-8"
         raise UnreadableBodyError(
             f"the response body is not JSON (HTTP {response.status}, Content-Type: {content_type}, "
             f"{len(response.content)} bytes, decoding failed{where}); it starts with {start!r}. "
@@ -98,6 +101,15 @@ def decode_body(response: HttpResponse, mask: Mask = _no_mask, place: str | None
             request=response.request.describe(mask),
             place=place,
         ) from None
+
+
+def _first_invalid_utf8(content: bytes) -> int | None:
+    """The offset of the first byte of ``content`` that is not valid UTF-8; None when it all is."""
+    try:
+        content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return None
 
 
 def _step(value: Any, key: str) -> Any:
