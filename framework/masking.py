@@ -8,11 +8,18 @@ each); credentials an authenticator puts on requests are masked in every
 spelling :func:`credential_spellings` gives (stripped, escaped, URL-encoded),
 because they travel in URLs and are quoted in errors; Basic auth adds its
 base64 form itself.
+
+A secret shorter than :data:`SHORT` characters (a PIN, a one-letter
+password) is masked only where it stands alone, never inside a word:
+masking every ``a`` of every message would hide nothing and give the secret
+away. Where it stands alone it is replaced by the config field it comes from
+(``<secret config.pin>``) when the masker knows it, else by ``****``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from typing import Protocol
 from urllib.parse import quote, quote_plus
@@ -20,6 +27,9 @@ from urllib.parse import quote, quote_plus
 from msgspec import Struct
 
 MASKED = "****"
+
+#: Secrets shorter than this are masked only where they stand alone (see the module's docstring).
+SHORT = 4
 
 Mask = Callable[[str], str]
 
@@ -44,24 +54,31 @@ def credential_spellings(secret: str) -> tuple[str, ...]:
 
 
 class Masker(Struct, frozen=True):
-    """Replaces each of ``secrets`` (kept longest first, no empty ones) by ``****``."""
+    """Replaces each of ``secrets`` (kept longest first, no empty ones) by ``****``; one shorter than
+    :data:`SHORT` only where it stands alone, by its field's name from ``names`` (secret, field) if there."""
 
     secrets: tuple[str, ...] = ()
+    names: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def of(cls, secrets: Iterable[str]) -> Masker:
-        """A masker for exactly these values."""
-        return cls(tuple(sorted({secret for secret in secrets if secret}, key=len, reverse=True)))
+    def of(cls, secrets: Iterable[str], names: Iterable[tuple[str, str]] = ()) -> Masker:
+        """A masker for exactly these values (``names``: the config field of a secret, by its value)."""
+        return cls(tuple(sorted({secret for secret in secrets if secret}, key=len, reverse=True)),
+                   tuple(sorted(set(names))))
 
     def with_credentials(self, credentials: Iterable[str]) -> Masker:
         """This masker and the credentials in every :func:`credential_spellings` spelling."""
         spelled = (spelling for credential in credentials if credential
                    for spelling in credential_spellings(credential))
-        return Masker.of((*self.secrets, *spelled))
+        return Masker.of((*self.secrets, *spelled), self.names)
 
     def __call__(self, text: str) -> str:
         for secret in self.secrets:
-            text = text.replace(secret, MASKED)
+            if len(secret) >= SHORT:
+                text = text.replace(secret, MASKED)
+            elif secret in text:
+                label = next((f"<secret {name}>" for value, name in self.names if value == secret), MASKED)
+                text = re.sub(rf"(?<!\w){re.escape(secret)}(?!\w)", label.replace("\\", "\\\\"), text)
         return text
 
 
@@ -75,4 +92,4 @@ def masking_credentials(holder: HasSecrets, then: Mask) -> Mask:
     return masked
 
 
-__all__ = ["MASKED", "HasSecrets", "Mask", "Masker", "credential_spellings", "masking_credentials"]
+__all__ = ["MASKED", "SHORT", "HasSecrets", "Mask", "Masker", "credential_spellings", "masking_credentials"]

@@ -26,6 +26,8 @@ IN_FUNCTION: dict[tuple[str, str], str] = {
         "reads the custom code's Python source: only a manifest with custom components",
     ("framework.components.retriever", "framework.components.records.decoders"):
         "the decoders of formats other than JSON load only for a manifest that names one",
+    ("framework.components.records.extraction", "framework.components.records.json_stream"):
+        "ijson is loaded only for a JSON page past the response size cap, streamed",
     ("framework.components.records.extraction", "framework.components.records.decoders"):
         "the decoders load only for a manifest that names one (it built the decoder, so it is loaded)",
     ("framework.components.retriever", "framework.components.query_properties"):

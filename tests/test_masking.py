@@ -41,3 +41,21 @@ def test_masking_credentials_reads_them_when_masking_then_applies_the_config_mas
     mask = masking_credentials(tokens, Masker.of(["cfg"]))
     tokens.current = ("second",)
     assert mask("first second cfg") == "first **** ****"
+
+
+def test_a_short_secret_is_masked_only_where_it_stands_alone_and_named_by_its_field():
+    mask = Masker.of(["a", "7x"], names=[("a", "config.pin")])
+    assert mask("a request to /accounts failed: a") == "a request to /accounts failed: a".replace(
+        "a request", "<secret config.pin> request").replace("failed: a", "failed: <secret config.pin>")
+    assert mask("code 7x, x7xy, ab") == "code ****, x7xy, ab"  # no field known: ****; never inside a word
+    assert mask.with_credentials(["tok-long"])("a tok-long") == "<secret config.pin> ****"
+
+
+def test_a_short_config_secret_is_named_by_its_field_in_messages():
+    from framework.manifest.config_check import secret_names
+
+    schema = {"type": "object", "properties": {"auth": {"type": "object", "properties": {
+        "pin": {"type": "string", "airbyte_secret": True}}}, "key": {"type": "string", "airbyte_secret": True}}}
+    names = secret_names(schema, {"auth": {"pin": "q"}, "key": "long-enough"})
+    assert ("q", "config.auth.pin") in names and all(value != "long-enough" for value, _ in names)
+    assert Masker.of(["q", "long-enough"], names)("unique q long-enough") == "unique <secret config.auth.pin> ****"

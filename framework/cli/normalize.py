@@ -23,6 +23,7 @@ from typing import IO
 
 from framework.cli.progress import normalized_line
 from framework.cli.settings import check_shared_output, conf_pair, destination_settings, normalization_settings
+from framework.cli.termination import exit_code, interruption, terminating_as_interrupt
 from framework.errors import FrameworkError
 from framework.normalization.root import normalized_root
 from framework.spark import require_spark_extra
@@ -54,6 +55,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="the local --output is a folder every node mounts at the same path")
     parser.add_argument("--remote", metavar="sc://HOST:PORT",
                         help="run on a Spark Connect server (also SPARK_REMOTE); see docs/cluster.md")
+    parser.add_argument("--allow-plaintext", action="store_true",
+                        help="with --remote: send a destination that holds keys or a password to a Spark Connect "
+                             "server on another machine without TLS (refused otherwise; a warning then)")
     parser.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     return parser
 
@@ -62,7 +66,13 @@ def main(argv: Sequence[str] | None = None, err: IO[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     err = err or sys.stderr
     try:
-        return run(args, err)
+        with terminating_as_interrupt():
+            return run(args, err)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP (framework.cli.termination)
+        print(f"normalize-output: {interruption(exc)}; a stream's tables are published all at once or not at all, "
+              "so a stream not finished keeps its previous tables, and running the same command again "
+              "normalizes it", file=err)
+        return exit_code(exc)
     except FrameworkError as exc:
         print(f"normalize-output: {exc}", file=err)
         return 2
@@ -70,7 +80,9 @@ def main(argv: Sequence[str] | None = None, err: IO[str] | None = None) -> int:
 
 def run(args: argparse.Namespace, err: IO[str]) -> int:
     require_spark_extra("normalize-output")
+    from framework.cli.connect_secrets import check_connect_channel, destination_secrets
     from framework.normalization.runner import normalize
+    from framework.spark.connect import remote_url
     from framework.spark.session import known_master, spark_session
 
     destination = destination_settings(args.destination, args.output)
@@ -85,6 +97,10 @@ def run(args: argparse.Namespace, err: IO[str]) -> int:
     started = time.perf_counter()
     conf = dict(args.conf)
     check_shared_output(destination, known_master(args.master, conf), args.shared_path)
+    url = remote_url(args.remote, args.master)
+    if url:  # the destination's keys and the database's password would travel with the plans
+        check_connect_channel(url, destination_secrets(destination, settings), allow_plaintext=args.allow_plaintext,
+                              warn=lambda text: print(f"normalize-output: warning: {text}", file=err))
     spark = spark_session(args.master, app_name="normalize-output", full_jit=True,
                           jdbc=settings.target == "postgres", remote=args.remote, **conf)
     check_shared_output(destination, spark.conf.get("spark.master", None), args.shared_path)

@@ -52,6 +52,8 @@ import orjson
 
 from framework import collector
 from framework.cli.lean import lean_start
+from framework.cli.response_flags import add_response_flags, apply_response_flags
+from framework.cli.termination import exit_code, interruption, terminating_as_interrupt
 from framework.errors import ConfigError, FrameworkError, ManifestError, StorageError
 
 # The framework's modules are imported in the functions that use them, once main has turned the collector off:
@@ -121,6 +123,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="run the Python code shipped with the manifest (components.py beside it, or its "
                              "source_<name>/ package folder) for its custom components; also "
                              "FRAMEWORK_ALLOW_CUSTOM_CODE=true (or Airbyte's AIRBYTE_ENABLE_UNSAFE_CODE=true)")
+    add_response_flags(parser)
     spark = parser.add_argument_group("Spark mode (the default: land typed files)")
     spark.add_argument("--output", metavar="DIR|s3://bucket/prefix", help="where files go (default ./output)")
     spark.add_argument("--format", choices=["parquet", "avro", "csv", "jsonl"], help="file format (default parquet)")
@@ -133,6 +136,9 @@ def _parser() -> argparse.ArgumentParser:
                             "(without it a local --output on a non-local master is refused)")
     spark.add_argument("--remote", metavar="sc://HOST:PORT",
                        help="run on a Spark Connect server (also SPARK_REMOTE); see docs/cluster.md")
+    spark.add_argument("--allow-plaintext", action="store_true",
+                       help="with --remote: send a config that holds secrets to a Spark Connect server on another "
+                            "machine without TLS (refused otherwise; a warning then): only on a private network")
     spark.add_argument("--services-host", metavar="HOST",
                        help="an address of this machine the executors reach: the tasks call the sync's shared "
                             "services (one token, one API budget) there (needed over Spark Connect unless the "
@@ -184,6 +190,7 @@ def _load_json(path: str, what: str) -> Any:
 
 def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int:
     args = _parser().parse_args(argv)
+    apply_response_flags(args)
     out = out if out is not None else sys.stdout.buffer
 
     # A script that asked for JSON lines on stderr gets them for bad input too (Spark mode only: protocol
@@ -194,7 +201,7 @@ def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int
     # mode ends with the collector off and the heap frozen: the interpreter's last collection walked the whole
     # heap again, pydantic's validators included (0.1 to 0.3 s after a protocol read, 0.3 s after a
     # 200,000-record Spark sync).
-    with lean_start(program=argv is None) as collecting:
+    with lean_start(program=argv is None) as collecting, terminating_as_interrupt():
         return _reported(args, out, json_errors, collecting)
 
 
@@ -205,9 +212,9 @@ def _reported(args: argparse.Namespace, out: IO[bytes], json_errors: bool, colle
     try:
         with showing_retries("run-manifest", as_json=json_errors):
             return _run(args, out, collecting)
-    except KeyboardInterrupt:
-        _interrupted(args, json_errors)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM and SIGHUP (framework.cli.termination)
+        _interrupted(args, json_errors, interruption(exc))
+        return exit_code(exc)
     except ManifestError as exc:
         problems = [p for p in exc.diagnostics if p.severity == "error"]
         if json_errors:
@@ -234,11 +241,11 @@ def _exit_code(exc: FrameworkError) -> int:
     return 1 if isinstance(exc, StorageError) else 2
 
 
-def _interrupted(args: argparse.Namespace, json_errors: bool) -> None:
-    """One line for Ctrl-C: what is kept, and that running again continues."""
+def _interrupted(args: argparse.Namespace, json_errors: bool, what: str = "interrupted") -> None:
+    """One line for Ctrl-C (or SIGTERM, SIGHUP: ``what``): what is kept, and that running again continues."""
     protocol = args.protocol or args.check or args.discover or args.spec or args.test_read
-    text = ("interrupted; the state printed so far covers every record before it" if protocol else
-            "interrupted; the files and state saved so far are complete (no partial file is visible), and running "
+    text = (f"{what}; the state printed so far covers every record before it" if protocol else
+            f"{what}; the files and state saved so far are complete (no partial file is visible), and running "
             "the same command again continues from the saved state")
     if json_errors:
         _json_reporter()(sys.stderr).failure(text)
@@ -405,6 +412,7 @@ def _sync_options(args: argparse.Namespace) -> SyncOptions:
 
     return SyncOptions(manifest=args.manifest, destination=args.destination, output=args.output, format=args.format,
                        master=args.master, remote=args.remote, services_host=args.services_host,
+                       allow_plaintext=args.allow_plaintext,
                        sync_mode=args.sync_mode, given_state=bool(args.state),
                        normalize=args.normalize, normalized_output=args.normalized_output, quiet=args.quiet,
                        log_format=args.log_format,

@@ -54,6 +54,7 @@ class SyncOptions(Struct, frozen=True):
     master: str | None = None  # --master: Spark's master URL
     remote: str | None = None  # --remote: a Spark Connect server (sc://host:port); SPARK_REMOTE too
     services_host: str | None = None  # --services-host: where the tasks reach this process's sync-wide services
+    allow_plaintext: bool = False  # --allow-plaintext: secrets may go to a Connect server without TLS (a warning)
     sync_mode: Literal["append", "overwrite", "append_dedup"] | None = None  # --sync-mode (None: per stream)
     given_state: bool = False  # --state was given (its states come to run_sync as ``states``)
     normalize: bool = False  # --normalize
@@ -148,7 +149,7 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
         from framework.typed.pandas_lookup import settle_without_pandas
 
         settle_without_pandas()
-    from framework.spark.connect import describe
+    from framework.spark.connect import describe, remote_url
     from framework.spark.pause import LAUNCH_HOLD_S
     from framework.spark.pipeline import PipelineOptions, run_pipeline
     from framework.spark.session import SessionStart, known_master, spark_session
@@ -170,6 +171,12 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
         from framework.normalization.root import normalized_root
 
         normalized_root(settings, normalization_settings(settings, output=options.normalized_output))
+    url = remote_url(options.remote, options.master)
+    if url:  # before any request: no plaintext channel to another machine's Connect server for secrets
+        from framework.cli.connect_secrets import check_connect_channel, sync_secrets
+
+        check_connect_channel(url, sync_secrets(connector, settings), allow_plaintext=options.allow_plaintext,
+                              warn=_warner(reporter))
     started = time.perf_counter()
     spark: SparkSession | SessionStart
     if _starts_early(options, conf):

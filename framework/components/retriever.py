@@ -39,6 +39,7 @@ from framework.components.http.client import (
 from framework.components.http.request import RequestParts
 from framework.components.http.requester import Requester, asks_for_properties
 from framework.components.http.transport import HttpResponse
+from framework.components.oversized_pages import oversized_pages_stream, streaming_oversized
 from framework.components.pagination import NoPaginator, Paginator
 from framework.components.partitions import LAZY_KEY, embedded_response
 from framework.components.records import DpathExtractor, RecordSelector
@@ -420,7 +421,8 @@ class Retriever(Struct, frozen=True):
                 return None, [], []
             if self.decode is not None and embedded is _SEND:
                 response = self.decode(response)
-            if self.decoder is not None and self.decoder.streamed and self.query_properties is None:
+            if (response.oversized or self.decoder is not None and self.decoder.streamed) \
+                    and self.query_properties is None:
                 return response, None, []  # the caller reads the body in batches as it streams in
             try:
                 page, records = self.selector.select_page(response, variables)
@@ -504,6 +506,8 @@ def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> R
             if decoder.streamed:
                 requester = replace(requester, stream=True)
         # else a custom extractor, which reads the response its own way
+    if oversized_pages_stream(model, requester, selector):
+        requester = streaming_oversized(requester)
     return Retriever(
         requester=requester,
         selector=selector,

@@ -40,6 +40,7 @@ from framework.manifest.config_check import (
     check_config,
     check_config_value,
     read_config_file,
+    secret_names,
     secret_values,
 )
 from framework.masking import Masker
@@ -322,7 +323,7 @@ def prepare_config(checked: Any, config: Mapping[str, Any], config_path: str | C
     """
     source = checked.source
     spec = source.spec_.connection_specification if source.spec_ is not None else None
-    mask = Masker.of(secret_values(spec, config)) if spec else Masker()
+    mask = Masker.of(secret_values(spec, config), secret_names(spec, config)) if spec else Masker()
     normalized = None
     if has_rules(source):
         from framework.engine.config_migration import normalize_config
@@ -334,7 +335,8 @@ def prepare_config(checked: Any, config: Mapping[str, Any], config_path: str | C
         if on_config is not None:
             on_config(normalized)
         if spec:
-            mask = Masker.of(secret_values(spec, normalized.given) | secret_values(spec, config))
+            mask = Masker.of(secret_values(spec, normalized.given) | secret_values(spec, config),
+                             secret_names(spec, normalized.given) | secret_names(spec, config))
     # jsonschema (about 0.1 s to import) is asked only when the quick check cannot vouch for the config
     if spec and config_path is not None and (normalized is None or not normalized.changed):
         given = config_path if isinstance(config_path, ConfigFile) else None

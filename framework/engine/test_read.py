@@ -17,7 +17,8 @@ from typing import Any
 from msgspec import Struct, field
 
 from framework.components.http.request import HttpRequest
-from framework.components.http.transport import DEFAULT_TIMEOUT, HttpResponse, Transport
+from framework.components.http.response_limits import ResponseLimits
+from framework.components.http.transport import DEFAULT_LIMITS, DEFAULT_TIMEOUT, HttpResponse, Transport
 from framework.components.incremental import DatetimeCursor
 from framework.engine import signals
 from framework.engine.connector import Connector
@@ -47,9 +48,10 @@ class RecordingTransport:
         self.exchanges: list[Exchange] = []
         self._lock = threading.Lock()
 
-    def send(self, request: HttpRequest, timeout: float = DEFAULT_TIMEOUT) -> HttpResponse:
+    def send(self, request: HttpRequest, timeout: float = DEFAULT_TIMEOUT,
+             limits: ResponseLimits = DEFAULT_LIMITS) -> HttpResponse:
         try:
-            response = self.inner.send(request, timeout)
+            response = self.inner.send(request, timeout, limits)
         except FrameworkError as exc:
             self._keep(Exchange(request.describe(self.mask), None, "", 0, error=self.mask(str(exc))))
             raise

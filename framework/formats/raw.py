@@ -8,7 +8,9 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from framework.typed.columns import NULLED
 from framework.typed.envelope import DATA, EXTRACTED_AT, GENERATION_ID, META, RAW_ID
+from framework.typed.values import SERIALIZATION_ERROR, non_finite_fields
 
 #: The columns of a raw batch, the input of the JSONL and CSV writers.
 RAW_SCHEMA = pa.schema([
@@ -33,13 +35,37 @@ def raw_batch(data: Sequence[Any], raw_ids: Sequence[str] | pa.Array, extracted_
     ``{"sync_id": <sync_id>, "changes": []}``.
     """
     n = len(data)
-    texts = [d if isinstance(d, (str, bytes, bytearray)) or d is None else orjson.dumps(d) for d in data]
+    texts: list[Any] = []
+    nulled: dict[int, list[str]] = {}  # rows whose NaN or Infinity JSON text writes as null
+    for row, record in enumerate(data):
+        if isinstance(record, (str, bytes, bytearray)) or record is None:
+            texts.append(record)
+            continue
+        text = orjson.dumps(record)
+        texts.append(text)
+        if b"null" in text:
+            fields = non_finite_fields(record)
+            if fields:
+                nulled[row] = fields
     at = pa.array([extracted_at_ms] * n if isinstance(extracted_at_ms, int) else list(extracted_at_ms), pa.int64())
     if metas is None:
         metas = [f'{{"sync_id":{int(sync_id)},"changes":[]}}'] * n
+    if nulled:
+        metas = _with_nulled(list(metas), nulled, sync_id)
     ids = raw_ids if isinstance(raw_ids, pa.Array) else pa.array(list(raw_ids), pa.string())
     return pa.RecordBatch.from_arrays(
         [ids, at.cast(RAW_SCHEMA.field(EXTRACTED_AT).type), pa.array(list(metas), pa.string()),
          pa.repeat(pa.scalar(generation_id, pa.int64()), n), pa.array(texts, pa.string())],
         schema=RAW_SCHEMA,
     )
+
+
+def _with_nulled(metas: list[str | None], nulled: dict[int, list[str]], sync_id: int) -> list[str | None]:
+    """``metas`` with a NULLED change for each NaN or Infinity (JSON has neither: the text holds null)."""
+    for row, fields in nulled.items():
+        given = metas[row]
+        meta: dict[str, Any] = orjson.loads(given) if given else {"sync_id": int(sync_id), "changes": []}
+        changes: list[Any] = meta.setdefault("changes", [])
+        changes.extend({"field": field, "change": NULLED, "reason": SERIALIZATION_ERROR} for field in fields)
+        metas[row] = orjson.dumps(meta).decode()
+    return metas

@@ -15,6 +15,7 @@ from msgspec import Struct
 import framework.interpolation.checks as checks
 from framework.interpolation.environment import SandboxEnvironment, build_environment
 from framework.interpolation.limits import TemplateLimitError, check_binop
+from framework.interpolation.loop_sizes import loop_warnings
 from framework.interpolation.macros import GLOBALS
 from framework.interpolation.variables import DEPRECATED_VARIABLES, VARIABLES
 from framework.temporal.clock import SystemClock
@@ -71,6 +72,8 @@ class TemplateInfo(Struct, frozen=True):
     name_problems: tuple[TemplateProblem, ...] = ()
     config_keys: frozenset[str] = frozenset()
     partition_keys: frozenset[str] = frozenset()
+    #: loops whose steps the template leaves unbounded or puts past the render budget (warnings)
+    loops: tuple[TemplateProblem, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -86,6 +89,7 @@ class TemplateInfo(Struct, frozen=True):
         found.extend(self.forbidden)
         found.extend(self.unknown_filters)
         found.extend(self.name_problems)
+        found.extend(self.loops)
         return tuple(sorted(found, key=lambda p: (p.offset, p.code)))
 
 
@@ -270,6 +274,11 @@ def analyze_template(source: str) -> TemplateInfo:
                                   _offset_on_line(source, lineno, None),
                                   fix="build smaller values: rendering refuses this at run time too"))
 
+    loops = tuple(_problem(source, "template-loop-budget", message, _offset_on_line(source, lineno, None),
+                           fix="loop over fewer items (a smaller constant, or a bounded list from the config)",
+                           severity="warning")
+                  for lineno, message in loop_warnings(tree))
+
     private = checks.private_names(tree)
     name_problems = []
     for name in sorted(unknown_names):
@@ -312,4 +321,5 @@ def analyze_template(source: str) -> TemplateInfo:
         name_problems=tuple(name_problems),
         config_keys=_config_keys(tree) if "config" in variables else frozenset(),
         partition_keys=_config_keys(tree, "stream_partition") if "stream_partition" in variables else frozenset(),
+        loops=loops,
     )

@@ -36,6 +36,7 @@ from msgspec import Struct
 
 import framework.interpolation.checks as checks
 import framework.interpolation.limits as limits
+import framework.interpolation.render_budget as render_budget
 from framework.errors import FrameworkError, InterpolationError
 from framework.interpolation.conversions import (
     RESULT_TYPES,
@@ -63,7 +64,11 @@ class SandboxEnvironment(ImmutableSandboxedEnvironment):
     that could build huge values are checked first.
     """
 
-    intercepted_binops = frozenset({"*", "**", "%"})
+    intercepted_binops = frozenset({"*", "**", "%", "+"})
+
+    # what a budgeted template's loops and concatenations go through (render_budget.budgeted)
+    budget_steps = staticmethod(render_budget.steps)
+    budget_sized = staticmethod(render_budget.sized)
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> Undefined:
         raise SecurityError(
@@ -221,7 +226,7 @@ class TemplateEngine:
             )
         names = frozenset(meta.find_undeclared_variables(tree)) - env.globals.keys()
         try:
-            template = env.from_string(tree)
+            template = env.from_string(render_budget.budgeted(tree))
             expression = self._compile_expression(source)
         except TemplateError as exc:
             raise _error(f"template {shown} cannot be compiled: {exc}", source, "syntax") from None
@@ -234,7 +239,7 @@ class TemplateEngine:
         program = nodes.Template(
             [nodes.Assign(nodes.Name("result", "store", lineno=1), expr, lineno=1)], lineno=1
         )
-        return self.environment.from_string(program)
+        return self.environment.from_string(render_budget.budgeted(program))
 
     # -- evaluating --------------------------------------------------------
 
@@ -275,6 +280,7 @@ class TemplateEngine:
         variables = self._variables(compiled, context)
         parts: list[str] = []
         size = 0
+        render_budget.start()
         try:
             for chunk in compiled.template.generate(variables):
                 size += len(chunk)
@@ -290,6 +296,7 @@ class TemplateEngine:
         template = compiled.expression
         assert template is not None
         variables = self._variables(compiled, context)
+        render_budget.start()
         try:
             run = template.new_context(variables)
             for _ in template.root_render_func(run):

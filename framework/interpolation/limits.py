@@ -7,8 +7,8 @@ or a ``replace`` that squares the length of a string. The checks here run
 *before* such an operation and refuse it when the result would be too large.
 The engine also caps the total size of a rendered template.
 
-These guards bound memory, not time; run untrusted manifests under a process
-time limit as well.
+These guards bound one operation; :mod:`framework.interpolation.render_budget`
+bounds a whole rendering (its loop steps, their time, and concatenations).
 """
 
 from __future__ import annotations
@@ -43,8 +43,11 @@ def _too_big(amount: int, what: str) -> None:
 
 
 def check_binop(operator: str, left: Any, right: Any) -> None:
-    """Refuse ``*``, ``**`` and ``%`` when their result would be too large."""
-    if operator == "*":
+    """Refuse ``+``, ``*``, ``**`` and ``%`` when their result would be too large."""
+    if operator == "+":
+        if _sized(left) and _sized(right):
+            _too_big(len(left) + len(right), "a joined value")
+    elif operator == "*":
         for seq, count in ((left, right), (right, left)):
             if _sized(seq) and isinstance(count, int):
                 _too_big(len(seq) * max(count, 0), "a repeated value")

@@ -26,6 +26,7 @@ from framework.manifest.migration_checks import listed_stream_group, migration_c
 from framework.manifest.query_properties_checks import query_properties_checks
 from framework.manifest.spec_shape import plainly_valid
 from framework.manifest.stream_group_checks import stream_group_checks
+from framework.manifest.url_checks import url_base_checks
 from framework.models import (
     REGISTRY,
     CustomComponent,
@@ -60,6 +61,7 @@ def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str
     found.extend(stream_group_checks(sites, data, place))
     found.extend(dynamic_checks(sites, place))
     found.extend(budget_checks(sites, place))  # the source's api_budget
+    found.extend(url_base_checks(sites, place))  # an HTTP url_base
     if manifest_dir is not None and any(issubclass(site.model, CustomComponent) for site in sites):
         from framework.manifest.custom_checks import custom_checks  # reads Python source: only when needed
 
@@ -218,6 +220,9 @@ def _template_checks(text: str, path: tuple, alias: str, allowed: frozenset, pla
                                problem.fix or "use only the documented variables, macros and filters")
     for problem in info.unknown_filters:
         yield place.diagnostic(path, "template-filter", f"template in `{alias}`: {problem.message}", problem.fix)
+    for problem in info.loops:
+        yield place.diagnostic(path, problem.code, f"template in `{alias}`: {problem.message}", problem.fix,
+                               severity="warning")
     for name in sorted(info.variables - allowed):
         if name in VARIABLES:
             available = ", ".join(sorted(allowed - set(DEPRECATED_VARIABLES)))

@@ -17,7 +17,7 @@ from msgspec import Struct
 from framework.diagnostics import Diagnostic, json_path
 from framework.errors import ConfigError
 from framework.manifest.yaml_source import SourceDocument, parse_text
-from framework.masking import Masker, credential_spellings
+from framework.masking import SHORT, Masker, credential_spellings
 
 
 class ConfigFile(Struct, frozen=True):
@@ -78,6 +78,30 @@ def secret_values(schema: Any, config: Any) -> set[str]:
     return found
 
 
+def secret_names(schema: Any, config: Any) -> set[tuple[str, str]]:
+    """(value, ``config.path``) of each short secret (fewer than :data:`~framework.masking.SHORT` characters)
+    in ``config``: a message names the field where such a secret stands alone (framework.masking)."""
+    found: set[tuple[str, str]] = set()
+
+    def walk(node_schema: Any, value: Any, path: str) -> None:
+        if not isinstance(node_schema, dict):
+            return
+        if node_schema.get("airbyte_secret") is True and value not in (None, ""):
+            if not isinstance(value, (dict, list)) and len(str(value)) < SHORT:
+                found.update((spelling, path) for spelling in _spellings(value) if len(spelling) < SHORT)
+            return
+        for key in ("oneOf", "anyOf", "allOf"):
+            for option in node_schema.get(key, []) or []:
+                walk(option, value, path)
+        if isinstance(value, dict):
+            for name, sub in (node_schema.get("properties") or {}).items():
+                if name in value:
+                    walk(sub, value[name], f"{path}.{name}")
+
+    walk(schema, config, "config")
+    return found
+
+
 def _spellings(value: Any) -> set[str]:
     """Every way a secret value may be quoted in a message: its JSON and its Python repr, each
     :func:`~framework.masking.credential_spellings` spelling of a text, and the same for each scalar inside it."""
@@ -112,7 +136,7 @@ def check_config(spec: Any, config_file: str | ConfigFile) -> list[Diagnostic]:
     config = config_file.data
     if not isinstance(spec, dict):
         return []
-    mask = Masker.of(secret_values(spec, config))
+    mask = Masker.of(secret_values(spec, config), secret_names(spec, config))
     validator_class = jsonschema.validators.validator_for(spec, default=jsonschema.Draft7Validator)
     validator = validator_class(spec, format_checker=validator_class.FORMAT_CHECKER)
     out = []

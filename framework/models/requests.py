@@ -132,6 +132,13 @@ class HttpRequester(Component):
          "retriever": {"$ref": "#/definitions/properties_retriever"}},
         None,
     )
+    credential_redirect_hosts: list[str] = spec(
+        "Hosts a redirect may take the authenticator's credentials to (an API that redirects to a CDN that "
+        "needs them). On a redirect to any other scheme, host or port every credential the authenticator "
+        "injected (headers, query parameters, body fields, cookies) is dropped.",
+        ["cdn.example.com"],
+        default_factory=list,
+    )
     request_body: RequestBody | None = spec(
         "Body of the request (POST): a JSON object, a URL-encoded form, plain text or a GraphQL query. "
         "It takes the place of `request_body_json` (JSON, GraphQL) or `request_body_data` (form, text).",
@@ -141,6 +148,28 @@ class HttpRequester(Component):
     use_cache: bool = spec(
         "Cache responses within a sync (useful for parent streams read by several children).", False, False
     )
+    max_response_bytes: int | None = spec(
+        "The most bytes one response body read whole may have once decompressed (counted as it arrives, so a "
+        "compressed body that unpacks to gigabytes stops there); a larger one fails the read at once, without "
+        "retrying. Unset: run-manifest's `--max-response-size`, else 256 MiB.",
+        536870912,
+        None,
+    )
+    request_deadline: float | None = spec(
+        "The most seconds one attempt of a request may take, from connecting to the last byte of its body "
+        "(each read also has its own 60 s timeout); an attempt past it is retried like a timeout. Unset: "
+        "run-manifest's `--request-deadline`, else 600.",
+        120,
+        None,
+    )
+
+    @model_validator(mode="after")
+    def _positive_limits(self) -> "HttpRequester":
+        if self.max_response_bytes is not None and self.max_response_bytes <= 0:
+            raise ValueError("`max_response_bytes` must be a positive number of bytes, such as 268435456 (256 MiB)")
+        if self.request_deadline is not None and not 0 < self.request_deadline < float("inf"):
+            raise ValueError("`request_deadline` must be a positive number of seconds, such as 600")
+        return self
 
     @model_validator(mode="after")
     def _one_body(self) -> "HttpRequester":

@@ -41,6 +41,7 @@ from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from framework.errors import ConfigError
+from framework.spark.connect_channel import shown_url
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -67,10 +68,10 @@ def remote_url(remote: str | None, master: str | None = None) -> str | None:
     url = remote or os.environ.get("SPARK_REMOTE") or None
     if url and master:
         source = "--remote" if remote else "SPARK_REMOTE"
-        raise ConfigError(f"--master {master} and {source} {url} were both given: a Spark Connect server has its "
-                          f"own master; drop --master (or unset SPARK_REMOTE) to run on the cluster you mean")
+        raise ConfigError(f"--master {master} and {source} {shown_url(url)} were both given: a Spark Connect server "
+                          f"has its own master; drop --master (or unset SPARK_REMOTE) to run on the cluster you mean")
     if url and not (url.startswith("sc://") or url.startswith("local")):
-        raise ConfigError(f"{'--remote' if remote else 'SPARK_REMOTE'} {url!r} is not a Spark Connect URL; "
+        raise ConfigError(f"{'--remote' if remote else 'SPARK_REMOTE'} {shown_url(url)!r} is not a Spark Connect URL; "
                           "give sc://host:port (15002 is the server's default port)")
     return url
 

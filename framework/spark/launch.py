@@ -74,7 +74,7 @@ def launch_jvm(plan: LaunchPlan, app_name: str,
                                  name="jvm-stderr", daemon=True)
     forwarder.start()
     try:
-        with spark_home_set(plan.home):
+        with spark_home_set(plan.home), _local_ip_set(plan.settings.get("spark.driver.bindAddress")):
             try:
                 gateway = launch_gateway(conf, popen_kwargs=_popen_kwargs(write_end))
             except Exception:
@@ -111,6 +111,20 @@ def spark_home_set(home: str | None) -> Iterator[None]:
             os.environ.pop("SPARK_HOME", None)
         else:
             os.environ["SPARK_HOME"] = before
+
+
+@contextlib.contextmanager
+def _local_ip_set(bind_address: str | None) -> Iterator[None]:
+    """``SPARK_LOCAL_IP`` set to a loopback ``bind_address`` while the driver JVM is launched: Spark's web UI
+    binds to it (else to every interface), which no setting says; unset again afterwards."""
+    if bind_address != "127.0.0.1" or os.environ.get("SPARK_LOCAL_IP"):
+        yield
+        return
+    os.environ["SPARK_LOCAL_IP"] = bind_address
+    try:
+        yield
+    finally:
+        os.environ.pop("SPARK_LOCAL_IP", None)
 
 
 def _popen_kwargs(stderr: int) -> dict[str, Any]:

@@ -13,7 +13,10 @@ pipeline): ``validate-manifest`` and protocol mode never pay for it.
   package's Spark: the ``spark-submit`` that PySpark starts the driver JVM
   with reads it itself), then this module's defaults, which never replace a
   key set in any of those.
-* On a local master only, the defaults quiet a short run: the web UI and the
+* On a local master only, the driver listens on 127.0.0.1 (RPC, block manager
+  and, when enabled, the web UI) unless ``spark.driver.host``,
+  ``spark.driver.bindAddress``, ``SPARK_LOCAL_IP`` or ``SPARK_LOCAL_HOSTNAME``
+  says otherwise; and the defaults quiet a short run: the web UI and the
   console progress bar off, the driver JVM logging errors only, the quick JIT
   tier (unless ``full_jit``), 8 shuffle partitions; the driver JVM is
   launched from a Spark home without ``spark-mllib`` unless ``SPARK_HOME``
@@ -36,7 +39,10 @@ pipeline): ``validate-manifest`` and protocol mode never pay for it.
 * ``remote`` (``--remote sc://host:port``, or ``SPARK_REMOTE``): a Spark
   Connect session against that server (:mod:`framework.spark.connect`). The
   server owns its master, JVM settings and log level: only ``conf`` (SQL
-  settings the server lets a session change) is passed on.
+  settings the server lets a session change) is passed on. The channel is
+  tried first (:func:`framework.spark.connect_channel.tls_mismatch`: TLS
+  where the URL asks for it, a certificate grpc trusts), and a token the
+  server refuses is said as such; messages show the URL without its token.
 
 Where Spark's pieces are (pip's Spark home, ``spark-defaults.conf``, the JDBC
 jars) is :mod:`framework.spark.home`'s; launching the driver JVM (its stderr
@@ -66,6 +72,7 @@ from msgspec import Struct
 from framework.errors import ConfigError
 from framework.spark.class_archive import class_archive
 from framework.spark.connect import prepare_client, remote_url
+from framework.spark.connect_channel import TOKEN_VARIABLE, shown_url, tls_mismatch
 from framework.spark.home import jdbc_jars, spark_defaults, under_spark_submit
 from framework.spark.launch import SparkStartFailed, launch_jvm
 from framework.spark.launch_home import launch_home
@@ -301,6 +308,9 @@ def _connect_session(url: str, app_name: str, conf: dict[str, str]) -> SparkSess
         raise ConfigError(f"Spark Connect needs its client packages ({exc.name} is missing): "
                           "pip install 'manifest-framework[connect]'") from None
     _check_reachable(url)
+    mismatch = tls_mismatch(url)  # at once: the client would retry a failed TLS handshake for minutes
+    if mismatch:
+        raise ConfigError(mismatch)
     prepare_client(url)  # a session of its own is released at exit; a named one stays open (connect.py)
     builder = SparkSession.builder.remote(url).appName(app_name)
     for key, value in {"spark.sql.execution.arrow.pyspark.enabled": "true", **READS_OUR_OUTPUT, **conf}.items():
@@ -310,10 +320,14 @@ def _connect_session(url: str, app_name: str, conf: dict[str, str]) -> SparkSess
         session.conf.get("spark.master", None)  # the first call reaches the server
     except Exception as exc:  # noqa: BLE001 - gRPC's errors: the server is down or the URL is wrong
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if "UNAUTHENTICATED" in str(exc):  # the server's spark.connect.authenticate.token: none or another
+            raise ConfigError(f"the Spark Connect server at {shown_url(url)} refused the connection ({detail}): "
+                              f"give the token it was started with, as ;token=... in the URL or in "
+                              f"{TOKEN_VARIABLE}") from None
         if "SESSION_CLOSED" in detail:
-            raise ConfigError(f"the Spark Connect session in {url} was closed on the server and cannot be joined "
-                              "again; give a new session_id (a random UUID)") from None
-        raise ConfigError(f"the Spark Connect server at {url} could not be reached ({detail}); start it "
+            raise ConfigError(f"the Spark Connect session in {shown_url(url)} was closed on the server and cannot be "
+                              "joined again; give a new session_id (a random UUID)") from None
+        raise ConfigError(f"the Spark Connect server at {shown_url(url)} could not be reached ({detail}); start it "
                           f"(sbin/start-connect-server.sh) or fix --remote / SPARK_REMOTE") from None
     return session
 
@@ -327,7 +341,7 @@ def _check_reachable(url: str) -> None:
     try:
         socket.create_connection((host, port), timeout=10).close()
     except OSError as exc:
-        raise ConfigError(f"the Spark Connect server at {url} could not be reached ({host}:{port}: "
+        raise ConfigError(f"the Spark Connect server at {shown_url(url)} could not be reached ({host}:{port}: "
                           f"{exc.strerror or exc}); start it (sbin/start-connect-server.sh) or fix --remote / "
                           "SPARK_REMOTE") from None
 
@@ -342,6 +356,17 @@ class SessionPlan(Struct, frozen=True):
     quiet: bool
     archive: str | None = None  # the class-data archive the driver JVM maps (framework.spark.class_archive)
     home: str | None = None  # the Spark home the driver JVM is launched from (framework.spark.launch_home)
+
+
+LOOPBACK = "127.0.0.1"
+_ADDRESS_KEYS = ("spark.driver.host", "spark.driver.bindAddress")
+
+
+def loopback_driver(given: Mapping[str, str], conf: Mapping[str, str], environ: Mapping[str, str]) -> bool:
+    """Whether a local master's driver is bound to loopback: unless the user chose its address (either key in
+    the settings, or ``SPARK_LOCAL_IP`` / ``SPARK_LOCAL_HOSTNAME``)."""
+    return not any(key in given or key in conf for key in _ADDRESS_KEYS) and not (
+        environ.get("SPARK_LOCAL_IP") or environ.get("SPARK_LOCAL_HOSTNAME"))
 
 
 def session_plan(master: str | None = None, conf: Mapping[str, str] | None = None, *, full_jit: bool = False,
@@ -380,6 +405,10 @@ def session_plan(master: str | None = None, conf: Mapping[str, str] | None = Non
             java_options.append("-XX:TieredStopAtLevel=1")
         if java_options:
             settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
+        if loopback_driver(given, conf, environ):
+            # A local Spark is this machine's alone: its driver (RPC, block manager) listens on loopback, not
+            # on the machine's network address (framework.spark.launch sets SPARK_LOCAL_IP for the web UI)
+            settings.update({"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK})
     settings = {key: value for key, value in settings.items() if key not in given and key not in conf}
     archive = home = None
     if local:

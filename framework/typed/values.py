@@ -94,20 +94,53 @@ def json_text(value: Any) -> str:
             raise Unfit(str(error)) from None
 
 
+def finite_json(value: Any) -> str:
+    """:func:`json_text` of a column's value; one holding NaN or Infinity (Airbyte's reader takes them, JSON
+    text has none, and orjson would write them as null without a word) does not fit: nulled with a change."""
+    text = json_text(value)
+    if "null" in text and _not_finite(value):
+        raise Unfit("holds NaN or Infinity, which JSON text cannot carry")
+    return text
+
+
+def _not_finite(value: Any) -> bool:
+    if value.__class__ is float:
+        return value != value or value in (_INF, _NEG_INF)
+    if value.__class__ is dict:
+        return any(_not_finite(item) for item in value.values())
+    if value.__class__ is list:
+        return any(_not_finite(item) for item in value)
+    return False
+
+
+def non_finite_fields(value: Any, path: str = "") -> list[str]:
+    """Where ``value`` (a record) holds NaN or Infinity: ``a.b``, ``items[2]`` (JSON text writes them as null)."""
+    if value.__class__ is float:
+        return [path] if value != value or value in (_INF, _NEG_INF) else []
+    found: list[str] = []
+    if value.__class__ is dict:
+        for key, item in value.items():
+            found.extend(non_finite_fields(item, f"{path}.{key}" if path else str(key)))
+    elif value.__class__ is list:
+        for index, item in enumerate(value):
+            found.extend(non_finite_fields(item, f"{path}[{index}]"))
+    return found
+
+
 def any_json(value: Any) -> str:
-    return json_text(value)
+    return finite_json(value)
 
 
 def object_json(value: Any) -> str:
     if value.__class__ is not dict:
         raise Unfit("not an object")
-    return json_text(value)
+    return finite_json(value)
 
 
 def array_json(value: Any) -> str:
     if value.__class__ is not list:
         raise Unfit("not an array")
-    return json_text(value)
+    return finite_json(value)
 
 
 # ------------------------------------------------------------------ scalars
@@ -124,7 +157,7 @@ def to_string(value: Any) -> str:
             return _check_text(value)
         except UnicodeEncodeError:
             raise Unfit("not valid Unicode") from None
-    return json_text(value)
+    return finite_json(value)
 
 
 def strict_string(value: Any) -> str:

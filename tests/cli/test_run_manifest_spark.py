@@ -84,7 +84,11 @@ def test_progress_and_summary_go_to_stderr_and_quiet_silences_them(run, tmp_path
     assert SECRET not in stderr
 
     code, stdout, stderr = run("--output", str(out), "--streams", "items", "--quiet")
-    assert (code, stdout, stderr) == (0, "", "")
+    # quiet: no progress and no summary; what was dropped is still said (schema drift is never silent)
+    assert (code, stdout) == (0, "")
+    assert stderr.splitlines() == ["run-manifest: warning: items: 1 record had fields the schema does not declare: "
+                                   "address.planet (1) - dropped; --schema-drift keep|evolve (or items=keep|evolve) "
+                                   "keeps them"]
     assert saved_state(out)["sync_id"] == 2
 
 

@@ -326,3 +326,21 @@ def test_a_cold_check_collects_no_garbage_and_scans_no_plugins():
                             check=False)
     assert result.stdout.splitlines() == ["0 False [] [] True", "0 False"], result.stdout + result.stderr
     assert "PYDANTIC_DISABLE_PLUGINS" not in env
+
+
+def test_a_loop_without_a_bound_is_a_warning_at_its_place(tmp_path):
+    shutil.copytree(EXAMPLE.parent, tmp_path / "shop")
+    path = tmp_path / "shop" / "manifest.yaml"
+    text = path.read_text()
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if row.strip().startswith("url_base:"))
+    indent = text.splitlines()[line - 1].split("url_base:")[0]
+    looping = (f"{indent}request_headers:\n{indent}  X-Pad: \"{{% for a in 'x' * config['n'] %}}"
+               "{% for b in 'x' * 1000000 %}{% endfor %}{% endfor %}\"\n")
+    lines = text.splitlines(keepends=True)
+    path.write_text("".join(lines[:line] + [looping] + lines[line:]))
+    result = run(str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{path}:{line + 2}:" in result.stdout
+    assert "warning: template in `request_headers`: a loop over a value whose length comes from `config['n']`" \
+        in result.stdout
+    assert "nested loops of" not in result.stdout  # the inner loop alone is within the budget

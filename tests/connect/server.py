@@ -40,6 +40,7 @@ class ConnectServer:
     cores: int = 2
     conf: dict[str, str] = field(default_factory=dict)  # more --conf settings (see warm_conf)
     jars: tuple[str, ...] = ()  # --jars: on the server's classpath (a JDBC driver)
+    env: dict[str, str] = field(default_factory=dict)  # more environment (SPARK_CONNECT_AUTHENTICATE_TOKEN)
     url: str = ""
     process: subprocess.Popen | None = field(default=None, repr=False)
 
@@ -51,6 +52,7 @@ class ConnectServer:
         env.pop("SPARK_CONNECT_MODE_ENABLED", None)
         env.update({"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": env.get("PYSPARK_PYTHON", sys.executable),
                     "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)})
+        env.update(self.env)
         submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
         log = open(self.root / "connect-server.log", "wb")  # noqa: SIM115 - closed with the process
         self.process = subprocess.Popen(

@@ -289,7 +289,7 @@ class FakeApi:
     :meth:`start`. Use it as a context manager (or the ``fake_api`` fixture).
     """
 
-    def __init__(self, *, check_handler_errors: bool = True):
+    def __init__(self, *, check_handler_errors: bool = True, host: str = "127.0.0.1"):
         self.requests: list[RecordedRequest] = []
         self.errors: list[BaseException] = []
         self.check_handler_errors = check_handler_errors
@@ -301,9 +301,9 @@ class FakeApi:
         self._connection_ids = itertools.count(1)
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
-        self._server = _Server(self)
-        host, port = self._server.server_address[:2]
-        self.url = f"http://{host}:{port}"
+        self._server = _Server(self, host)
+        bound, port = self._server.server_address[:2]
+        self.url = f"http://{bound!s}:{port}"
 
     # -- configuration -------------------------------------------------------------------------
 
@@ -559,9 +559,9 @@ class FakeApi:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, api: FakeApi):
+    def __init__(self, api: FakeApi, host: str = "127.0.0.1"):
         self.api = api
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__((host, 0), _Handler)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Stay quiet: connection errors are the client's business (often on purpose)."""

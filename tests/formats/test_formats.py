@@ -437,6 +437,20 @@ def test_raw_batch_takes_json_values_bytes_and_arrow_ids():
     assert batch.column("_airbyte_extracted_at").cast(pa.int64()).to_pylist() == [1, 2, 3]
 
 
+def test_nan_and_infinity_in_a_raw_record_are_written_as_null_with_a_change():
+    """JSONL and CSV carry each record as JSON text, which has no NaN or Infinity: null, and said so."""
+    records = [{"id": 1, "score": float("nan"), "more": {"rates": [1.0, float("-inf")]}}, {"id": 2, "score": None}]
+    batch = raw_batch(records, pa.array(IDS[:2], pa.string()), 1, 0, sync_id=3)
+    assert [json.loads(d) for d in batch.column("_airbyte_data").to_pylist()] == [
+        {"id": 1, "score": None, "more": {"rates": [1.0, None]}}, {"id": 2, "score": None}]
+    metas = [json.loads(m) for m in batch.column("_airbyte_meta").to_pylist()]
+    assert metas == [
+        {"sync_id": 3, "changes": [
+            {"field": "score", "change": "NULLED", "reason": "DESTINATION_SERIALIZATION_ERROR"},
+            {"field": "more.rates[1]", "change": "NULLED", "reason": "DESTINATION_SERIALIZATION_ERROR"}]},
+        {"sync_id": 3, "changes": []}]
+
+
 def test_text_formats_accept_integer_and_other_timestamp_units():
     batch = raw()
     at = batch.column("_airbyte_extracted_at")

@@ -212,7 +212,7 @@ def test_evolve_adds_a_typed_column_recorded_for_the_next_syncs_and_widens_it(sp
 
     # normalization reads the landed catalog: the evolved column is a column of the typed table
     assert normalize_main(["--output", str(out), "--full-refresh", "--quiet"]) == 0
-    table = pq.read_table(out / "normalized" / "events").to_pylist()
+    table = pq.read_table(tmp_path / "out_normalized" / "events").to_pylist()
     priorities = {row["id"]: row["priority"] for row in table}
     assert sorted(priorities) == list(range(19))
     assert [priorities[i] for i in (7, 11, 17)] == [None, "11", "high"]

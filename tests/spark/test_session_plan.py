@@ -101,3 +101,18 @@ def test_a_session_built_in_python_takes_spark_defaults_conf_and_conf_wins(tmp_p
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["true", "yes", "conf"]
+
+
+def test_a_local_driver_listens_on_loopback_unless_the_user_says_otherwise(tmp_path):
+    empty = {"SPARK_CONF_DIR": str(tmp_path)}
+    loopback = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+    settings = session_plan("local[2]", None, environ=empty).settings
+    assert {key: settings.get(key) for key in loopback} == loopback
+    # the user's choice stands, whole: a host given keeps Spark's own bind address
+    chosen = session_plan("local[2]", {"spark.driver.host": "10.0.0.5"}, environ=empty).settings
+    assert chosen["spark.driver.host"] == "10.0.0.5" and "spark.driver.bindAddress" not in chosen
+    for variable in ("SPARK_LOCAL_IP", "SPARK_LOCAL_HOSTNAME"):
+        assert not set(loopback) & set(session_plan("local[2]", None, environ={**empty, variable: "x"}).settings)
+    from_file = session_plan("local", None, environ=_conf_dir(tmp_path, "spark.driver.bindAddress 0.0.0.0\n"))
+    assert not set(loopback) & set(from_file.settings)  # spark-defaults.conf: Spark reads it itself
+    assert not set(loopback) & set(session_plan("spark://m:7077", None, environ=empty).settings)  # a cluster's own

@@ -117,6 +117,11 @@ def test_primitive_values(field_schema, value, expected):
     ({"type": "boolean"}, 1, "DESTINATION_SERIALIZATION_ERROR"),
     ({"type": "boolean"}, "true", "DESTINATION_SERIALIZATION_ERROR"),
     ({"type": "string"}, "\ud800", "DESTINATION_SERIALIZATION_ERROR"),  # a lone surrogate is not UTF-8
+    # NaN and Infinity inside JSON text (which has none): nulled with a change, never written as null silently
+    ({"type": "object"}, {"a": {"b": float("nan")}}, "DESTINATION_SERIALIZATION_ERROR"),
+    ({"type": "array"}, [1.0, float("inf")], "DESTINATION_SERIALIZATION_ERROR"),
+    ({"type": "string"}, float("-inf"), "DESTINATION_SERIALIZATION_ERROR"),
+    ({}, [float("nan")], "DESTINATION_SERIALIZATION_ERROR"),
 ])
 def test_values_that_do_not_fit_are_nulled_with_their_reason(field_schema, value, reason):
     assert one(field_schema, value) == (None, [nulled("f", reason)])

@@ -52,9 +52,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from framework.components.http.circuit import ConnectError, HostCircuits
+from framework.components.http.credentials import Credentials, credentials_added
 from framework.components.http.error_handler import ErrorHandler, Resolution, excerpt, status_text
 from framework.components.http.request import HttpRequest, RequestParts
-from framework.components.http.transport import DEFAULT_TIMEOUT, HttpResponse, Transport
+from framework.components.http.response_limits import ResponseLimits
+from framework.components.http.transport import DEFAULT_LIMITS, DEFAULT_TIMEOUT, HttpResponse, Transport
 from framework.errors import HttpStatusError, ReadError, TransportError
 from framework.masking import Mask, masking_credentials
 from framework.values import replace
@@ -162,6 +164,9 @@ class HttpClient:
         circuits: HostCircuits | None = None,
         budget: RequestBudget | None = None,
         in_flight: RequestSlots | None = None,
+        limits: ResponseLimits = DEFAULT_LIMITS,
+        credential_hosts: tuple[str, ...] = (),
+        secret_request: bool = False,
     ):
         self.transport = transport
         self.error_handler = error_handler
@@ -175,6 +180,11 @@ class HttpClient:
         self.circuits = circuits  # connection failures per host, shared by the process's requests
         self.budget = budget
         self.in_flight = in_flight
+        self.limits = limits  # the cap on a body's size and the deadline of one attempt
+        # Credentials follow a redirect to another origin only to these hosts (see http/credentials.py);
+        # a token or login request (``secret_request``) is credentials through and through.
+        self.credential_hosts = credential_hosts
+        self.secret_request = secret_request
 
     def send(self, parts: RequestParts) -> HttpResponse | None:
         """The response of ``parts``; ``None`` when the error handler says IGNORE."""
@@ -189,7 +199,13 @@ class HttpClient:
             if circuits is not None:
                 self._circuit_check(circuits, request)
             ticket = self.budget.acquire(request) if self.budget is not None else None  # waits for a permit
-            response, error = self._exchange_within(request)
+            try:
+                response, error = self._exchange_within(request)
+            except ReadError as exc:  # a body past the size cap: the same request would get it again
+                if ticket is not None:
+                    self.budget.observe(ticket, None)  # type: ignore[union-attr]
+                self._finish(exc, request)
+                raise
             if ticket is not None:
                 self.budget.observe(ticket, response)  # type: ignore[union-attr]
             sent += 1
@@ -317,6 +333,9 @@ class HttpClient:
 
     def _prepare(self, parts: RequestParts) -> HttpRequest:
         if self.authenticator is None:
+            if self.secret_request:
+                return replace(parts.to_request(), credentials=Credentials(everything=True,
+                                                                           hosts=self.credential_hosts))
             return parts.to_request()
         own = replace(
             parts,
@@ -326,7 +345,11 @@ class HttpClient:
             data=dict(parts.data) if isinstance(parts.data, dict) else parts.data,
         )
         self.authenticator.apply(own)
-        return own.to_request()
+        credentials = credentials_added(parts.headers, own.headers, parts.params, own.params, parts.data, own.data,
+                                        parts.json, own.json, self.authenticator.secrets(), self.credential_hosts)
+        if self.secret_request:
+            credentials = replace(credentials, everything=True)
+        return replace(own.to_request(), credentials=credentials)
 
     def _exchange_within(self, request: HttpRequest) -> tuple[HttpResponse | None, TransportError | None]:
         """:meth:`_exchange` holding a permit of the sync's requests in flight, when there is a limit."""
@@ -346,7 +369,7 @@ class HttpClient:
 
     def _exchange(self, request: HttpRequest) -> tuple[HttpResponse | None, TransportError | None]:
         try:
-            return self.transport.send(request, self.timeout), None
+            return self.transport.send(request, self.timeout, self.limits), None
         except TransportError as exc:
             return None, exc
 

@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 from msgspec import Struct, field
 
 from framework.catalog import builds
+from framework.components.http.credentials import Credentials
 
 if TYPE_CHECKING:  # pragma: no cover - the build context imports the transport, which imports this module
     from framework.components.context import BuildContext
@@ -38,6 +39,7 @@ class HttpRequest(Struct, frozen=True):
     json: Any = None
     data: Any = None  # a mapping (form-encoded) or text
     stream: bool = False  # receive the body as a stream (a streamed response format: see records/decoders.py)
+    credentials: Credentials | None = None  # the parts an authenticator added: kept from other hosts on a redirect
 
     def full_url(self) -> str:
         if not self.params:

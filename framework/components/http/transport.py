@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import io
 import os
+import socket
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, BinaryIO, Protocol, cast
 from urllib.parse import urlsplit
@@ -23,10 +25,13 @@ import requests.utils
 from requests.structures import CaseInsensitiveDict
 
 from framework.components.http.circuit import ConnectError
+from framework.components.http.credentials import Credentials, keeps_credentials, strip_body, strip_params
 from framework.components.http.request import HttpRequest
+from framework.components.http.response_limits import REAPER, ResponseLimits, deadline_message, too_large
 from framework.errors import ReadError, TransportError
 
 DEFAULT_TIMEOUT = 60.0  # seconds, for connecting and for each read
+DEFAULT_LIMITS = ResponseLimits()  # the cap on a body read whole and the deadline of one attempt
 
 _UNSET: Any = object()
 
@@ -42,8 +47,9 @@ class HttpResponse:
     """
 
     def __init__(self, status: int, headers: CaseInsensitiveDict[str], content: bytes | None, request: HttpRequest,
-                 _json: Any = _UNSET, *, stream: BinaryIO | None = None) -> None:
+                 _json: Any = _UNSET, *, stream: BinaryIO | None = None, oversized: bool = False) -> None:
         self.status = status
+        self.oversized = oversized  # a body past the size cap, handed on as a stream (ResponseLimits.stream_oversized)
         self.headers = headers
         self.request = request
         self._content = content if content is not None or stream is not None else b""
@@ -110,7 +116,8 @@ class HttpResponse:
 class Transport(Protocol):
     """Sends one request and returns its response, whatever the status."""
 
-    def send(self, request: HttpRequest, timeout: float = DEFAULT_TIMEOUT) -> HttpResponse: ...
+    def send(self, request: HttpRequest, timeout: float = DEFAULT_TIMEOUT,
+             limits: ResponseLimits = DEFAULT_LIMITS) -> HttpResponse: ...
 
 
 class RequestsTransport:
@@ -119,10 +126,10 @@ class RequestsTransport:
     def __init__(self) -> None:
         self._local = threading.local()
 
-    def _session(self) -> requests.Session:
+    def _session(self) -> _Session:
         session = getattr(self._local, "session", None)
         if session is None:
-            session = self._local.session = requests.Session()
+            session = self._local.session = _Session()
             # requests reads proxies, CA bundle and .netrc from the environment on every request (a few per
             # cent of a fast read); we read them once per scheme and host instead (see _environment).
             session.trust_env = False
@@ -142,7 +149,10 @@ class RequestsTransport:
             found = self._local.environment[key] = (proxies, verify, requests.utils.get_netrc_auth(base))
         return found
 
-    def send(self, request: HttpRequest, timeout: float = DEFAULT_TIMEOUT) -> HttpResponse:
+    def send(self, request: HttpRequest, timeout: float = DEFAULT_TIMEOUT,
+             limits: ResponseLimits = DEFAULT_LIMITS) -> HttpResponse:
+        started = time.monotonic()
+        timeout = min(timeout, limits.deadline)  # no single wait may outlast the whole attempt's deadline
         body: Any = None
         headers = dict(request.headers)
         if request.json is not None:
@@ -152,6 +162,7 @@ class RequestsTransport:
             body = request.data
         try:
             session = self._session()
+            session.sending = request
             proxies, verify, netrc_auth = self._environment(request.url)
             auth = netrc_auth if netrc_auth is not None and "Authorization" not in headers else None
             raw = session.request(
@@ -161,7 +172,10 @@ class RequestsTransport:
             )
             # requests' own `content` reads a body 10 KiB at a time (30 reads for a page of 300 KB); read it
             # in large pieces instead, through the same iter_content (so its errors are requests' as before)
-            content = None if request.stream else b"".join(raw.iter_content(BODY_CHUNK))
+            content = None if request.stream else _read_whole(raw, limits, started)
+            if isinstance(content, _Oversized):
+                return HttpResponse(raw.status_code, raw.headers, None, request, oversized=True,
+                                    stream=cast(BinaryIO, io.BufferedReader(content.body, STREAM_CHUNK)))
         except (requests.exceptions.InvalidHeader, UnicodeEncodeError) as exc:
             raise ReadError(_invalid_header(headers, exc), failure_type="config_error") from None
         except (requests.exceptions.MissingSchema, requests.exceptions.InvalidSchema,
@@ -172,31 +186,151 @@ class RequestsTransport:
                             failure_type="config_error") from None
         except requests.exceptions.ConnectTimeout:
             raise ConnectError(f"could not connect: no answer within {timeout:g} s") from None
-        except requests.exceptions.Timeout as exc:
-            raise TransportError(f"the request timed out after {timeout:g} s ({type(exc).__name__})") from None
-        except requests.exceptions.ConnectionError as exc:
+        except (requests.exceptions.Timeout, requests.exceptions.ConnectionError) as exc:
+            if time.monotonic() - started >= limits.deadline:  # the wait was cut short by the deadline
+                raise TransportError(deadline_message(limits)) from None
+            if isinstance(exc, requests.exceptions.Timeout):
+                raise TransportError(f"the request timed out after {timeout:g} s ({type(exc).__name__})") from None
             if isinstance(exc, requests.exceptions.ProxyError) or not _never_connected(exc):
                 raise TransportError(f"could not connect: {_reason(exc)}") from None
             raise ConnectError(f"could not connect: {_reason(exc)}") from None
         except requests.exceptions.RequestException as exc:
             raise TransportError(f"the request failed: {_reason(exc)}") from None
+        except _DeadlinePassed:
+            raise TransportError(deadline_message(limits)) from None
         if request.stream:
             return HttpResponse(raw.status_code, raw.headers, None, request, stream=_streamed_body(raw))
         return HttpResponse(raw.status_code, raw.headers, content, request)
+
+
+#: The headers a request made only of credentials (a token or login request) keeps on a redirect to another
+#: origin.
+_PLAIN_HEADERS = frozenset({"accept", "accept-encoding", "user-agent", "connection", "content-type",
+                            "content-length"})
+
+
+class _Session(requests.Session):
+    """A ``requests`` session whose redirects to another origin (scheme, host or port) drop every credential
+    the authenticator put into the request (see :mod:`framework.components.http.credentials`), not only
+    ``Authorization`` as requests does."""
+
+    sending: HttpRequest | None = None  # the request being sent by this session's thread
+
+    def rebuild_auth(self, prepared_request: requests.PreparedRequest, response: requests.Response) -> None:
+        request = self.sending
+        if request is None:  # pragma: no cover - every request goes through RequestsTransport.send
+            super().rebuild_auth(prepared_request, response)
+            return
+        credentials = request.credentials or Credentials()
+        url = prepared_request.url or ""
+        if keeps_credentials(credentials, request.url, url):
+            return
+        headers = prepared_request.headers
+        if credentials.everything:
+            dropped = {name for name in headers if name.lower() not in _PLAIN_HEADERS}
+        else:
+            names = credentials.header_names() | {"authorization", "proxy-authorization", "cookie"}
+            dropped = {name for name in headers if name.lower() in names}
+        for name in dropped:
+            del headers[name]
+        prepared_request.url = strip_params(url, credentials)
+        if prepared_request.body is not None and (credentials.everything or credentials.data or credentials.json):
+            json_body, data_body = strip_body(request.json, request.data, credentials)
+            headers.pop("Content-Length", None)
+            if json_body is not None:
+                prepared_request.prepare_body(orjson.dumps(json_body), None)
+            elif data_body is not None:
+                prepared_request.prepare_body(data_body, None)
+            else:
+                prepared_request.body = None
+                headers.pop("Content-Type", None)
+                headers.pop("Transfer-Encoding", None)
 
 
 STREAM_CHUNK = 1 << 16  # bytes read from the socket at a time for a streamed body
 BODY_CHUNK = 1 << 20  # bytes read at a time for a body read whole
 
 
+class _DeadlinePassed(Exception):
+    """The reaper ended the connection: the attempt's deadline passed while its body was read."""
+
+
+class _Oversized:
+    """A body past the cap that is to be streamed: what was read of it, and the rest to come."""
+
+    def __init__(self, body: _BodyStream) -> None:
+        self.body = body
+
+
+def _read_whole(raw: requests.Response, limits: ResponseLimits, started: float) -> bytes | _Oversized:
+    """The body of ``raw``, decompressed, at most ``limits.max_bytes`` of it and within ``limits.deadline``
+    of ``started``: past the cap :class:`ResponseTooLargeError`, past the deadline :class:`_DeadlinePassed`.
+
+    Counted on the decoded chunks as they arrive (urllib3 decompresses at most one chunk's worth at a time),
+    so a small compressed body that unpacks to gigabytes stops at the cap."""
+    declared = raw.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > limits.max_bytes and not raw.headers.get("Content-Encoding") \
+            and not limits.stream_oversized:
+        raw.close()
+        raise too_large(limits)
+    if time.monotonic() - started > limits.deadline:
+        raw.close()
+        raise _DeadlinePassed()
+    expired = threading.Event()
+
+    def cut() -> None:
+        expired.set()
+        _shut(raw)
+
+    ticket = REAPER.register(started + limits.deadline, cut)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        pieces = raw.iter_content(BODY_CHUNK)
+        for chunk in pieces:
+            size += len(chunk)
+            if size > limits.max_bytes:
+                if limits.stream_oversized:
+                    chunks.append(chunk)
+                    return _Oversized(_BodyStream(raw, pieces, chunks))
+                raw.close()
+                raise too_large(limits)
+            chunks.append(chunk)
+    except (requests.exceptions.RequestException, OSError, ValueError, AttributeError):
+        if expired.is_set():
+            raw.close()
+            raise _DeadlinePassed() from None
+        raise
+    finally:
+        REAPER.cancel(ticket)
+    if expired.is_set():
+        raw.close()
+        raise _DeadlinePassed()
+    return b"".join(chunks)
+
+
+def _shut(raw: requests.Response) -> None:
+    """End ``raw``'s connection from another thread, so that a read blocked on it returns at once."""
+    connection = getattr(raw.raw, "_connection", None) or getattr(raw.raw, "connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is None:
+        fp = getattr(getattr(raw.raw, "_fp", None), "fp", None)
+        sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    if sock is not None:
+        sock.shutdown(socket.SHUT_RDWR)
+
+
 class _BodyStream(io.RawIOBase):
     """A streamed ``requests`` body as a raw binary file: ``Content-Encoding`` undone, the network's
     failures raised as :class:`~framework.errors.TransportError`, the connection released on close."""
 
-    def __init__(self, raw: requests.Response) -> None:
+    def __init__(self, raw: requests.Response, chunks: Iterator[bytes] | None = None,
+                 read: list[bytes] | None = None) -> None:
         super().__init__()
         self._raw = raw
-        self._chunks: Iterator[bytes] = raw.iter_content(STREAM_CHUNK)
+        self._chunks: Iterator[bytes] = raw.iter_content(STREAM_CHUNK) if chunks is None else chunks
+        self._read = read or []  # what was read already (an oversized body's first pieces), handed out first
+        self._read.reverse()
         self._left = b""
 
     def readable(self) -> bool:
@@ -204,6 +338,8 @@ class _BodyStream(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         left = self._left
+        while not left and self._read:
+            left = self._read.pop()
         while not left:
             try:
                 left = next(self._chunks, b"")
@@ -284,7 +420,8 @@ class FunctionTransport:
         self.handler = handler
         self.requests: list[HttpRequest] = []
 
-    def send(self, request: HttpRequest, timeout: float = DEFAULT_TIMEOUT) -> HttpResponse:
+    def send(self, request: HttpRequest, timeout: float = DEFAULT_TIMEOUT,
+             limits: ResponseLimits = DEFAULT_LIMITS) -> HttpResponse:
         self.requests.append(request)
         status, headers, body = self.handler(request)
         if isinstance(body, str):
@@ -293,12 +430,18 @@ class FunctionTransport:
             content = bytes(body)
         else:
             content = orjson.dumps(body)
+        if len(content) > limits.max_bytes and not request.stream:
+            if not limits.stream_oversized:
+                raise too_large(limits)
+            return HttpResponse(status, CaseInsensitiveDict(headers), None, request, stream=io.BytesIO(content),
+                                oversized=True)
         if request.stream:  # as the network would: the body read from a stream
             return HttpResponse(status, CaseInsensitiveDict(headers), None, request, stream=io.BytesIO(content))
         return HttpResponse(status, CaseInsensitiveDict(headers), content, request)
 
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "DEFAULT_TIMEOUT",
     "FunctionTransport",
     "HttpResponse",

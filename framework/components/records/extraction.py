@@ -90,6 +90,9 @@ def decode_body(response: HttpResponse, mask: Mask = _no_mask, place: str | None
         content_type = response.headers.get("Content-Type") or "not given"
         start = mask(response.text[:SHOWN_BODY_CHARS])
         where = f" at byte {offset}" if isinstance(offset, int) else ""
+        bad = _first_invalid_utf8(response.content)
+        if bad is not None:  # orjson says byte 0 for any invalid UTF-8: name the byte that is
+            where = f" at byte {bad}: not valid UTF-8"
         raise UnreadableBodyError(
             f"the response body is not JSON (HTTP {response.status}, Content-Type: {content_type}, "
             f"{len(response.content)} bytes, decoding failed{where}); it starts with {start!r}. "
@@ -98,6 +101,15 @@ def decode_body(response: HttpResponse, mask: Mask = _no_mask, place: str | None
             request=response.request.describe(mask),
             place=place,
         ) from None
+
+
+def _first_invalid_utf8(content: bytes) -> int | None:
+    """The offset of the first byte of ``content`` that is not valid UTF-8; None when it all is."""
+    try:
+        content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return None
 
 
 def _step(value: Any, key: str) -> Any:
@@ -206,6 +218,9 @@ class DpathExtractor(Struct, frozen=True):
         """The records in batches of bounded size, read from the body as it streams in."""
         decoder = self.decoder
         if decoder is None:
+            if response.oversized:  # a JSON page past the size cap: its records read as the body streams in
+                yield from self._streamed(response)
+                return
             yield self.extract(response)
             return
         from framework.components.records.decoders import BODY_ERRORS  # loaded: it built `decoder`
@@ -230,6 +245,21 @@ class DpathExtractor(Struct, frozen=True):
                 "check the retriever's `decoder` against what the API sends",
                 request=response.request.describe(self.mask), place=self.place,
             ) from None
+        finally:
+            body.close()
+
+    def _streamed(self, response: HttpResponse) -> Iterator[list[dict]]:
+        from framework.components.records.json_stream import streamed_records  # only for a page past the cap
+
+        body = response.body()
+        try:
+            for records in streamed_records(body, self.field_path, "the response size cap"):
+                if self.expander is not None:
+                    records = self.expander.expand_all(records)
+                yield self._checked(records, response)
+        except DecodeError as exc:
+            exc.with_context(request=response.request.describe(self.mask), place=self.place)
+            raise
         finally:
             body.close()
 

@@ -143,3 +143,15 @@ def test_wildcard_collects_every_group_in_order(groups):
     body = {"groups": {name: {"rows": rows} for name, rows in groups.items()}}
     expected = [row for rows in groups.values() for row in rows]
     assert find_records(body, ("groups", "*", "rows")) == expected
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40), st.sampled_from(
+    [b"\xff", b"\xc3(", b"\xed\xa0\x80", b"\xe2\x82"]))
+def test_invalid_utf8_is_named_at_the_byte_where_it_is(before, bad):
+    from framework.components.records.extraction import decode_body
+    from framework.errors import UnreadableBodyError
+
+    prefix = b'{"name": "' + before.encode().replace(b"\\", b"").replace(b'"', b"")
+    with pytest.raises(UnreadableBodyError) as raised:
+        decode_body(response(prefix + bad + b'"}'))
+    assert f"decoding failed at byte {len(prefix)}: not valid UTF-8" in str(raised.value)

@@ -268,7 +268,7 @@ class LegacySessionToken(RenewedToken):
                                                                      exhausted)
 
         client = HttpClient(self._ctx.transport, _ValidationErrors(errors), sleep=self._ctx.sleep,
-                            mask=self._mask, give_up=give_up)
+                            mask=self._mask, give_up=give_up, secret_request=True)
         response = client.send(parts)
         return response is not None and 200 <= response.status < 300
 

@@ -181,7 +181,7 @@ def exchange(ctx: BuildContext, parts: RequestParts, mask: Mask, failed: Failed,
         return failed(resolution.message or "it failed", hint, exhausted)
 
     client = HttpClient(ctx.transport, TokenRequestErrors(ctx.clock, refused), sleep=ctx.sleep, mask=mask,
-                        give_up=give_up)
+                        give_up=give_up, secret_request=True)
     response = client.send(parts)
     assert response is not None  # the handler never says IGNORE
     return response
