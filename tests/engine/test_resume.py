@@ -314,7 +314,8 @@ def test_a_killed_process_resumes_from_the_last_state_line_it_printed(tmp_path, 
     fake_api.fault(after=2, hang=1.1)
     manifest, config = live_files(tmp_path, fake_api, today)
     process = subprocess.Popen(
-        [sys.executable, "-u", "-m", "framework.cli.run", manifest, "--config", config, "--protocol"],
+        [sys.executable, "-u", "-m", "framework.cli.run", manifest, "--config", config, "--protocol",
+         "--concurrency", "1"],  # one request at a time: the ninth request is the one the comment names
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO,
     )
     try:
