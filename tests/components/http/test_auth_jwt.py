@@ -59,7 +59,9 @@ def test_every_algorithm_signs_a_token_its_key_verifies(algorithm):
     assert transport.requests == []  # signing needs no request
 
 
-claim_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=30)
+# a text in quotes ('a', "") renders to what it quotes, as Airbyte's interpolation reads a literal: not a claim text
+claim_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=30).filter(
+    lambda text: not (len(text) >= 2 and text[0] == text[-1] and text[0] in "'\""))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
