@@ -244,7 +244,8 @@ def _exit_code(exc: FrameworkError) -> int:
 def _interrupted(args: argparse.Namespace, json_errors: bool, what: str = "interrupted") -> None:
     """One line for Ctrl-C (or SIGTERM, SIGHUP: ``what``): what is kept, and that running again continues."""
     protocol = args.protocol or args.check or args.discover or args.spec or args.test_read
-    text = (f"{what}; the state printed so far covers every record before it" if protocol else
+    text = (f"{what}; the last state printed is where the next run resumes (records it does not cover are read "
+            "again)" if protocol else
             f"{what}; the files and state saved so far are complete (no partial file is visible), and running "
             "the same command again continues from the saved state")
     if json_errors:

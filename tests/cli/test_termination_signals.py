@@ -129,7 +129,7 @@ def test_a_protocol_read_stopped_by_sigterm_keeps_its_last_state_and_the_next_re
                                    stderr=subprocess.PIPE, cwd=tmp_path, start_new_session=True)
         stderr = signal_when_hanging(process, shop, signal.SIGTERM)
     assert process.returncode == 143, stderr
-    assert "run-manifest: terminated by SIGTERM; the state printed so far covers every record before it" in stderr
+    assert "run-manifest: terminated by SIGTERM; the last state printed is where the next run resumes (records it does not cover are read again)" in stderr
     assert "Traceback" not in stderr
     messages = [json.loads(line) for line in out.read_text().splitlines()]
     last_state = max(i for i, m in enumerate(messages) if m["type"] == "STATE")
