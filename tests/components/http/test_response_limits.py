@@ -137,7 +137,8 @@ def test_a_body_that_drips_ends_at_the_deadline_though_every_read_is_quick(api: 
     with pytest.raises(TransportError, match="longer than its deadline of 1.5 s .*--request-deadline"):
         RequestsTransport().send(HttpRequest("GET", api.url + "/drip?seconds=30"), 10,
                                  ResponseLimits(deadline=1.5))
-    assert 1.4 < time.monotonic() - started < 5
+    # ended by the 1.5 s deadline, far before the 30 s the body drips for (room for a busy machine)
+    assert 1.4 < time.monotonic() - started < 15
 
 
 def test_the_function_transport_keeps_the_cap_too() -> None:
