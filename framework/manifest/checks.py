@@ -12,7 +12,8 @@ import graphlib
 import json
 import os
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from framework.diagnostics import Diagnostic
 from framework.interpolation import DEPRECATED_VARIABLES, VARIABLES, TemplateEngine, analyze_template
@@ -20,6 +21,7 @@ from framework.manifest.async_checks import async_checks
 from framework.manifest.auth_checks import auth_checks
 from framework.manifest.budget_checks import budget_checks
 from framework.manifest.components import Placement, Site, field_aliases
+from framework.manifest.config_dates import config_date_checks
 from framework.manifest.decoder_checks import decoder_checks
 from framework.manifest.dynamic_checks import dynamic_checks, in_template
 from framework.manifest.migration_checks import listed_stream_group, migration_checks
@@ -43,13 +45,28 @@ from framework.output_names import folder_problems, stream_folder
 from framework.temporal.datetime_formats import format_problems
 from framework.temporal.durations import duration_problem
 
+if TYPE_CHECKING:
+    from framework.manifest.config_check import ConfigFile
 
-def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str | None) -> list[Diagnostic]:
+
+@dataclass(frozen=True)
+class KnownConfig:
+    """The config keys a template may read: those the spec declares (None: no spec lists them) and, with a
+    config given (``validate-manifest --config``), those the config has, in the file ``config_file``."""
+
+    declared: frozenset[str] | None
+    present: frozenset[str] | None = None
+    config_file: str = ""
+
+
+def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str | None,
+               config: ConfigFile | None = None) -> list[Diagnostic]:
     found: list[Diagnostic] = []
-    declared = _declared_config_keys(data)
+    known = KnownConfig(_declared_config_keys(data), frozenset(config.data) if config is not None else None,
+                        config.path if config is not None else "")
     partitions = _partition_keys(data)
     for site in sites:
-        found.extend(_field_checks(site, place, declared, _partitions_at(site.path, partitions)))
+        found.extend(_field_checks(site, place, known, _partitions_at(site.path, partitions)))
         if site.model is RequestBodyGraphQL:
             found.extend(_graphql_checks(site, place))
     found.extend(_stream_checks(sites, data, place, manifest_dir))
@@ -66,6 +83,8 @@ def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str
         from framework.manifest.custom_checks import custom_checks  # reads Python source: only when needed
 
         found.extend(custom_checks(sites, place, manifest_dir))  # from the files beside the manifest
+    if config is not None:  # the config's dates, in the formats of the cursors that read them
+        found.extend(config_date_checks(sites, place, config, _secret_keys(data, config)))
     return found
 
 
@@ -159,6 +178,17 @@ def _partition_keys(data: Any) -> dict[int, frozenset[str]]:
     return found
 
 
+def _secret_keys(data: Any, config: ConfigFile) -> frozenset[str]:
+    """The config's top-level keys the spec marks secret (``airbyte_secret``): their values are never shown."""
+    spec = data.get("spec") if isinstance(data, dict) else None
+    connection = spec.get("connection_specification") if isinstance(spec, dict) else None
+    properties = connection.get("properties") if isinstance(connection, dict) else None
+    if not isinstance(properties, dict):
+        return frozenset()
+    return frozenset(str(key) for key, schema in properties.items()
+                     if isinstance(schema, dict) and schema.get("airbyte_secret") is True)
+
+
 def _partitions_at(path: tuple, partitions: dict[int, frozenset[str]]) -> frozenset[str] | None:
     """The partition keys templates at ``path`` may read, when the path is a stream's own (not a parent's)."""
     if len(path) < 2 or path[0] != "streams" or not isinstance(path[1], int) or "parent_stream_configs" in path:
@@ -166,7 +196,7 @@ def _partitions_at(path: tuple, partitions: dict[int, frozenset[str]]) -> frozen
     return partitions.get(path[1])
 
 
-def _field_checks(site: Site, place: Placement, declared: frozenset[str] | None = None,
+def _field_checks(site: Site, place: Placement, known: KnownConfig,
                   partition: frozenset[str] | None = None) -> Iterator[Diagnostic]:
     aliases = field_aliases(site.model)
     for alias, value in site.data.items():
@@ -177,7 +207,7 @@ def _field_checks(site: Site, place: Placement, declared: frozenset[str] | None 
         fmt = format_of(info)
         if spec is not None:
             for path, text in _strings(value, site.path + (alias,)):
-                yield from _template_checks(text, path, alias, spec.variables, place, declared, partition)
+                yield from _template_checks(text, path, alias, spec.variables, place, known, partition)
         if fmt is not None:
             for path, text in _strings(value, site.path + (alias,)):
                 if "{{" in text or "{%" in text:
@@ -186,8 +216,7 @@ def _field_checks(site: Site, place: Placement, declared: frozenset[str] | None 
 
 
 def _template_checks(text: str, path: tuple, alias: str, allowed: frozenset, place: Placement,
-                     declared: frozenset[str] | None = None,
-                     partition: frozenset[str] | None = None) -> Iterator[Diagnostic]:
+                     known: KnownConfig, partition: frozenset[str] | None = None) -> Iterator[Diagnostic]:
     info = analyze_template(text)
     if not info.is_template:
         return
@@ -200,15 +229,7 @@ def _template_checks(text: str, path: tuple, alias: str, allowed: frozenset, pla
                                    f"does not give ({'it gives ' + ', '.join(given) if given else 'it has none'}): "
                                    "it renders empty", hint or "read a field the partition router names "
                                    "(`cursor_field`, a parent's `partition_field`)", severity="warning")
-    if declared is not None:
-        for key in sorted(info.config_keys - declared):
-            hint = _suggest(key, sorted(declared))
-            yield place.diagnostic(path, "config-key-undeclared",
-                                   f"`{alias}` reads `config['{key}']`, which the spec's connection_specification "
-                                   "does not declare: a config that fits the spec may lack it, and then it "
-                                   "renders empty",
-                                   hint or f"declare `{key}` in spec.connection_specification.properties, or read "
-                                   f"one of: {', '.join(sorted(declared)[:8])}", severity="warning")
+    yield from _config_key_checks(info, path, alias, place, known)
     if info.syntax_error is not None:
         problem = info.syntax_error
         where = f" (line {problem.line} of the template)" if problem.line and problem.line > 1 else ""
@@ -232,6 +253,32 @@ def _template_checks(text: str, path: tuple, alias: str, allowed: frozenset, pla
             yield place.diagnostic(path, "template-variable", f"unknown variable `{name}` in `{alias}`",
                                    _suggest(name, sorted(allowed)) or
                                    f"variables available here: {', '.join(sorted(allowed))}")
+
+
+def _config_key_checks(info: Any, path: tuple, alias: str, place: Placement,
+                       known: KnownConfig) -> Iterator[Diagnostic]:
+    """A config key the template reads that the spec does not declare: a warning (a config that fits the spec
+    may lack it); with a config given that lacks it too, an error, unless the template reads it with a fallback."""
+    declared, present = known.declared, known.present
+    for key in sorted(info.config_keys - (declared or frozenset())):
+        if present is not None and key not in present and key not in info.config_fallbacks:
+            options = sorted((declared or frozenset()) | present)
+            close = difflib.get_close_matches(key, options, n=1)
+            where = "the config has it" if close and close[0] in present else "the spec declares it"
+            yield place.diagnostic(path, "config-key-unknown",
+                                   f"`{alias}` reads `config['{key}']`, which neither the config "
+                                   f"({known.config_file}) nor the spec's connection_specification has: it "
+                                   "renders empty",
+                                   f"did you mean `{close[0]}`? ({where})" if close else
+                                   f"add `{key}` to the config, or read one of: {', '.join(options[:8])}")
+        elif declared is not None:
+            hint = _suggest(key, sorted(declared))
+            yield place.diagnostic(path, "config-key-undeclared",
+                                   f"`{alias}` reads `config['{key}']`, which the spec's connection_specification "
+                                   "does not declare: a config that fits the spec may lack it, and then it "
+                                   "renders empty",
+                                   hint or f"declare `{key}` in spec.connection_specification.properties, or read "
+                                   f"one of: {', '.join(sorted(declared)[:8])}", severity="warning")
 
 
 def _suggest(name: str, options: Any) -> str | None:
