@@ -87,9 +87,13 @@ def build_inline_schema(model: InlineSchemaLoader, ctx: BuildContext, path: tupl
 
 @builds("JsonFileSchemaLoader")
 def build_schema_file(model: JsonFileSchemaLoader, ctx: BuildContext, path: tuple) -> SchemaFile:
+    return SchemaFile(schema_file_path(model, ctx), ctx.base_dir or os.getcwd(), ctx.place(path))
+
+
+def schema_file_path(model: JsonFileSchemaLoader, ctx: BuildContext) -> str | None:
+    """The file a JsonFileSchemaLoader reads (its ``file_path`` rendered), or None for the default file."""
     base_dir = ctx.base_dir or os.getcwd()
-    file = _schema_file(str(ctx.render(model.file_path, model.parameters)), base_dir) if model.file_path else None
-    return SchemaFile(file, base_dir, ctx.place(path))
+    return _schema_file(str(ctx.render(model.file_path, model.parameters)), base_dir) if model.file_path else None
 
 
 def load_schema(model: Component | None, ctx: BuildContext, stream_name: str, path: tuple) -> dict:
