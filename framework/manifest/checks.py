@@ -272,9 +272,12 @@ def _stream_checks(sites: list[Site], data: Any, place: Placement, manifest_dir:
     if isinstance(check, dict) and isinstance(check.get("stream_names"), list):
         for index, name in enumerate(check["stream_names"]):
             if isinstance(name, str) and names and name not in names and not data.get("dynamic_streams"):
+                # as in airbyte-cdk, only the connection check fails on it: discover and read work
                 yield place.diagnostic(("check", "stream_names", index), "unknown-stream",
-                                       f"check names stream `{name}`, which does not exist",
-                                       _suggest(name, names) or f"streams are: {', '.join(names)}")
+                                       f"check names stream `{name}`, which does not exist: `run-manifest --check` "
+                                       "will fail on it (as Airbyte's check does); discover and read are not "
+                                       "affected", _suggest(name, names) or f"streams are: {', '.join(names)}",
+                                       severity="warning")
     # each stream's folder of the output: none is an internal one, inside another or another's in other case
     for name, (problem, fix) in folder_problems({n: stream_folder(n) for n in names}).items():
         yield place.diagnostic(names[name], "stream-folder-collides", problem, fix)

@@ -132,6 +132,8 @@ def test_check_names_an_unknown_stream():
     found = by_code(check(**{"stream_names: [items]": "stream_names: [itemz]"}))
     [problem] = found["unknown-stream"]
     assert problem.fix == "did you mean `items`?"
+    # a warning (as airbyte-cdk, only `--check` fails on it: discover and read work)
+    assert problem.severity == "warning" and "`run-manifest --check` will fail" in problem.message
 
 
 PARENTS = """
