@@ -11,7 +11,7 @@ import difflib
 import graphlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 from framework.diagnostics import Diagnostic
@@ -252,6 +252,11 @@ def _format_checks(fmt: str, text: str, path: tuple, alias: str, place: Placemen
 
 
 def _stream_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str | None) -> Iterator[Diagnostic]:
+    if isinstance(data, dict) and "streams" not in data and not data.get("dynamic_streams"):
+        # `streams` may be left out only when `dynamic_streams` makes the streams (Airbyte's schema says the same)
+        yield place.diagnostic((), "missing-field", "DeclarativeSource is missing required field `streams`",
+                               "add `streams` (or `dynamic_streams`, whose streams are made from the API or the "
+                               "config)")
     # the streams the source lists: at the top, or in a ConditionalStreams (group: its index; None at the top)
     streams = [(s, listed_stream_group(s)) for s in sites]
     names: dict[str, tuple] = {}
@@ -370,43 +375,21 @@ def _parent_checks(sites: list[Site], names: dict, place: Placement) -> Iterator
 
 def _schema_checks(site: Site, place: Placement, manifest_dir: str | None) -> Iterator[Diagnostic]:
     loader = site.data.get("schema_loader")
+    schema: Any
+    if isinstance(loader, list) and loader:
+        # several loaders (Airbyte's CompositeSchemaLoader): each is checked; their properties are merged, an
+        # earlier loader's winning; the keys are checked against them when none is read from the API or code
+        merged: dict = {}
+        known = True
+        for index, item in enumerate(loader):
+            found = yield from _loader_schema(site, item, ("schema_loader", index), place, manifest_dir)
+            found = found.get("properties") if isinstance(found, dict) else None
+            known = known and isinstance(found, dict)
+            merged = {**found, **merged} if isinstance(found, dict) else merged
+        schema = {"properties": merged} if known else None
+    else:
+        schema = yield from _loader_schema(site, loader or None, ("schema_loader",), place, manifest_dir)
     name = site.data.get("name")
-    schema: Any = None
-    if isinstance(loader, dict) and loader.get("type") == InlineSchemaLoader.type_name():
-        schema = loader.get("schema")
-    elif (loader is None or isinstance(loader, dict) and loader.get("type") == JsonFileSchemaLoader.type_name()) \
-            and manifest_dir is not None and isinstance(name, str):
-        loader = loader or {}
-        file_path = loader.get("file_path") or f"schemas/{name}.json"
-        rendered = _render_static(file_path, loader.get("$parameters", site.data.get("$parameters", {})))
-        if rendered is None:
-            return
-        candidates = [os.path.normpath(os.path.join(base, rendered))
-                      for base in (manifest_dir, os.path.dirname(manifest_dir))]
-        found = next((c for c in candidates if os.path.isfile(c)), None)
-        if "file_path" in loader:
-            at = site.path + ("schema_loader", "file_path")
-        elif site.data.get("schema_loader"):
-            at = site.path + ("schema_loader",)
-        else:
-            at = site.path + ("name",)
-        if found is None and not site.data.get("schema_loader"):  # as in Airbyte, the stream reads untyped
-            yield place.diagnostic(at, "file-not-found", f"stream `{name}` has no `schema_loader` and its default "
-                                   f"schema file `{rendered}` does not exist: its records are read with an empty "
-                                   "schema, untyped", f"create {candidates[0]} or set `schema_loader`",
-                                   severity="warning")
-            return
-        if found is None:
-            yield place.diagnostic(at, "file-not-found", f"schema file `{rendered}` of stream `{name}` does not exist",
-                                   f"create {candidates[0]} or set `schema_loader`")
-            return
-        try:
-            with open(found, "rb") as handle:
-                schema = json.loads(handle.read())
-        except (OSError, ValueError) as exc:
-            yield place.diagnostic(at, "bad-schema-file", f"schema file `{rendered}` is not valid JSON: {exc}",
-                                   "fix the JSON in the schema file")
-            return
     if not isinstance(schema, dict):
         return
     properties = schema.get("properties")
@@ -432,6 +415,50 @@ def _schema_checks(site: Site, place: Placement, manifest_dir: str | None) -> It
                                        _suggest(part, node) if isinstance(node, dict) else None, severity="warning")
                 break
             node = node[part].get("properties") if isinstance(node[part], dict) else None
+
+
+def _loader_schema(site: Site, loader: Any, at_loader: tuple, place: Placement,
+                   manifest_dir: str | None) -> Generator[Diagnostic, None, Any]:
+    """The schema one loader of the stream at ``site`` gives, when the manifest alone tells it (an inline
+    schema, a file beside the manifest; None otherwise), after the problems found on the way.
+    ``loader`` None is the stream without one (the default file, optional)."""
+    name = site.data.get("name")
+    if isinstance(loader, dict) and loader.get("type") == InlineSchemaLoader.type_name():
+        return loader.get("schema")
+    if not (loader is None or isinstance(loader, dict) and loader.get("type") == JsonFileSchemaLoader.type_name()) \
+            or manifest_dir is None or not isinstance(name, str):
+        return None
+    options = loader or {}
+    file_path = options.get("file_path") or f"schemas/{name}.json"
+    rendered = _render_static(file_path, options.get("$parameters", site.data.get("$parameters", {})))
+    if rendered is None:
+        return None
+    candidates = [os.path.normpath(os.path.join(base, rendered))
+                  for base in (manifest_dir, os.path.dirname(manifest_dir))]
+    found = next((c for c in candidates if os.path.isfile(c)), None)
+    if "file_path" in options:
+        at = site.path + at_loader + ("file_path",)
+    elif loader:
+        at = site.path + at_loader
+    else:
+        at = site.path + ("name",)
+    if found is None and not loader:  # as in Airbyte, the stream reads untyped
+        yield place.diagnostic(at, "file-not-found", f"stream `{name}` has no `schema_loader` and its default "
+                               f"schema file `{rendered}` does not exist: its records are read with an empty "
+                               "schema, untyped", f"create {candidates[0]} or set `schema_loader`",
+                               severity="warning")
+        return None
+    if found is None:
+        yield place.diagnostic(at, "file-not-found", f"schema file `{rendered}` of stream `{name}` does not exist",
+                               f"create {candidates[0]} or set `schema_loader`")
+        return None
+    try:
+        with open(found, "rb") as handle:
+            return json.loads(handle.read())
+    except (OSError, ValueError) as exc:
+        yield place.diagnostic(at, "bad-schema-file", f"schema file `{rendered}` is not valid JSON: {exc}",
+                               "fix the JSON in the schema file")
+        return None
 
 
 def _render_static(text: str, parameters: Any) -> str | None:

@@ -41,6 +41,8 @@ def manifest_schema() -> dict[str, Any]:
     schema = _any_of(schema)
     root = {key: schema.pop(key) for key in ("properties", "required", "additionalProperties", "type") if key in schema}
     _allow_ref(root)
+    # `streams` may be left out when `dynamic_streams` makes the streams (validate-manifest says the same)
+    root["allOf"] = [{"anyOf": [{"required": ["streams"]}, {"required": ["dynamic_streams"]}]}]
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,

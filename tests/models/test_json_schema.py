@@ -42,6 +42,11 @@ def test_schema_rejects_unknown_keys_and_says_what_templates_become():
     schema = manifest_schema()
     validator = jsonschema.Draft202012Validator(schema)
     assert list(validator.iter_errors({"version": "1", "check": {"stream_names": []}, "streams": [], "bogus": 1}))
+    assert list(validator.iter_errors({"version": "1", "check": {"stream_names": []}}))  # no streams at all
+    made = {"type": "DynamicDeclarativeStream", "stream_template": {"$ref": "#/definitions/t"},
+            "components_resolver": {"type": "ConfigComponentsResolver", "stream_config": {"configs_pointer": ["r"]},
+                                    "components_mapping": []}}
+    assert not list(validator.iter_errors({"version": "1", "check": {"stream_names": []}, "dynamic_streams": [made]}))
     page_size = schema["$defs"]["PageIncrement"]["properties"]["page_size"]
     assert page_size["x-template"]["result"] == "integer"
     assert "config" in page_size["x-template"]["variables"]
