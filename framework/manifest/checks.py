@@ -30,6 +30,7 @@ from framework.manifest.url_checks import url_base_checks
 from framework.models import (
     REGISTRY,
     CustomComponent,
+    DeclarativeSource,
     DeclarativeStream,
     InlineSchemaLoader,
     JsonFileSchemaLoader,
@@ -252,7 +253,8 @@ def _format_checks(fmt: str, text: str, path: tuple, alias: str, place: Placemen
 
 
 def _stream_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str | None) -> Iterator[Diagnostic]:
-    if isinstance(data, dict) and "streams" not in data and not data.get("dynamic_streams"):
+    is_source = any(site.model is DeclarativeSource and site.path == () for site in sites)  # (not a fragment)
+    if is_source and isinstance(data, dict) and "streams" not in data and not data.get("dynamic_streams"):
         # `streams` may be left out only when `dynamic_streams` makes the streams (Airbyte's schema says the same)
         yield place.diagnostic((), "missing-field", "DeclarativeSource is missing required field `streams`",
                                "add `streams` (or `dynamic_streams`, whose streams are made from the API or the "

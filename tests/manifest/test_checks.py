@@ -320,3 +320,23 @@ def test_a_list_of_schema_loaders_is_checked_loader_by_loader(tmp_path):
         "      - {file_path: schemas/gone.json}\n", "")))
     [problem] = check_manifest(str(path)).diagnostics
     assert problem.code == "key-not-in-schema" and "`uid`" in problem.message
+
+
+def test_streams_may_be_left_out_only_when_dynamic_streams_make_them():
+    """As Airbyte's schema: `streams` or `dynamic_streams` (a manifest of made streams alone is read)."""
+    [problem] = check_manifest_text("version: 6.7.0\ncheck: {stream_names: []}\n").diagnostics
+    assert (problem.code, problem.line, problem.severity) == ("missing-field", 1, "error")
+    assert "`streams`" in problem.message and problem.fix and "dynamic_streams" in problem.fix
+    made = """version: 6.7.0
+check: {stream_names: []}
+definitions:
+  table: {name: t, retriever: {requester: {url_base: https://x, path: /t}, record_selector: {extractor: {field_path: []}}}}
+dynamic_streams:
+  - stream_template: {$ref: '#/definitions/table'}
+    components_resolver:
+      type: ConfigComponentsResolver
+      stream_config: {configs_pointer: [tables]}
+      components_mapping: [{field_path: [name], value: "{{ components_values['name'] }}"}]
+"""
+    checked = check_manifest_text(made)
+    assert checked.ok and checked.source is not None and checked.source.streams == (), checked.diagnostics
