@@ -243,8 +243,8 @@ def _check_first(connector: Connector) -> None:
     from framework.protocol.check import check_connection
 
     try:
-        names = [name for name in connector.check_streams
-                 if connector.stream(name).router is None and connector.stream(name).bridge is None]
+        names = [name for name in connector.check_streams if name in connector.streams  # (validate-manifest warns)
+                 and connector.stream(name).router is None and connector.stream(name).bridge is None]
     except FrameworkError:
         return  # the sync reports it, with its context
     if not names:

@@ -11,7 +11,7 @@ import difflib
 import graphlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ from framework.manifest.url_checks import url_base_checks
 from framework.models import (
     REGISTRY,
     CustomComponent,
+    DeclarativeSource,
     DeclarativeStream,
     InlineSchemaLoader,
     JsonFileSchemaLoader,
@@ -299,6 +300,12 @@ def _format_checks(fmt: str, text: str, path: tuple, alias: str, place: Placemen
 
 
 def _stream_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str | None) -> Iterator[Diagnostic]:
+    is_source = any(site.model is DeclarativeSource and site.path == () for site in sites)  # (not a fragment)
+    if is_source and isinstance(data, dict) and "streams" not in data and not data.get("dynamic_streams"):
+        # `streams` may be left out only when `dynamic_streams` makes the streams (Airbyte's schema says the same)
+        yield place.diagnostic((), "missing-field", "DeclarativeSource is missing required field `streams`",
+                               "add `streams` (or `dynamic_streams`, whose streams are made from the API or the "
+                               "config)")
     # the streams the source lists: at the top, or in a ConditionalStreams (group: its index; None at the top)
     streams = [(s, listed_stream_group(s)) for s in sites]
     names: dict[str, tuple] = {}
@@ -319,9 +326,12 @@ def _stream_checks(sites: list[Site], data: Any, place: Placement, manifest_dir:
     if isinstance(check, dict) and isinstance(check.get("stream_names"), list):
         for index, name in enumerate(check["stream_names"]):
             if isinstance(name, str) and names and name not in names and not data.get("dynamic_streams"):
+                # as in airbyte-cdk, only the connection check fails on it: discover and read work
                 yield place.diagnostic(("check", "stream_names", index), "unknown-stream",
-                                       f"check names stream `{name}`, which does not exist",
-                                       _suggest(name, names) or f"streams are: {', '.join(names)}")
+                                       f"check names stream `{name}`, which does not exist: `run-manifest --check` "
+                                       "will fail on it (as Airbyte's check does); discover and read are not "
+                                       "affected", _suggest(name, names) or f"streams are: {', '.join(names)}",
+                                       severity="warning")
     # each stream's folder of the output: none is an internal one, inside another or another's in other case
     for name, (problem, fix) in folder_problems({n: stream_folder(n) for n in names}).items():
         yield place.diagnostic(names[name], "stream-folder-collides", problem, fix)
@@ -414,43 +424,21 @@ def _parent_checks(sites: list[Site], names: dict, place: Placement) -> Iterator
 
 def _schema_checks(site: Site, place: Placement, manifest_dir: str | None) -> Iterator[Diagnostic]:
     loader = site.data.get("schema_loader")
+    schema: Any
+    if isinstance(loader, list) and loader:
+        # several loaders (Airbyte's CompositeSchemaLoader): each is checked; their properties are merged, an
+        # earlier loader's winning; the keys are checked against them when none is read from the API or code
+        merged: dict = {}
+        known = True
+        for index, item in enumerate(loader):
+            found = yield from _loader_schema(site, item, ("schema_loader", index), place, manifest_dir)
+            found = found.get("properties") if isinstance(found, dict) else None
+            known = known and isinstance(found, dict)
+            merged = {**found, **merged} if isinstance(found, dict) else merged
+        schema = {"properties": merged} if known else None
+    else:
+        schema = yield from _loader_schema(site, loader or None, ("schema_loader",), place, manifest_dir)
     name = site.data.get("name")
-    schema: Any = None
-    if isinstance(loader, dict) and loader.get("type") == InlineSchemaLoader.type_name():
-        schema = loader.get("schema")
-    elif (loader is None or isinstance(loader, dict) and loader.get("type") == JsonFileSchemaLoader.type_name()) \
-            and manifest_dir is not None and isinstance(name, str):
-        loader = loader or {}
-        file_path = loader.get("file_path") or f"schemas/{name}.json"
-        rendered = _render_static(file_path, loader.get("$parameters", site.data.get("$parameters", {})))
-        if rendered is None:
-            return
-        candidates = [os.path.normpath(os.path.join(base, rendered))
-                      for base in (manifest_dir, os.path.dirname(manifest_dir))]
-        found = next((c for c in candidates if os.path.isfile(c)), None)
-        if "file_path" in loader:
-            at = site.path + ("schema_loader", "file_path")
-        elif site.data.get("schema_loader"):
-            at = site.path + ("schema_loader",)
-        else:
-            at = site.path + ("name",)
-        if found is None and not site.data.get("schema_loader"):  # as in Airbyte, the stream reads untyped
-            yield place.diagnostic(at, "file-not-found", f"stream `{name}` has no `schema_loader` and its default "
-                                   f"schema file `{rendered}` does not exist: its records are read with an empty "
-                                   "schema, untyped", f"create {candidates[0]} or set `schema_loader`",
-                                   severity="warning")
-            return
-        if found is None:
-            yield place.diagnostic(at, "file-not-found", f"schema file `{rendered}` of stream `{name}` does not exist",
-                                   f"create {candidates[0]} or set `schema_loader`")
-            return
-        try:
-            with open(found, "rb") as handle:
-                schema = json.loads(handle.read())
-        except (OSError, ValueError) as exc:
-            yield place.diagnostic(at, "bad-schema-file", f"schema file `{rendered}` is not valid JSON: {exc}",
-                                   "fix the JSON in the schema file")
-            return
     if not isinstance(schema, dict):
         return
     properties = schema.get("properties")
@@ -476,6 +464,50 @@ def _schema_checks(site: Site, place: Placement, manifest_dir: str | None) -> It
                                        _suggest(part, node) if isinstance(node, dict) else None, severity="warning")
                 break
             node = node[part].get("properties") if isinstance(node[part], dict) else None
+
+
+def _loader_schema(site: Site, loader: Any, at_loader: tuple, place: Placement,
+                   manifest_dir: str | None) -> Generator[Diagnostic, None, Any]:
+    """The schema one loader of the stream at ``site`` gives, when the manifest alone tells it (an inline
+    schema, a file beside the manifest; None otherwise), after the problems found on the way.
+    ``loader`` None is the stream without one (the default file, optional)."""
+    name = site.data.get("name")
+    if isinstance(loader, dict) and loader.get("type") == InlineSchemaLoader.type_name():
+        return loader.get("schema")
+    if not (loader is None or isinstance(loader, dict) and loader.get("type") == JsonFileSchemaLoader.type_name()) \
+            or manifest_dir is None or not isinstance(name, str):
+        return None
+    options = loader or {}
+    file_path = options.get("file_path") or f"schemas/{name}.json"
+    rendered = _render_static(file_path, options.get("$parameters", site.data.get("$parameters", {})))
+    if rendered is None:
+        return None
+    candidates = [os.path.normpath(os.path.join(base, rendered))
+                  for base in (manifest_dir, os.path.dirname(manifest_dir))]
+    found = next((c for c in candidates if os.path.isfile(c)), None)
+    if "file_path" in options:
+        at = site.path + at_loader + ("file_path",)
+    elif loader:
+        at = site.path + at_loader
+    else:
+        at = site.path + ("name",)
+    if found is None and not loader:  # as in Airbyte, the stream reads untyped
+        yield place.diagnostic(at, "file-not-found", f"stream `{name}` has no `schema_loader` and its default "
+                               f"schema file `{rendered}` does not exist: its records are read with an empty "
+                               "schema, untyped", f"create {candidates[0]} or set `schema_loader`",
+                               severity="warning")
+        return None
+    if found is None:
+        yield place.diagnostic(at, "file-not-found", f"schema file `{rendered}` of stream `{name}` does not exist",
+                               f"create {candidates[0]} or set `schema_loader`")
+        return None
+    try:
+        with open(found, "rb") as handle:
+            return json.loads(handle.read())
+    except (OSError, ValueError) as exc:
+        yield place.diagnostic(at, "bad-schema-file", f"schema file `{rendered}` is not valid JSON: {exc}",
+                               "fix the JSON in the schema file")
+        return None
 
 
 def _render_static(text: str, parameters: Any) -> str | None:
