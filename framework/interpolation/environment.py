@@ -320,6 +320,19 @@ class TemplateEngine:
         return "".join(parts)
 
     def _native(self, compiled: CompiledTemplate, context: Mapping[str, Any]) -> Any:
+        value = self._native_raw(compiled, context)
+        return None if isinstance(value, Undefined) else value
+
+    def gives_none(self, source: str, context: Mapping[str, Any]) -> bool:
+        """Whether ``source`` is one ``{{ expr }}`` whose value is ``None`` itself, not an undefined value: a
+        value that airbyte-cdk renders as the text ``None`` (``config.get('lang')`` without ``lang``, or a config
+        value that is null), where a missing key (``config['lang']``) renders nothing there as here."""
+        compiled = self.compile(source)
+        if compiled.expression is None:
+            return False
+        return self._native_raw(compiled, context) is None
+
+    def _native_raw(self, compiled: CompiledTemplate, context: Mapping[str, Any]) -> Any:
         template = compiled.expression
         assert template is not None
         variables = self._variables(compiled, context)
@@ -335,7 +348,7 @@ class TemplateEngine:
             raise
         except Exception as exc:
             raise self._failure(exc, compiled.source) from exc
-        return None if isinstance(value, Undefined) else value
+        return value
 
     def render(self, source: str, context: Mapping[str, Any]) -> str:
         """Render ``source`` to text. Text without markup comes back unchanged."""
