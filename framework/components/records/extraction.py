@@ -209,8 +209,8 @@ def page_records(body: Any, field_path: tuple[str, ...]) -> list[Any]:
     """
     if type(body) is list:
         if not field_path:
-            if set(map(type, body)) == {dict} and all(body):
-                return body  # the usual case: a list of objects, none empty, taken as it is
+            if all(body) and set(map(type, body)) == {dict}:
+                return body  # the usual case: a list of objects, none empty, taken as it is (types checked)
             return records_of(body, field_path)
         first = field_path[0]
         if first != WILDCARD and not (first.isascii() and first.isdigit()):
@@ -243,9 +243,12 @@ class DpathExtractor(Struct, frozen=True):
         if self.decoder is not None:
             batches = list(self.extract_batches(response))
             return batches[0] if len(batches) == 1 else [record for batch in batches for record in batch]
-        records = page_records(decode_body(response, self.mask, self.place), self.field_path)
+        body = decode_body(response, self.mask, self.place)
+        records = page_records(body, self.field_path)
         if self.expander is not None:
             records = self.expander.expand_all(records)
+        elif records is body:  # a list of objects taken whole: page_records checked their types
+            return records
         return self._checked(records, response)
 
     def extract_batches(self, response: HttpResponse) -> Iterator[list[dict]]:
