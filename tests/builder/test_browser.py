@@ -173,3 +173,27 @@ def test_build_the_three_stream_example_from_an_empty_manifest(driver, shop, tmp
         assert manifest.read_text() == example
         assert validate_manifest([str(manifest)]) == 0
         capsys.readouterr()
+
+
+def test_stop_a_test_read_that_waits_on_the_api(driver, tmp_path):
+    """The API allows one request per 50 s: the second page waits on its 429, and Stop ends the read."""
+    with _shop_api()(rate_limit=0.02) as slow:
+        manifest, config = _folder(tmp_path, slow, (SHOP / "manifest.yaml").read_text())
+        page = Page(driver, tmp_path / "screenshots")
+        with builder(manifest, config) as url:
+            page.open(url)
+            page.wait_valid()
+            from selenium.webdriver.support.ui import Select
+
+            Select(page.find("#stream")).select_by_value("events")
+            field = page.find("#pages")
+            field.clear()
+            field.send_keys("3")
+            page.find("#test").click()
+            page.wait(lambda: page.find("#run-status").get_attribute("data-status") == "running"
+                      and page.find("#stop").is_enabled(), "the running test read")
+            page.find("#stop").click()
+            page.wait(lambda: page.find("#run-status").get_attribute("data-status") == "stopped", "the stopped read")
+            assert page.find("#run-status").text.startswith("stopped")
+            assert page.find("#test").is_enabled() and not page.find("#stop").is_enabled()
+            page.shot("09-stopped")

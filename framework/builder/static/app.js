@@ -363,6 +363,7 @@ async function infer() {
     $("schema-target").textContent = target.kind === "file" ? `goes to ${target.file}`
       : target.kind === "inline" ? "goes into the manifest's inline schema" : (target.note || "");
     $("accept").disabled = target.kind === "none" || !answer.diff;
+    $("schema-diff").scrollIntoView({block: "nearest"});
   } catch (error) {
     say("infer: " + error.message, "error");
   } finally {
