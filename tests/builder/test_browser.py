@@ -20,6 +20,9 @@ from builder.browser import REPO, Page, browser_missing, builder, start_chrome
 
 from framework.cli.validate import main as validate_manifest
 
+if browser_missing() is None:
+    from selenium.webdriver.support.ui import Select
+
 pytestmark = pytest.mark.skipif(browser_missing() is not None, reason=str(browser_missing()))
 
 SHOP = REPO / "examples" / "shop"
@@ -74,6 +77,8 @@ def test_edit_test_read_infer_and_save_in_the_browser(driver, shop, tmp_path, ca
         assert "demo-key-not-secret" not in page.find("#config").get_attribute("value")  # the secret is masked
         page.shot("01-open")
 
+        Select(page.find("#stream")).select_by_value("events")
+
         # a typo: the error appears at its line, in the gutter and in the list, with its fix
         line = page.replace("type: SimpleRetriever", "type: SimpleRetreiver")
         page.wait(lambda: "error" in page.gutter_class(line), f"the error mark at line {line}")
@@ -84,6 +89,8 @@ def test_edit_test_read_infer_and_save_in_the_browser(driver, shop, tmp_path, ca
         page.replace("type: SimpleRetreiver", "type: SimpleRetriever")
         page.wait_valid()
         assert "error" not in page.gutter_class(line)
+        page.wait(lambda: page.streams(), "the streams back in the picker")
+        assert page.find("#stream").get_attribute("value") == "events"  # chosen again once the manifest is valid
         page.shot("03-fixed")
 
         # drop a field from the accounts' inline schema: the test read finds it and the inference adds it back
@@ -183,8 +190,6 @@ def test_stop_a_test_read_that_waits_on_the_api(driver, tmp_path):
         with builder(manifest, config) as url:
             page.open(url)
             page.wait_valid()
-            from selenium.webdriver.support.ui import Select
-
             Select(page.find("#stream")).select_by_value("events")
             field = page.find("#pages")
             field.clear()

@@ -74,25 +74,40 @@ function lineCount(text) {
 }
 
 function drawGutter(gutter, textarea, diagnostics) {
-  const byLine = new Map();
-  for (const d of diagnostics || []) {
-    if (!d.line) continue;
-    const had = byLine.get(d.line);
-    if (!had || (had.severity !== "error" && d.severity === "error")) byLine.set(d.line, d);
-  }
+  // rows are added or removed as the line count changes (a keystroke costs no more than that); the marks
+  // are redrawn only when new diagnostics come (until then they stay on the rows they were on)
   const rows = lineCount(textarea.value);
-  const fragment = document.createDocumentFragment();
-  for (let line = 1; line <= rows; line++) {
-    const row = el("div", {"data-line": String(line)}, String(line));
-    const problem = byLine.get(line);
-    if (problem) {
+  let count = gutter.childElementCount;
+  if (count < rows) {
+    const fragment = document.createDocumentFragment();
+    while (count < rows) {
+      count++;
+      fragment.append(el("div", {"data-line": String(count)}, String(count)));
+    }
+    gutter.append(fragment);
+  }
+  while (count > rows) {
+    gutter.lastElementChild.remove();
+    count--;
+  }
+  if (diagnostics !== undefined) {
+    for (const row of gutter.querySelectorAll("div.error, div.warning")) {
+      row.className = "";
+      row.removeAttribute("title");
+    }
+    const byLine = new Map();
+    for (const d of diagnostics) {
+      if (!d.line) continue;
+      const had = byLine.get(d.line);
+      if (!had || (had.severity !== "error" && d.severity === "error")) byLine.set(d.line, d);
+    }
+    for (const [line, problem] of byLine) {
+      const row = gutter.children[Math.min(line, rows) - 1];  // past the end (a file cut short): the last row
+      if (!row) continue;
       row.className = problem.severity === "error" ? "error" : "warning";
       row.title = problem.message + (problem.fix ? "\nfix: " + problem.fix : "");
     }
-    fragment.append(row);
   }
-  // problems past the end of the text (a file cut short) still show on the last row
-  gutter.replaceChildren(fragment);
   gutter.scrollTop = textarea.scrollTop;
 }
 
@@ -167,7 +182,9 @@ async function validate() {
 function setStreams(streams) {
   state.streams = streams;
   const select = $("stream");
-  const chosen = select.value;
+  // the stream chosen last is kept while the manifest is invalid (no streams) and chosen again once it is back
+  const chosen = select.value || select.dataset.chosen || "";
+  if (select.value) select.dataset.chosen = select.value;
   select.replaceChildren(...streams.map((s) => el("option", {value: s.name}, s.name + (s.partitioned ? " (partitioned)" : ""))));
   if (streams.some((s) => s.name === chosen)) select.value = chosen;
   updatePartition();
@@ -428,7 +445,7 @@ async function save() {
 
 // ---- wiring ----
 
-function wireEditor(textarea, gutter, diagnostics) {
+function wireEditor(textarea, gutter) {
   textarea.addEventListener("scroll", () => { gutter.scrollTop = textarea.scrollTop; });
   textarea.addEventListener("keydown", (event) => {
     if (event.key === "Tab" && !event.ctrlKey && !event.altKey && !event.metaKey) {
@@ -439,16 +456,19 @@ function wireEditor(textarea, gutter, diagnostics) {
     }
   });
   textarea.addEventListener("input", () => {
-    drawGutter(gutter, textarea, diagnostics());  // rows follow the text at once; markers until re-checked
+    drawGutter(gutter, textarea);  // rows follow the text at once; the marks stay until it is checked again
     scheduleValidate();
   });
 }
 
 async function start() {
-  wireEditor($("manifest"), $("gutter"), () => lastDiagnostics);
-  wireEditor($("config"), $("config-gutter"), () => lastConfigDiagnostics);
+  wireEditor($("manifest"), $("gutter"));
+  wireEditor($("config"), $("config-gutter"));
   $("manifest").addEventListener("input", markDirty);
-  $("stream").addEventListener("change", updatePartition);
+  $("stream").addEventListener("change", () => {
+    $("stream").dataset.chosen = $("stream").value;
+    updatePartition();
+  });
   $("test-form").addEventListener("submit", startTest);
   $("stop").addEventListener("click", stopTest);
   $("infer").addEventListener("click", infer);
