@@ -11,8 +11,8 @@ Three reporters, one interface (:class:`Reporter`), picked by
   they read (:mod:`framework.engine.live_progress`), so the progress moves
   every second or two even while the first groups run. On a terminal the
   progress of the running stream is one line redrawn in place, with a bar;
-  otherwise (a pipe, a log file) each update is its own line, at most one per
-  ``interval`` seconds (2) per stream, besides the planned and closing lines.
+  otherwise (a pipe, a log file) each update is its own line, one every
+  ``interval`` seconds (1.5) to 2 s per stream, besides the planned and closing lines.
 * :class:`QuietReporter` (``--quiet``): nothing but failures and warnings.
 * :class:`JsonReporter` (``--log-format json``): one JSON object per line for
   every event, and nothing else from us. ``--quiet`` keeps only ``failure``
@@ -44,8 +44,8 @@ with milliseconds, such as ``"2026-11-03T10:15:02.418Z"``):
     time it spans; ``null`` while the plan still grows), ``time_left_s``
     (seconds, at the pace so far; ``null`` until a partition is done or while
     the plan still grows: :mod:`framework.engine.time_left`). Sent when a
-    group of partitions returns and, while groups run, at least every
-    ``interval`` seconds (2), with what their tasks read so far.
+    group of partitions returns and, while groups run, every ``interval``
+    seconds (2) to 2.5 s, with what their tasks read so far.
 ``stream_done``
     the keys of ``stream_progress`` and ``files``, ``bytes``, ``nulled``
     (values that did not fit their type), ``state_saved`` (boolean),
@@ -241,7 +241,9 @@ class TextReporter(Struct):
 
     err: IO[str]
     tty: bool = False
-    interval: float = 2.0  # least seconds between two progress lines of a stream when not on a terminal
+    # least seconds between two progress lines of a stream when not on a terminal: with the pipeline's ticks
+    # (framework.spark.pipeline.TICK_SECONDS) a line comes at least every 2 s while the stream runs
+    interval: float = 1.5
     clocks: Clocks = field(default_factory=Clocks)
     _planned_at: dict[str, float] = field(default_factory=dict)
     _shown_at: dict[str, float] = field(default_factory=dict)
@@ -367,7 +369,7 @@ class JsonReporter(Struct):
     err: IO[str]
     quiet: bool = False
     clocks: Clocks = field(default_factory=Clocks)
-    interval: float = 2.0  # most seconds between two ``stream_progress`` of a stream whose groups run
+    interval: float = 2.0  # least seconds between two ``stream_progress`` the ticks of a running stream send
     _planned_at: dict[str, float] = field(default_factory=dict)
     _shown_at: dict[str, float] = field(default_factory=dict)
     _warned: dict[str, int] = field(default_factory=dict)

@@ -468,13 +468,13 @@ def _read_groups(run: _Run, job: TaskJob, groups: Iterable[list[Any]], sync: Syn
                 spark_wanted(run.reading, run.start)  # a start not yet up is paused (or goes on) by it too
             run.warm_up.consider()  # the driver's pace and what is left are known better now
         if progress:
-            progress("group", result)
+            progress("group", _with_live(run, result))  # with the groups still running: the counts never go back
             _tell_ready(run, result, progress)
     _commit(run, name, sync, files, generation, overwrite, result)
 
 
 #: Seconds between two ``tick`` progress events of a stream whose groups run.
-TICK_SECONDS = 1.0
+TICK_SECONDS = 0.5
 
 
 def _with_live(run: _Run, result: StreamResult) -> StreamResult:
