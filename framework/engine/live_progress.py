@@ -26,7 +26,7 @@ from typing import Any
 
 from msgspec import Struct
 
-__all__ = ["SERVICE", "Live", "LiveTally", "TaskTicker", "ticking"]
+__all__ = ["SERVICE", "BackgroundSender", "Live", "LiveTally", "TaskTicker", "ticking"]
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +75,12 @@ class TaskTicker:
         self._done.append(index)
         self._maybe_send()
 
+    def close(self) -> None:
+        """The group is read: a sender that has a thread ends it."""
+        close = getattr(self._send, "close", None)
+        if close is not None:
+            close()
+
     def _maybe_send(self) -> None:
         if self.off:
             return
@@ -90,6 +96,54 @@ class TaskTicker:
             self.off = True
             return
         self._done.clear()
+
+
+class BackgroundSender:
+    """``send`` run in a thread of its own, so that a read never waits for the driver (a driver that cannot be
+    reached, say): a report offered while the last one is still on its way is merged into the next (the newest
+    counts, the finished units of both). The first failure stops it; :meth:`close` ends its thread."""
+
+    def __init__(self, send: Callable[[tuple[Any, ...]], Any]):
+        self._send = send
+        self._pending: tuple[Any, ...] | None = None
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self.off = False
+
+    def __call__(self, payload: tuple[Any, ...]) -> None:
+        if self.off or self._closed:
+            return
+        with self._lock:
+            if self._pending is not None:
+                payload = (*payload[:4], tuple(self._pending[4]) + tuple(payload[4]))
+            self._pending = payload
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="progress-reports", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            if self._closed:
+                return
+            with self._lock:
+                payload, self._pending = self._pending, None
+            if payload is None:
+                continue
+            try:
+                self._send(payload)
+            except Exception as exc:  # noqa: BLE001 - progress never fails the read
+                log.debug("progress reports stop for this task: %s", exc)
+                self.off = True
+                return
 
 
 class _Group:

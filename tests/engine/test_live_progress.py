@@ -94,3 +94,46 @@ def test_ticking_calls_until_the_block_ends():
         assert seen.wait(30)
     after = len(count)
     assert seen.is_set() and len(count) == after  # no tick once the block is over (the thread joined)
+
+
+def test_a_background_sender_never_holds_the_read_and_merges_what_waits():
+    from framework.engine.live_progress import BackgroundSender
+
+    entered, go, sent = threading.Event(), threading.Event(), []
+    done = threading.Event()
+
+    def send(payload):
+        sent.append(payload)
+        if len(sent) == 1:
+            entered.set()
+            assert go.wait(30)  # the driver is slow to answer the first report
+        else:
+            done.set()
+
+    sender = BackgroundSender(send)
+    sender(("s", 0, 10, 1, (0,)))
+    assert entered.wait(30)
+    sender(("s", 0, 20, 2, (1,)))  # both offered while the first is on its way: returns at once
+    sender(("s", 0, 30, 3, (2,)))
+    go.set()
+    assert done.wait(30)
+    sender.close()
+    assert sent == [("s", 0, 10, 1, (0,)), ("s", 0, 30, 3, (1, 2))]  # the newest counts, both units finished
+
+
+def test_a_background_sender_stops_at_its_first_failure():
+    from framework.engine.live_progress import BackgroundSender
+
+    failed = threading.Event()
+
+    def send(payload):
+        failed.set()
+        raise ConnectionRefusedError("no driver")
+
+    sender = BackgroundSender(send)
+    sender(("s", 0, 1, 1, ()))
+    assert failed.wait(30)
+    sender._thread.join(30)
+    assert sender.off
+    sender(("s", 0, 2, 2, ()))  # dropped
+    sender.close()
