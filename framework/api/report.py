@@ -72,7 +72,7 @@ class SyncReport(Struct, frozen=True):
 
 class Progress(Struct, frozen=True):
     """What ``on_progress`` gets: ``planned`` once a stream's partitions are known, ``progress`` while it runs
-    (every second or so, and as each group of partitions returns), ``done`` at its end."""
+    (every half second, and as each group of partitions returns), ``done`` at its end."""
 
     event: Literal["planned", "progress", "done"]
     stream: str
