@@ -170,11 +170,17 @@ class _ApiReporter:
             return
         elapsed = result.seconds if kind == "done" else now - self._planned_at.get(result.name, now)
         share, left = estimate(result, elapsed)
-        self._on_progress(Progress(
+        progress = Progress(
             event=kind, stream=result.name, records=result.records, pages=result.pages,  # type: ignore[arg-type]
             partitions_done=result.units_done, partitions=result.units,
             records_per_second=result.records / elapsed if elapsed > 0 else 0.0, fraction_done=share,
-            time_left_s=left, error=result.error if kind == "done" else None))
+            time_left_s=left, error=result.error if kind == "done" else None)
+        try:
+            self._on_progress(progress)
+        except Exception as exc:  # noqa: BLE001 - the caller's callback never breaks the sync
+            self._on_progress = None
+            self._notes.append(f"on_progress raised {type(exc).__name__}: {exc}; it is not called again in this "
+                               "sync (the sync went on)")
 
     def summary(self, result: PipelineResult, output: str, seconds: float) -> None:
         return None
