@@ -266,6 +266,7 @@ class IcebergTable:
         """The table's catalog entry is missing: refuse another format's table at the location, and register
         an Iceberg table found there (its newest metadata file) so neither its data nor its state is lost."""
         fs = self._fs()
+        self._check_bucket(fs)
         entries = self._list(fs, self._location, recursive=False)
         names = {os.path.basename(path) for path in entries}
         if "_delta_log" in names:
@@ -387,6 +388,21 @@ class IcebergTable:
 
     def _fs(self) -> pafs.FileSystem:
         return filesystem(self._location, self._storage_options)
+
+    def _check_bucket(self, fs: pafs.FileSystem) -> None:
+        import pyarrow.fs as pafs
+
+        if "://" not in self._location:
+            return
+        bucket = fs_path(self._location).split("/", 1)[0]
+        try:
+            missing = fs.get_file_info(bucket).type == pafs.FileType.NotFound
+        except OSError as exc:
+            raise ConfigError(self._mask(f"cannot reach the bucket of {self._location} ({exc}): check the output "
+                                         "location, the endpoint and the credentials")) from None
+        if missing:
+            raise ConfigError(f"the bucket of {self._location} does not exist: check the output location "
+                              "(`s3_bucket_name`) or create the bucket")
 
     def _list(self, fs: pafs.FileSystem, location: str, recursive: bool) -> list[str]:
         import pyarrow.fs as pafs

@@ -324,3 +324,13 @@ def test_a_parquet_file_written_elsewhere_is_added_as_is(tmp_path):
     iceberg = _catalog(tmp_path).load_table(("demo", "users"))
     assert [task.file.file_path for task in iceberg.scan().plan_files()] == [file.path]
     assert os.path.getsize(file.path) == size and pq.read_metadata(file.path).num_rows == 2
+
+
+def test_a_location_that_cannot_be_written_is_a_clear_error_and_nothing_is_committed(tmp_path):
+    (tmp_path / "blocked").write_text("a file where the output folder should be")
+    table = open_iceberg_table(str(tmp_path / "blocked" / "users"), "demo", "users",
+                               {"type": "sqlite", "path": str(tmp_path / "catalog.db")}, {})
+    data = batch([1])
+    with pytest.raises(ConfigError, match=r"cannot be created at .*/blocked/users \(.*\); give a writable output"):
+        table.commit(commit([], data.schema, 1))
+    assert not table.exists()
