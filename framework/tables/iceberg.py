@@ -226,22 +226,55 @@ class IcebergTable:
                                           f"not be written ({exc}); nothing is committed")) from None
 
     def _data_files(self, metadata: Any, io: Any, files: Sequence[DataFile]) -> list[Any]:
-        """Iceberg's data files for the written Parquet files: each file's footer read for its statistics."""
+        """Iceberg's data files for the written Parquet files, each file's footer read for its statistics.
+
+        What pyiceberg's `add_files` does per file, with the work that depends only on the schema (the
+        compatibility check, the statistics plan, the column ids) done once per commit and per file schema:
+        a 1,000-file commit then takes a second instead of several."""
         from concurrent.futures import ThreadPoolExecutor
 
-        from pyiceberg.io.pyarrow import parquet_file_to_data_file
+        import pyarrow.parquet as pq
+        from pyiceberg.io.pyarrow import (
+            _check_pyarrow_schema_compatible,
+            compute_statistics_plan,
+            data_file_statistics_from_parquet_metadata,
+            parquet_path_to_id_mapping,
+        )
+        from pyiceberg.manifest import DataFile as IcebergDataFile
+        from pyiceberg.manifest import DataFileContent, FileFormat
+
+        schema = metadata.schema()
+        spec = metadata.spec()
+        stats_columns = compute_statistics_plan(schema, metadata.properties)
+        column_ids = parquet_path_to_id_mapping(schema)
+        checked: set[str] = set()
 
         def one(file: DataFile) -> Any:
             try:
-                return parquet_file_to_data_file(io, metadata, file.path)
+                input_file = io.new_input(file.path)
+                with input_file.open() as stream:
+                    footer = pq.read_metadata(stream)
+                size = len(input_file)
+                arrow = footer.schema.to_arrow_schema()
+                key = arrow.to_string(show_field_metadata=False)
+                if key not in checked:
+                    _check_pyarrow_schema_compatible(schema, arrow, format_version=metadata.format_version)
+                    checked.add(key)
             except (OSError, ValueError) as exc:
                 raise StorageError(self._mask(
                     f"the Iceberg table {self.name}: the data file {file.path} cannot be committed ({exc}); "
                     "nothing is committed, and the next sync reads its records again")) from None
+            statistics = data_file_statistics_from_parquet_metadata(
+                parquet_metadata=footer, stats_columns=stats_columns, parquet_column_mapping=column_ids)
+            return IcebergDataFile.from_args(
+                content=DataFileContent.DATA, file_path=file.path, file_format=FileFormat.PARQUET,
+                partition=statistics.partition(spec, schema), file_size_in_bytes=size, sort_order_id=None,
+                spec_id=metadata.default_spec_id, equality_ids=None, key_metadata=None,
+                **statistics.to_serialized_dict())
 
-        if len(files) < 4:
+        if len(files) < 8 or "://" not in self._location:  # local footers: the GIL, not the disk, bounds them
             return [one(file) for file in files]
-        with ThreadPoolExecutor(max_workers=min(16, len(files))) as pool:
+        with ThreadPoolExecutor(max_workers=16) as pool:  # on S3 each footer is a request: overlap them
             return list(pool.map(one, files))
 
     # loading and creating, with the layout checked

@@ -334,3 +334,23 @@ def test_a_location_that_cannot_be_written_is_a_clear_error_and_nothing_is_commi
     with pytest.raises(ConfigError, match=r"cannot be created at .*/blocked/users \(.*\); give a writable output"):
         table.commit(commit([], data.schema, 1))
     assert not table.exists()
+
+
+def test_the_data_files_committed_are_what_pyicebergs_add_files_makes_with_each_files_statistics(tmp_path):
+    from pyiceberg.io.pyarrow import parquet_file_to_data_file
+
+    table = _open(tmp_path)
+    data = batch(list(range(100, 110)))
+    files = [write(table.data_location(), data), write(table.data_location(), batch([7, 8]))]
+    table.commit(commit(files, data.schema, 1))
+    iceberg = _catalog(tmp_path).load_table(("demo", "users"))
+    committed = {task.file.file_path: task.file for task in iceberg.scan().plan_files()}
+    for file in files:
+        ours, theirs = committed[file.path], parquet_file_to_data_file(iceberg.io, iceberg.metadata, file.path)
+        for name in ("record_count", "file_size_in_bytes", "column_sizes", "value_counts", "null_value_counts",
+                     "lower_bounds", "upper_bounds", "split_offsets"):
+            assert getattr(ours, name) == getattr(theirs, name), name
+    id_field = iceberg.schema().find_field("id").field_id
+    assert committed[files[0].path].record_count == 10 and id_field in committed[files[0].path].lower_bounds
+    assert iceberg.scan(row_filter="id >= 100").to_arrow().num_rows == 10
+    assert len(list(iceberg.scan(row_filter="id >= 100").plan_files())) == 1  # the bounds prune the other file
