@@ -70,7 +70,7 @@ class IcebergCatalogSettings:
             raise ConfigError(f"destination setting `format.catalog.type` is {kind!r}: Iceberg catalogs are "
                               f"{' or '.join(CATALOG_TYPES)} (Glue, Nessie, Polaris and Unity are REST catalogs: "
                               "give `type: rest` and their REST endpoint as `uri`)")
-        text = {key: "" if value is None else str(value) for key, value in data.items()
+        text = {key: _text(value) for key, value in data.items()
                 if key in ("path", "uri", "warehouse", "credential", "token")}
         extra = data.get("properties") or {}
         if not isinstance(extra, Mapping):
@@ -93,6 +93,14 @@ class IcebergCatalogSettings:
     def describe(self) -> str:
         """The catalog as a message names it (no secret in it)."""
         return f"the SQLite catalog {self.path}" if self.type == "sqlite" else f"the REST catalog {self.uri}"
+
+
+def _text(value: Any) -> str:
+    """A setting's text; a pydantic ``SecretStr`` gives its secret (it is masked in messages, never printed)."""
+    if value is None:
+        return ""
+    reveal = getattr(value, "get_secret_value", None)
+    return str(reveal() if callable(reveal) else value)
 
 
 def file_io_properties(storage_options: Mapping[str, str]) -> dict[str, str]:

@@ -268,31 +268,64 @@ def test_compaction_merges_small_files_in_one_snapshot_and_keeps_rows_and_state(
     assert _ids(tmp_path) == [*before, 99]
 
 
-def test_two_writers_one_commits_and_the_other_retries_on_the_fresh_snapshot(tmp_path):
+@pytest.mark.parametrize("other_version", [2, 3], ids=["same-window", "next-window"])
+def test_two_writers_one_commits_and_the_other_retries_on_the_fresh_snapshot(tmp_path, other_version):
     (tmp_path / "alias").symlink_to(tmp_path)  # a second catalog session on the same file, as another process has
     first = _open(tmp_path)
     other = open_iceberg_table(str(tmp_path / "users"), "demo", "users",
                                {"type": "sqlite", "path": str(tmp_path / "alias" / "_airbyte_state" / "iceberg_catalog.db")}, {})
     _sync(first, [1], 1)
-    same_window = batch([2])
-    files = [write(first.data_location(), same_window)]
+    ours, theirs = batch([2]), batch([2] if other_version == 2 else [3])
+    our_files = [write(first.data_location(), ours)]
+    their_files = our_files if other_version == 2 else [write(first.data_location(), theirs)]
     original = IcebergTable._data_files
     raced = []
 
     def racing(self, metadata, io, data_files):
-        if self is first and not raced:  # the other writer commits the same window meanwhile
-            raced.append(threading.Thread(target=other.commit, args=(commit(files, same_window.schema, 2),)))
+        if self is first and not raced:  # the other writer commits meanwhile
+            raced.append(threading.Thread(target=other.commit, args=(commit(their_files, theirs.schema, other_version),)))
             raced[0].start()
             raced[0].join()
         return original(self, metadata, io, data_files)
 
     IcebergTable._data_files = racing  # type: ignore[method-assign]
     try:
-        result = first.commit(commit(files, same_window.schema, 2))
+        result = first.commit(commit(our_files, ours.schema, 2))
     finally:
         IcebergTable._data_files = original  # type: ignore[method-assign]
-    assert raced and not result.committed
-    assert _ids(tmp_path) == [1, 2]
+    assert raced
+    if other_version == 2:  # the same window: found there on the fresh snapshot, not landed twice
+        assert not result.committed and _ids(tmp_path) == [1, 2]
+    else:  # a later window landed first; ours is older than what the table has: not committed either
+        assert not result.committed and _ids(tmp_path) == [1, 3] and first.last_state(APP).version == 3
+
+
+def test_a_writer_that_lost_the_race_to_another_stream_commits_on_the_fresh_snapshot(tmp_path):
+    (tmp_path / "alias").symlink_to(tmp_path)
+    first = _open(tmp_path)
+    other = open_iceberg_table(str(tmp_path / "users"), "demo", "users",
+                               {"type": "sqlite", "path": str(tmp_path / "alias" / "_airbyte_state" / "iceberg_catalog.db")}, {})
+    _sync(first, [1], 1)
+    ours, theirs = batch([2]), batch([3])
+    our_files, their_files = [write(first.data_location(), ours)], [write(first.data_location(), theirs)]
+    original = IcebergTable._data_files
+    raced = []
+
+    def racing(self, metadata, io, data_files):
+        if self is first and not raced:  # another app (a backfill, say) commits to the table meanwhile
+            raced.append(threading.Thread(target=other.commit,
+                                          args=(commit(their_files, theirs.schema, 1, app_id="backfill"),)))
+            raced[0].start()
+            raced[0].join()
+        return original(self, metadata, io, data_files)
+
+    IcebergTable._data_files = racing  # type: ignore[method-assign]
+    try:
+        result = first.commit(commit(our_files, ours.schema, 2))
+    finally:
+        IcebergTable._data_files = original  # type: ignore[method-assign]
+    assert raced and result.committed
+    assert _ids(tmp_path) == [1, 2, 3] and first.last_state(APP).version == 2 and first.last_state("backfill").version == 1
 
 
 def test_a_commit_of_a_missing_file_fails_clearly_and_commits_nothing(tmp_path):

@@ -109,3 +109,18 @@ def test_credentials_a_refusing_catalog_quotes_back_are_masked(tmp_path, secret)
     message = str(raised.value)
     assert "cannot open the REST catalog" in message and "****" in message, message
     assert SECRET not in message
+
+
+def test_a_settings_model_with_secret_strings_gives_its_secrets():
+    from pydantic import BaseModel, SecretStr
+
+    class Rest(BaseModel):
+        type: str = "rest"
+        uri: str = "https://catalog.example.com"
+        warehouse: str | None = None
+        credential: SecretStr | None = None
+        token: SecretStr | None = None
+
+    settings = IcebergCatalogSettings.of(Rest(credential=SecretStr(f"client:{SECRET}")))
+    assert settings.credential == f"client:{SECRET}" and settings.token == "" and settings.warehouse == ""
+    assert SECRET in settings.secrets()
