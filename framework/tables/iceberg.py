@@ -162,7 +162,7 @@ class IcebergTable:
 
         for _ in range(COMMIT_ATTEMPTS):
             try:
-                with self._access.session() as catalog:
+                with self._access.session(write=True) as catalog:
                     return self._commit_once(catalog, commit)
             except CommitFailedException:
                 continue  # another writer committed first: check the version again on the fresh snapshot
@@ -380,7 +380,7 @@ class IcebergTable:
 
         for _ in range(COMMIT_ATTEMPTS):
             try:
-                with self._access.session() as catalog:
+                with self._access.session(write=True) as catalog:
                     return self._compact_once(catalog)
             except CommitFailedException:
                 continue

@@ -171,7 +171,9 @@ class CatalogAccess:
         self._remote_db = settings.path if remote else None
 
     @contextmanager
-    def session(self) -> Iterator[Catalog]:
+    def session(self, write: bool = False) -> Iterator[Catalog]:
+        """A catalog to use inside the block; with `write`, a SQLite object on S3 is put back when it changed
+        (a read leaves the bucket as it was, even when the catalog file did not exist yet)."""
         if self._remote_db is None:
             with _lock(self.settings.path or self.settings.uri):
                 yield self._connect(self._local_db_path())
@@ -180,8 +182,7 @@ class CatalogAccess:
             local = os.path.join(folder, "catalog.db")
             before = self._download(local)
             yield self._connect(local, cache=False)
-            after = _digest(local)
-            if after != before:
+            if write and _digest(local) != before:
                 self._upload(local)
 
     def _local_db_path(self) -> str:

@@ -40,7 +40,8 @@ def test_two_syncs_to_s3_land_each_id_once_with_the_state_in_the_table(s3_bucket
     def table():
         return open_iceberg_table(location, "demo", "users", {"type": "sqlite", "path": path}, options)
 
-    assert table().last_state(APP) is None
+    assert table().last_state(APP) is None and not table().exists()
+    assert _keys(s3_client, s3_bucket, "data/") == []  # reading wrote nothing, not even the catalog
     _sync(table(), [1, 2, 3], 1, options)
     _sync(table(), [4, 5], 2, options)
     assert table().last_state(APP).state == {"cursor": 2}
