@@ -479,7 +479,8 @@ def _newest_commit(table: PyIcebergTable) -> dict[str, str] | None:
 
 
 def _all_data_files(table: PyIcebergTable) -> set[str]:
-    """Every data file a manifest of a retained snapshot names (time travel reads them)."""
+    """Every data file a retained snapshot reads (time travel reads them): a manifest's live entries; an entry
+    that says a snapshot deleted the file does not keep it (the snapshot before, while retained, does)."""
     from pyiceberg.manifest import ManifestContent
 
     paths: set[str] = set()
@@ -489,7 +490,7 @@ def _all_data_files(table: PyIcebergTable) -> set[str]:
             if manifest.manifest_path in seen or manifest.content != ManifestContent.DATA:
                 continue
             seen.add(manifest.manifest_path)
-            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
+            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
                 paths.add(entry.data_file.file_path)
     return paths
 

@@ -387,3 +387,18 @@ def test_the_data_files_committed_are_what_pyicebergs_add_files_makes_with_each_
     assert committed[files[0].path].record_count == 10 and id_field in committed[files[0].path].lower_bounds
     assert iceberg.scan(row_filter="id >= 100").to_arrow().num_rows == 10
     assert len(list(iceberg.scan(row_filter="id >= 100").plan_files())) == 1  # the bounds prune the other file
+
+
+def test_after_expiring_old_snapshots_the_state_stays_and_their_files_become_orphans(tmp_path):
+    now = [4_000_000_000.0]
+    table = _open(tmp_path, clock=lambda: now[0])
+    _sync(table, [1, 2], 1)
+    _sync(table, [3], 2, mode="overwrite")
+    iceberg = _catalog(tmp_path).load_table(("demo", "users"))
+    current = iceberg.current_snapshot().snapshot_id
+    iceberg.maintenance.expire_snapshots().by_ids(
+        [s.snapshot_id for s in iceberg.snapshots() if s.snapshot_id != current]).commit()
+    assert table.last_state(APP).version == 2 and _ids(tmp_path) == [3]
+    replaced = table.orphans()
+    assert len(replaced) == 1  # the first sync's file: no snapshot names it now
+    assert table.remove_orphans(older_than_seconds=0) == replaced and _ids(tmp_path) == [3]
