@@ -16,6 +16,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pyiceberg.catalog.sql import SqlCatalog
 from tables.iceberg_writes import APP, USERS, batch, commit, write
 
@@ -402,3 +404,38 @@ def test_after_expiring_old_snapshots_the_state_stays_and_their_files_become_orp
     replaced = table.orphans()
     assert len(replaced) == 1  # the first sync's file: no snapshot names it now
     assert table.remove_orphans(older_than_seconds=0) == replaced and _ids(tmp_path) == [3]
+
+
+OPERATIONS = st.lists(st.one_of(
+    st.tuples(st.sampled_from(["append", "overwrite", "lost"]), st.lists(st.integers(0, 50), max_size=4)),
+    st.tuples(st.sampled_from(["retry", "compact"]), st.just([]))), min_size=1, max_size=5)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(OPERATIONS)
+def test_any_sequence_of_syncs_retries_kills_and_compactions_leaves_what_was_committed(tmp_path_factory, operations):
+    root = tmp_path_factory.mktemp("sequence")
+    table = _open(root)
+    expected: list[int] = []
+    version = 0
+    last = None
+    lost: list[str] = []
+    for kind, ids in operations:
+        if kind in ("append", "overwrite"):
+            version += 1
+            data = batch(ids)
+            last = commit([write(table.data_location(), data)] if ids else [], data.schema, version, mode=kind)
+            assert table.commit(last).committed
+            expected = sorted(ids) if kind == "overwrite" else sorted(expected + ids)
+        elif kind == "lost":
+            lost.append(write(table.data_location(), batch(ids)).path)
+        elif kind == "retry" and last is not None:
+            assert not table.commit(last).committed
+        elif kind == "compact":
+            table.compact()
+    if version:
+        assert _ids(root) == expected and table.last_state(APP).version == version
+    assert sorted(table.orphans()) == sorted(lost)
+    assert sorted(table.remove_orphans(older_than_seconds=0)) == sorted(lost)
+    if version:
+        assert _ids(root) == expected
