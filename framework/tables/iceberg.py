@@ -68,6 +68,11 @@ _TABLE_PROPERTIES = {"format-version": "2", "commit.retry.num-retries": "0",  # 
 def open_iceberg_table(location: str, namespace: str, name: str, catalog: Mapping[str, Any] | None,
                        storage_options: Mapping[str, str], *, clock: Callable[[], float] = time.time) -> IcebergTable:
     """The Iceberg table `namespace.name` at `location` in `catalog` (see `iceberg_catalog.py`)."""
+    import importlib.util
+
+    if importlib.util.find_spec("pyiceberg") is None:
+        raise ConfigError("`--format iceberg` needs pyiceberg, which is not installed: "
+                          "pip install 'manifest-framework[tables]'")
     settings = IcebergCatalogSettings.of(catalog)
     mask = masker_for(settings, storage_options)
     access = CatalogAccess(settings, storage_options, mask)

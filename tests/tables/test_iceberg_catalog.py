@@ -124,3 +124,12 @@ def test_a_settings_model_with_secret_strings_gives_its_secrets():
     settings = IcebergCatalogSettings.of(Rest(credential=SecretStr(f"client:{SECRET}")))
     assert settings.credential == f"client:{SECRET}" and settings.token == "" and settings.warehouse == ""
     assert SECRET in settings.secrets()
+
+
+def test_without_pyiceberg_the_error_says_what_to_install(monkeypatch, tmp_path):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyiceberg" else real(name, *a))
+    with pytest.raises(ConfigError, match=r"needs pyiceberg, which is not installed: pip install 'manifest-framework\[tables\]'"):
+        open_iceberg_table(str(tmp_path / "users"), "demo", "users", {"path": str(tmp_path / "c.db")}, {})
