@@ -18,10 +18,11 @@ Column types are those of `--format parquet`. Parquet ``TIME(MICROS, isAdjustedT
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from framework.errors import ConfigError, StorageError
@@ -411,7 +412,10 @@ class IcebergTable:
         removed = added = 0
         with tx.update_snapshot(snapshot_properties=properties).overwrite() as rewrite:
             for group in bins:
-                data = ArrowScan(table.metadata, table.io, table.schema(), _always_true()).to_table(group)
+                data = _stream(ArrowScan(table.metadata, table.io, table.schema(), _always_true())
+                               .to_record_batches(group))
+                if data is None:
+                    continue
                 for data_file in _dataframe_to_data_files(table_metadata=tx.table_metadata, df=data, io=table.io,
                                                           write_uuid=rewrite.commit_uuid):
                     rewrite.append_data_file(data_file)
@@ -514,6 +518,19 @@ def _bins(tasks: list[Any]) -> list[list[Any]]:
     if current:
         groups.append(current)
     return [group for group in groups if len(group) > 1]
+
+
+def _stream(batches: Iterator[pa.RecordBatch]) -> pa.RecordBatchReader | None:
+    """The batches as a reader (pyiceberg's writer streams it: a group is never in memory whole), each in the
+    first one's types (files of older schemas read as `string` where newer ones read as `large_string`)."""
+    import pyarrow as pa
+
+    first = next(batches, None)
+    if first is None:
+        return None
+    schema = first.schema
+    same = (batch if batch.schema.equals(schema) else batch.cast(schema) for batch in batches)
+    return pa.RecordBatchReader.from_batches(schema, itertools.chain([first], same))
 
 
 def _always_true() -> Any:

@@ -439,3 +439,20 @@ def test_any_sequence_of_syncs_retries_kills_and_compactions_leaves_what_was_com
     assert sorted(table.remove_orphans(older_than_seconds=0)) == sorted(lost)
     if version:
         assert _ids(root) == expected
+
+
+def test_compaction_reads_files_of_older_schemas_in_the_tables_current_one(tmp_path):
+    table = _open(tmp_path)
+    raw_id = batch([1]).schema.field("_airbyte_raw_id")
+    old = pa.table({"_airbyte_raw_id": ["a"], "n": pa.array([1], pa.int32())},
+                   schema=pa.schema([raw_id, pa.field("n", pa.int32())]))
+    new = pa.table({"_airbyte_raw_id": ["b"], "n": pa.array([2**40], pa.int64()), "tag": ["x"]},
+                   schema=pa.schema([raw_id, pa.field("n", pa.int64()), pa.field("tag", pa.string())]))
+    table.commit(commit([write(table.data_location(), old)], old.schema, 1))
+    table.commit(commit([write(table.data_location(), new)], new.schema, 2))
+    result = table.compact()
+    assert (result.files_before, result.files_after) == (2, 1)
+    back = _catalog(tmp_path).load_table(("demo", "users")).scan().to_arrow()
+    assert back.schema.field("n").type == pa.int64()
+    assert sorted(back.select(["n", "tag"]).to_pylist(), key=lambda row: row["n"]) == [
+        {"n": 1, "tag": None}, {"n": 2**40, "tag": "x"}]
