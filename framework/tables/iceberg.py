@@ -55,6 +55,8 @@ APP_ID = "airbyte.app-id"
 VERSION = "airbyte.version"
 STATE = "airbyte.state"
 COMPACTION = "airbyte.compaction"
+#: The table property naming the catalog the table was made in (`IcebergCatalogSettings.identity`).
+CATALOG = "airbyte.catalog"
 #: Commits tried on a fresh snapshot when another writer committed first, before giving up.
 COMMIT_ATTEMPTS = 5
 #: A data file smaller than this is small for `compact`; small files are merged into files of `COMPACT_TARGET`.
@@ -315,9 +317,18 @@ class IcebergTable:
                           if path.endswith(".metadata.json"))
         if not metadata:
             return None
-        newest = max(metadata, key=_metadata_version)
+        newest = self._uri(max(metadata, key=_metadata_version))
+        from pyiceberg.table import StaticTable
+
+        recorded = StaticTable.from_metadata(newest, self._access.io_properties).properties.get(CATALOG)
+        ours = self._access.settings.identity()
+        if recorded != ours:  # another output's table: registering it here would fork its history
+            where = f"in the catalog {recorded}" if recorded else "by another writer"
+            raise ConfigError(f"the Iceberg table at {self._location} was made {where}, not in {ours}: two outputs "
+                              "must not share a table location; give this output its own location, or use that "
+                              "table's catalog (`format.catalog`)")
         catalog.create_namespace_if_not_exists(self.identifier[0])
-        return catalog.register_table(self.identifier, self._uri(newest))
+        return catalog.register_table(self.identifier, newest)
 
     def _create(self, catalog: Catalog, schema: pa.Schema) -> PyIcebergTable:
         from pyiceberg.exceptions import TableAlreadyExistsError
@@ -325,7 +336,7 @@ class IcebergTable:
         try:
             catalog.create_namespace_if_not_exists(self.identifier[0])
             return catalog.create_table(self.identifier, schema=schema, location=self._location,
-                                        properties=_TABLE_PROPERTIES)
+                                        properties={**_TABLE_PROPERTIES, CATALOG: self._access.settings.identity()})
         except TableAlreadyExistsError:
             return catalog.load_table(self.identifier)
         except OSError as exc:

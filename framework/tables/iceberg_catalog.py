@@ -90,6 +90,14 @@ class IcebergCatalogSettings:
             values.append(self.credential.split(":", 1)[1])
         return tuple(value for value in values if value)
 
+    def identity(self) -> str:
+        """Which catalog this is, as a table records it (no secret in it): the SQLite file, or the REST
+        endpoint and warehouse."""
+        if self.type == "sqlite":
+            path = self.path.removeprefix("file://")
+            return path if "://" in path else os.path.abspath(path)
+        return f"{self.uri.rstrip('/')}#{self.warehouse}"
+
     def describe(self) -> str:
         """The catalog as a message names it (no secret in it)."""
         return f"the SQLite catalog {self.path}" if self.type == "sqlite" else f"the REST catalog {self.uri}"
@@ -165,6 +173,7 @@ class CatalogAccess:
         self.settings = settings
         self._storage_options = dict(storage_options)
         self._io = file_io_properties(storage_options)
+        self.io_properties = dict(self._io)
         self._mask = masker
         self._catalog: Catalog | None = None
         remote = settings.type == "sqlite" and settings.path.startswith(("s3://", "s3a://"))

@@ -456,3 +456,13 @@ def test_compaction_reads_files_of_older_schemas_in_the_tables_current_one(tmp_p
     assert back.schema.field("n").type == pa.int64()
     assert sorted(back.select(["n", "tag"]).to_pylist(), key=lambda row: row["n"]) == [
         {"n": 1, "tag": None}, {"n": 2**40, "tag": "x"}]
+
+
+def test_a_second_output_with_its_own_catalog_is_refused_the_first_outputs_table(tmp_path):
+    _sync(_open(tmp_path), [1], 1)
+    second = open_iceberg_table(str(tmp_path / "users"), "demo", "users",
+                                {"type": "sqlite", "path": str(tmp_path / "elsewhere" / "iceberg_catalog.db")}, {})
+    with pytest.raises(ConfigError, match=r"was made in the catalog .*/_airbyte_state/iceberg_catalog.db, not in "
+                                          r".*/elsewhere/iceberg_catalog.db: two outputs must not share a table"):
+        second.commit(commit([write(second.data_location(), batch([2]))], batch([2]).schema, 1))
+    assert _ids(tmp_path) == [1]
