@@ -254,7 +254,10 @@ def test_read_stream(connector: Connector, recorder: RecordingTransport, selecti
                     seen.stopped = True
                     break
             if not seen.pages and len(recorder.exchanges) > mark:  # answered, but no record came out
-                seen.pages.append(PageSeen(1, [], recorder.exchanges[mark:]))
+                seen.pages.append(PageSeen(1, [], recorder.exchanges[mark:],
+                                           _state_after(stream, unit, None, partitioned)))
+                if on_page is not None:
+                    on_page(seen.pages[-1])
         finally:
             close = getattr(reading, "close", None)
             if close is not None:
