@@ -25,6 +25,7 @@ from framework.builder.secrets import PLACEHOLDER, masked_config_text, restore, 
 from framework.components.http.transport import RequestsTransport
 from framework.engine.connector import open_connector_text
 from framework.engine.schema_edits import edit_inline, schema_change, schema_diff, schema_target, write_schema_file
+from framework.engine.signals import dig
 from framework.errors import FrameworkError
 from framework.manifest import check_manifest_text
 from framework.manifest.config_check import ConfigFile, secret_values
@@ -33,6 +34,8 @@ from framework.masking import Masker
 
 #: the most pages one test read may ask for
 MAX_PAGES = 100
+#: the test reads a session keeps (their pages and records) for the page to show and infer from
+KEPT_RUNS = 20
 
 
 class ApiError(Exception):
@@ -65,14 +68,6 @@ def _text(body: Mapping[str, Any], name: str, *, required: bool = True) -> str:
 def _diagnostic(d: Any, mask: Masker) -> dict[str, Any]:
     return {"line": d.line, "column": d.column, "severity": d.severity, "code": d.code,
             "message": mask(d.message), "fix": mask(d.fix) if d.fix else None, "path": d.path}
-
-
-def _dig(data: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(data, Mapping):
-            return None
-        data = data.get(key)
-    return data
 
 
 @dataclass
@@ -108,7 +103,7 @@ class Session:
 
     def _spec(self, text: str) -> Any:
         checked = check_manifest_text(text, self.manifest_path, self.base_dir)
-        return _dig(checked.data, "spec", "connection_specification")
+        return dig(checked.data, "spec", "connection_specification")
 
     def mask(self, config: Mapping[str, Any] | None = None, spec: Any = None) -> Masker:
         """The mask of the config's secrets (by the spec of the manifest on disk when ``spec`` is None)."""
@@ -160,15 +155,15 @@ class Session:
         text = _text(body, "manifest_text")
         config, config_problems = self._config(_text(body, "config_text", required=False))
         checked = check_manifest_text(text, self.manifest_path, self.base_dir, config=config)
-        spec = _dig(checked.data, "spec", "connection_specification")
+        spec = dig(checked.data, "spec", "connection_specification")
         mask = self.mask(config.data if config is not None else self.config, spec if spec is not None else {})
         manifest = [_diagnostic(d, mask) for d in checked.diagnostics if d.file != self.config_path]
         config_diagnostics = config_problems + [_diagnostic(d, mask) for d in checked.diagnostics
                                                 if d.file == self.config_path]
         streams = []
-        for stream in _dig(checked.data, "streams") or []:
+        for stream in dig(checked.data, "streams") or []:
             if isinstance(stream, Mapping) and isinstance(stream.get("name"), str):
-                router = _dig(stream, "retriever", "partition_router")
+                router = dig(stream, "retriever", "partition_router")
                 streams.append({"name": stream["name"], "partitioned": bool(router)})
         return {"diagnostics": manifest, "config_diagnostics": config_diagnostics, "streams": streams}
 
@@ -197,6 +192,9 @@ class Session:
                   partition=partition, pages=pages, mask=self.mask(config), inner_transport=inner)
         with self._lock:
             self.runs[run_id] = run
+            finished = [key for key, kept in self.runs.items() if kept.status != "running"]
+            for key in finished[:max(0, len(self.runs) - KEPT_RUNS)]:  # the oldest finished reads go
+                del self.runs[key]
         run.start()
         return {"run_id": run_id}
 
@@ -286,4 +284,4 @@ class Session:
             return {"version": self.version}
 
 
-__all__ = ["MAX_PAGES", "PLACEHOLDER", "ApiError", "Session", "version_of"]
+__all__ = ["KEPT_RUNS", "MAX_PAGES", "PLACEHOLDER", "ApiError", "Session", "version_of"]

@@ -264,3 +264,17 @@ def test_the_page_and_assets_are_served_and_nothing_else(builder):
     assert builder.json("POST", "/api/nothing", {}, status=404)["error"]
     assert "pages" in builder.json("POST", "/api/test-read", {"manifest_text": "", "stream": "x", "pages": 0},
                                    status=400)["error"]
+
+
+def test_only_the_newest_test_reads_are_kept(builder, monkeypatch):
+    import framework.builder.session as session_module
+
+    monkeypatch.setattr(session_module, "KEPT_RUNS", 2)
+    text = builder.manifest.read_text(encoding="utf-8")
+    ids = []
+    for _ in range(3):
+        run = builder.json("POST", "/api/test-read", {"manifest_text": text, "stream": "accounts", "pages": 1})
+        builder.wait(run["run_id"])
+        ids.append(run["run_id"])
+    assert builder.call("GET", f"/api/test-read/{ids[0]}")[0] == 404
+    assert builder.json("GET", f"/api/test-read/{ids[2]}")["status"] == "done"
