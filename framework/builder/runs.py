@@ -42,6 +42,17 @@ def exchange_json(exchange: Exchange, mask: Callable[[str], str]) -> dict[str, A
                         "body": exchange.request_body}, "response": response}
 
 
+def masked(value: Any, mask: Callable[[str], str]) -> Any:
+    """``value`` (records, a state) with every text in it masked, keys too."""
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, Mapping):
+        return {masked(key, mask) if isinstance(key, str) else key: masked(item, mask) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [masked(item, mask) for item in value]
+    return value
+
+
 class Run:
     """One test read of one stream (see the module docs)."""
 
@@ -82,10 +93,10 @@ class Run:
 
     def _on_page(self, page: PageSeen) -> None:
         shown = {"number": page.number, "exchanges": [exchange_json(e, self._mask) for e in page.exchanges],
-                 "records": page.records, "state": page.state}
+                 "records": masked(page.records, self._mask), "state": masked(page.state, self._mask)}
         with self._lock:
             self.pages.append(shown)
-            self.records.extend(page.records)
+            self.records.extend(page.records)  # as read: the schema is inferred from them, never shown
 
     def _run(self) -> None:
         try:
@@ -119,4 +130,4 @@ class Run:
                     "pages": list(self.pages), "warnings": list(self.warnings), "error": self.error}
 
 
-__all__ = ["Run", "exchange_json"]
+__all__ = ["Run", "exchange_json", "masked"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from framework.builder.runs import exchange_json
+from framework.builder.runs import exchange_json, masked
 from framework.engine.test_read import BODY_LIMIT, Exchange
 from framework.masking import Masker
 
@@ -41,3 +41,9 @@ def test_a_text_body_is_shown_as_kept():
     shown = exchange_json(Exchange("GET http://h/x", 500, "text/html", 10, None, text="<h1>oops</h1>",
                                    truncated=False), MASK)
     assert shown["response"]["body"] == "<h1>oops</h1>" and shown["response"]["status"] == 500
+
+
+def test_records_and_states_are_masked_deep_inside():
+    records = [{"id": 1, "note": "key s3cret-value here", "nested": [{"s3cret-value": ["s3cret-value", 2]}]}]
+    assert masked(records, MASK) == [{"id": 1, "note": "key **** here", "nested": [{"****": ["****", 2]}]}]
+    assert masked(None, MASK) is None
