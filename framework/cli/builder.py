@@ -71,13 +71,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"manifest-builder: cannot listen on {args.host}:{args.port} ({exc.strerror or exc}); pick another "
               "--port or leave it out for a free one", file=sys.stderr)
         return 2
-    print(f"manifest-builder: editing {session.manifest_path} at {server.url} (Ctrl-C stops)", flush=True)
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"manifest-builder: warning: listening on {args.host}: other machines can reach the builder and "
-              "run test reads with your config", file=sys.stderr)
-    if not args.no_browser:
-        threading.Thread(target=_open_browser, args=(server.url,), daemon=True).start()
-    try:
+    try:  # from here on Ctrl-C stops the server, wherever it comes
+        print(f"manifest-builder: editing {session.manifest_path} at {server.url} (Ctrl-C stops)", flush=True)
+        if args.host not in ("127.0.0.1", "localhost", "::1"):
+            print(f"manifest-builder: warning: listening on {args.host}: other machines can reach the builder and "
+                  "run test reads with your config", file=sys.stderr)
+        if not args.no_browser:
+            threading.Thread(target=_open_browser, args=(server.url,), daemon=True).start()
         thread.join()
     except KeyboardInterrupt:
         pass

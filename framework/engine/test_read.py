@@ -28,6 +28,7 @@ from framework.engine.plan import open_sync
 from framework.engine.selection import Selection
 from framework.engine.sync import StreamSync, Unit, read_unit
 from framework.errors import ConfigError, FrameworkError
+from framework.interpolation import TemplateEngine
 from framework.masking import MASKED
 
 #: A response body kept for display is cut at this many bytes (the builder shows it; pages are small).
@@ -304,6 +305,12 @@ def _signals(connector: Connector, stream: Any, seen: StreamTestRead, unit: Any)
     undeclared = signals.undeclared_fields(stream.name, records, stream.json_schema)
     if undeclared is not None:
         result.append(undeclared)
+    engine = TemplateEngine()
+    context = {"config": connector.config}
+    left_out = signals.none_parameters(stream.name, signals.dig(retriever, "requester", "request_parameters"),
+                                       lambda template: engine.gives_none(template, context))
+    if left_out is not None:
+        result.append(left_out)
     return result
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from fakes.api_server import ApiError, FakeApi
@@ -62,11 +61,9 @@ def test_a_bad_token_fails_before_spark_starts(files, tmp_path, monkeypatch, cap
         raise AssertionError("Spark was started")
 
     monkeypatch.setattr(session, "spark_session", no_spark)
-    began = time.perf_counter()
     code = main([manifest, "--config", config, "--output", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == 1, err
-    assert time.perf_counter() - began < 5
     assert "the connection check failed, so nothing was read" in err and "401" in err
     assert "wrong-token" not in err
     assert len(api.received("/tickets")) == 1
