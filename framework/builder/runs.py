@@ -124,10 +124,12 @@ class Run:
         with self._lock:
             return list(self.records)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self, since: int = 0) -> dict[str, Any]:
+        """What the page polls; ``since``: only the pages after that page number (the page has the others)."""
         with self._lock:
             return {"status": self.status, "unit": self.unit, "partitions": self.partitions,
-                    "pages": list(self.pages), "warnings": list(self.warnings), "error": self.error}
+                    "pages": self.pages[since:] if since > 0 else list(self.pages), "warnings": list(self.warnings),
+                    "error": self.error}
 
 
 __all__ = ["Run", "exchange_json", "masked"]

@@ -4,6 +4,9 @@ The standard library's ``ThreadingHTTPServer`` (no web framework: one local user
 test read polled). Two guards keep other web pages the browser has open away from it: a request whose
 ``Host`` is not this server's address (DNS rebinding) and a request whose ``Origin`` is another site are
 refused with 403. Nothing is logged per request: bodies carry the config.
+
+Beyond the contract the page was written against: ``GET /api/test-read/<id>?since=N`` answers only the pages
+after page N, so a long read's poll does not send its early pages again.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from framework.builder.session import ApiError, Session
 
@@ -135,7 +138,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/api/session":
             self._answer(session.session)
         elif (found := _RUN.match(path)) and not found.group(2):
-            self._answer(lambda: session.run(found.group(1)).as_json())
+            since = parse_qs(urlsplit(self.path).query).get("since", ["0"])[0]
+            self._answer(lambda: session.run(found.group(1)).as_json(int(since) if since.isdigit() else 0))
         else:
             self._error(404, f"no such page: GET {path}")
 

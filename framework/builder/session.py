@@ -210,6 +210,9 @@ class Session:
         config = self._config_from(body)
         stream = _text(body, "stream")
         run = self.run(str(body.get("run_id")))
+        if run.stream != stream:
+            raise ApiError(409, f"test read {run.id} read `{run.stream}`, not `{stream}`; infer `{stream}`'s schema "
+                                "from a test read of it")
         records = run.records_read()
         if not records:
             raise ApiError(409, f"test read {run.id} has no records of `{stream}` yet; infer after a test read "

@@ -278,3 +278,26 @@ def test_only_the_newest_test_reads_are_kept(builder, monkeypatch):
         ids.append(run["run_id"])
     assert builder.call("GET", f"/api/test-read/{ids[0]}")[0] == 404
     assert builder.json("GET", f"/api/test-read/{ids[2]}")["status"] == "done"
+
+
+def test_a_broken_manifest_or_an_unknown_stream_fails_the_read_with_the_reason(builder):
+    text = builder.manifest.read_text(encoding="utf-8")
+    run = builder.json("POST", "/api/test-read", {"manifest_text": text.replace("type: SimpleRetriever",
+                                                                                "type: SimpleRetreiver", 1),
+                                                   "stream": "events", "pages": 1})
+    shown = builder.wait(run["run_id"])
+    assert shown["status"] == "failed" and "SimpleRetreiver" in shown["error"]
+    run = builder.json("POST", "/api/test-read", {"manifest_text": text, "stream": "invoices", "pages": 1})
+    shown = builder.wait(run["run_id"])
+    assert shown["status"] == "failed" and "invoices" in shown["error"] and "events" in shown["error"]
+    refused = builder.json("POST", "/api/infer", {"manifest_text": text, "stream": "events",
+                                                  "run_id": run["run_id"]}, status=409)
+    assert "invoices" in refused["error"]
+
+
+def test_a_poll_since_a_page_gets_only_the_later_pages(builder):
+    text = builder.manifest.read_text(encoding="utf-8")
+    run = builder.json("POST", "/api/test-read", {"manifest_text": text, "stream": "events", "pages": 3})
+    whole = builder.wait(run["run_id"])
+    later = builder.json("GET", f"/api/test-read/{run['run_id']}?since=2")
+    assert [p["number"] for p in whole["pages"]] == [1, 2, 3] and later["pages"] == whole["pages"][2:]
