@@ -46,3 +46,11 @@ def test_it_prints_its_loopback_url_serves_a_new_manifest_and_stops_on_ctrl_c(tm
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=30)
     assert process.returncode == 0, err
+
+
+def test_the_builder_never_loads_spark():
+    code = ("import sys, framework.cli.builder, framework.builder.server, framework.builder.session, "
+            "framework.builder.runs; print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO)}).stdout
+    assert out.strip() == "[]"
