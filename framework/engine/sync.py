@@ -54,12 +54,14 @@ is remembered (:class:`~framework.engine.partition_states.DigestSet`).
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
 from typing import Any, cast
 
+import orjson
 from msgspec import Struct
 
 from framework.components.delegating import NO_CURSOR_STATE_KEY, Delegation
@@ -70,10 +72,13 @@ from framework.components.slices import StreamSlice
 from framework.components.stream import Stream
 from framework.engine.partition_states import COMPACT_KEY, DigestSet, PartitionStates, partition_digest
 from framework.engine.window_progress import WindowProgress
-from framework.errors import StateError
+from framework.errors import ForeignStateError, StateError
 from framework.temporal.clock import Clock, SystemClock
 
 __all__ = ["MAX_PARTITION_STATES", "PARENT_READERS", "DelegatedSync", "StreamSync", "Unit", "read_unit"]
+
+#: Warnings about saved state this sync set aside (a parent state it cannot read).
+STATE_LOG = logging.getLogger("framework.state")
 
 #: Partitions kept in full in a per-partition state (Airbyte's limit); older ones are compacted.
 MAX_PARTITION_STATES = 10_000
@@ -191,9 +196,9 @@ NO_CURSOR_STATE = "__ab_no_cursor_state_message"
 def _unknown_shape(saved: Mapping[str, Any], expected: str) -> StateError:
     """A saved state none of whose keys this stream's cursor reads: reading it would silently read everything."""
     keys = ", ".join(f"`{key}`" for key in list(saved)[:5])
-    return StateError(f"the saved state has none of the keys this stream's cursor reads (it has {keys}; expected "
-                      f"{expected}): a state of another connector or version? Fix it, or clear this stream's "
-                      "state to read everything again")
+    return ForeignStateError(f"the saved state has none of the keys this stream's cursor reads (it has {keys}; "
+                             f"expected {expected}): a state of another connector or version? Fix it, or clear "
+                             "this stream's state to read everything again")
 
 
 class StreamSync:
@@ -250,7 +255,7 @@ class StreamSync:
         try:
             self._read_saved_state()
         except StateError as exc:
-            raise StateError(f"stream `{stream.name}`: {exc}") from None
+            raise type(exc)(f"stream `{stream.name}`: {exc}") from None
 
     # -- saved state -----------------------------------------------------------------
 
@@ -476,7 +481,19 @@ class StreamSync:
             sync: StreamSync = DelegatedSync(parent.delegation, self.config, saved, incremental=dependent,
                                              clock=self.clock)
         else:
-            sync = StreamSync(parent.stream, self.config, saved, incremental=dependent, clock=self.clock)
+            try:
+                sync = StreamSync(parent.stream, self.config, saved, incremental=dependent, clock=self.clock)
+            except ForeignStateError:
+                # A parent state of another shape (a connection moved from Airbyte, another version): airbyte-cdk
+                # reads the parent from its start; so do we, and say what was set aside. The child's own state
+                # still applies, so only the parent is read again.
+                assert saved is not None
+                STATE_LOG.warning(
+                    "stream `%s`: the saved state of its parent stream `%s` has none of the keys the parent's cursor "
+                    "reads (`%s`); ignored: %s. `%s` is read from its start and its state is written anew",
+                    self.stream.name, name, parent.stream.cursor.cursor_field if parent.stream.cursor else "",
+                    orjson.dumps(saved, default=str).decode()[:300], name)
+                sync = StreamSync(parent.stream, self.config, None, incremental=dependent, clock=self.clock)
         sync.parent_readers = self.parent_readers
         if dependent:
             self._parents[name] = sync
@@ -562,13 +579,15 @@ class StreamSync:
         if self._states is None:
             return
         progress = part.progress
-        value = progress.value()
+        value: Any = progress.value()  # a datetime, or an int for an IncrementingCountCursor
         beyond = progress.finished_beyond()
-        if (value, beyond) == part.recorded or (value is None and not beyond and part.recorded is None):
-            return
-        if value is None and not beyond:  # the windows recorded as finished beyond a start are now all it has
-            part.recorded = None
-            self._states.drop(part.routed.partition, part.digest or None)
+        if value is not None or not beyond:
+            # Never below where the partition started: one that read no record keeps its start (its saved
+            # value, or start_datetime), as airbyte-cdk keeps every partition it read.
+            resume = self.cursor.start_of(progress.prior) if self.cursor is not None else None
+            if value is None or (resume is not None and value < resume):
+                value = resume
+        if (value, beyond) == part.recorded:
             return
         part.recorded = (value, beyond)
         cursor_state = self.cursor.range_state_of(value, beyond) \
@@ -590,9 +609,10 @@ class StreamSync:
                 beyond = progress.finished_beyond() if progress is not None else self._closed_global
                 if beyond and isinstance(cursor, DatetimeCursor):  # finished windows past the resume value
                     return cursor.range_state_of(value, beyond)
-                if value is None and isinstance(cursor, CountCursor):  # Airbyte keeps where the sync started
-                    value = cursor.start_of(self._prior_global)
-                return cursor.state_of(value) if value is not None else {}
+                # Never below where the sync started (the saved value, or the start when it is later or there
+                # is none): a sync that read no record keeps its start, as airbyte-cdk does.
+                resume: Any = cursor.start_of(self._prior_global)
+                return cursor.state_of(resume if value is None or value < resume else value)
             out: dict[str, Any] = {}
             if self._states is not None:
                 out["states"] = self._states.entries()
@@ -606,7 +626,10 @@ class StreamSync:
                 out["state"] = cursor.state_of(value)
             out["use_global_cursor"] = self.global_cursor
             if not isinstance(cursor, CountCursor):  # seconds looked back next time; no time to look back by
-                out["lookback_window"] = self._duration() if final else self._saved_lookback
+                # The duration of a sync that read some record (the one that moved `state`), as airbyte-cdk
+                # writes it; one that read none keeps the lookback of the sync that set `state`.
+                out["lookback_window"] = self._duration() if final and self._seen is not None \
+                    else self._saved_lookback
             parent_state = {}
             for name, parent in self._parents.items():
                 found = parent.state(final=final)

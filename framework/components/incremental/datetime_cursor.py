@@ -140,6 +140,13 @@ class DatetimeCursor:
         fmt, start_key, end_key = self.datetime_format, self.partition_field_start, self.partition_field_end
         return [{start_key: format_datetime(low, fmt), end_key: format_datetime(high, fmt)} for low, high in pairs]
 
+    def start_of(self, state_value: datetime | None) -> datetime:
+        """Where a sync starts, and the state it keeps when it reads no record: the saved value when it is at or
+        after ``start_datetime``, else ``start_datetime`` (airbyte-cdk's rule: its state never falls below
+        either)."""
+        start = self.start.value()
+        return state_value if state_value is not None and state_value >= start else start
+
     def floor(self, state_value: datetime, min_lookback: Step | None = None) -> datetime:
         """The earliest instant to read again after ``state_value``: ``state - min_lookback - lookback_window``."""
         key = (state_value, min_lookback)
