@@ -22,13 +22,16 @@ Skipped without a python that has airbyte-cdk (``AIRBYTE_CDK_PYTHON``).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from fakes.api_server import ApiError, FakeApi, RecordedRequest
-from parity.state_cases import draw_many, run_batch
+from parity.state_cases import START, Case, CasesApi, comparable_state, draw_many, iso, manifest_of, run_batch
 from parity.test_airbyte_parity import (
     ENABLE,
     Both,
@@ -158,3 +161,61 @@ def test_randomized_cursor_configurations_read_and_keep_state_alike(api: FakeApi
         "plain", "per_partition", "global"}  # the draw covers what it is meant to
     differing = [f"{v.case.name} ({v.case.knobs()}): {v.differences}" for v in verdicts if not v.identical]
     assert not differing, "\n".join(differing)
+
+
+# -- a saved parent state of another shape ----------------------------------------------------------------------
+
+
+def test_a_parent_state_of_another_shape_reads_the_parent_from_its_start(api: FakeApi, tmp_path: Path) -> None:
+    store = Store()
+    store.rows.update({
+        "/accounts": [{"id": "p1", "updated_at": "2024-01-04T00:00:00Z"},
+                      {"id": "p2", "updated_at": "2024-01-05T00:00:00Z"}],
+        "/accounts/p1/orders": [{"id": "o1", "updated_at": "2024-01-02T00:00:00Z"},
+                                {"id": "o2", "updated_at": "2024-01-04T00:00:00Z"}],
+        "/accounts/p2/orders": [{"id": "o3", "updated_at": "2024-01-05T00:00:00Z"}]})
+    for path in store.rows:
+        api.route("GET", path, store)
+    config = {"base_url": api.url, "start_date": "2024-01-01T00:00:00Z", "end_date": "2024-01-06T00:00:00Z"}
+    saved = [{"type": "STREAM", "stream": {"stream_descriptor": {"name": "orders"}, "stream_state": {
+        "states": [{"partition": {"account_id": "p1", "parent_slice": {}}, "cursor": {"updated_at":
+                                                                                       "2024-01-03T00:00:00Z"}}],
+        "state": {"updated_at": "2024-01-03T00:00:00Z"}, "use_global_cursor": False, "lookback_window": 0,
+        "parent_state": {"accounts": {"modified_since": "2024-01-03"}}}}}]
+    both = run_both(api, tmp_path, "parent_state.yaml", config, catalog_for({"orders": "incremental"}),
+                    ours_state=saved, cdk_state=saved)
+    # both read every account (the parent from its start), p1 from its own cursor
+    assert sorted(r["id"] for r in both.cdk.records["orders"]) == ["o2", "o3"]
+    assert_same_records(both, "orders", partition_of=lambda record: record["id"])
+    assert ("GET", "/accounts", (("since", "2024-01-01T00:00:00Z"), ("until", "2024-01-06T00:00:00Z"))) \
+        in both.ours_requests & both.cdk_requests
+    ours, cdk = both.ours.stream_state("orders"), both.cdk.stream_state("orders")
+    assert without_form(ours)["states"] == without_form(cdk)["states"]
+    # the CDK keeps the key it could not read beside the new cursor; we write the parent's state anew
+    assert cdk["parent_state"]["accounts"]["updated_at"] == ours["parent_state"]["accounts"]["updated_at"]
+    assert "the saved state of its parent stream `accounts` has none of the keys" in both.ours.stderr
+
+
+# -- where airbyte-cdk is wrong and we keep ours ------------------------------------------------------------------
+
+
+def test_client_side_filtering_with_a_lookback_gives_each_record_once(api: FakeApi, tmp_path: Path) -> None:
+    """Per partition, client-side filtering and a lookback, against an API that ignores the window: airbyte-cdk
+    keeps a record once per window that returned it (the range filter only); we keep it in its own window."""
+    case = Case(0, "per_partition", "P1D", "P1D", client_side=True, api_filters=False, dependency=False,
+                end=START + timedelta(days=4), end_later=START + timedelta(days=4),
+                first={"p1": ["2024-01-01T06:00:00Z", "2024-01-03T00:00:00Z"], "p2": ["2024-01-04T00:00:00Z"]})
+    path = tmp_path / "duplicates.yaml"
+    path.write_text(yaml.safe_dump(manifest_of([case]), sort_keys=False))
+    CasesApi([case]).install(api)
+    config = {"base_url": api.url, "start_date": iso(START), "end_c000": iso(case.end)}
+    catalog = catalog_for({"c000": "incremental"})
+    ours, cdk = run_ours(tmp_path, path, config, catalog), run_cdk(tmp_path, path, config, catalog)
+    ours.check("run-manifest --protocol")
+    cdk.check("source-declarative-manifest")
+    mine = Counter(r["id"] for r in ours.records["c000"])
+    theirs = Counter(r["id"] for r in cdk.records["c000"])
+    assert set(mine) == set(theirs) == {"c000-p1-0", "c000-p1-1", "c000-p2-0"}
+    assert set(mine.values()) == {1}
+    assert theirs["c000-p1-0"] > 1, theirs  # the CDK's duplicates: once per window of the range
+    assert comparable_state(case, ours.stream_state("c000")) == comparable_state(case, cdk.stream_state("c000"))
