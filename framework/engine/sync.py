@@ -249,6 +249,7 @@ class StreamSync:
         self._closed_global: tuple[Closed, ...] = ()  # one-partition state: windows finished beyond it
         self._all_from_global = False  # no per-partition list was saved: every partition starts at the global value
         self._saved_lookback = 0
+        self._start: Any = None  # the cursor's start (start_datetime, start_value), rendered once: _resume
         self._states: PartitionStates | None = None
         if self.incremental and self.partitioned and not self.global_cursor and self.cursor is not None:
             self._states = PartitionStates(MAX_PARTITION_STATES, self.cursor.state_of)
@@ -584,8 +585,8 @@ class StreamSync:
         if value is not None or not beyond:
             # Never below where the partition started: one that read no record keeps its start (its saved
             # value, or start_datetime), as airbyte-cdk keeps every partition it read.
-            resume = self.cursor.start_of(progress.prior) if self.cursor is not None else None
-            if value is None or (resume is not None and value < resume):
+            resume = self._resume(progress.prior)
+            if value is None or value < resume:
                 value = resume
         if (value, beyond) == part.recorded:
             return
@@ -595,6 +596,15 @@ class StreamSync:
         self._states.put(part.routed.partition, value, cursor_state, part.digest or None)
 
     # -- state -----------------------------------------------------------------------
+
+    def _resume(self, prior: Any) -> Any:
+        """Where a sync (or a partition) that started from ``prior`` resumes when it read no record: ``prior``, or
+        the cursor's start when that is later or ``prior`` is None (airbyte-cdk's rule). The start is rendered once
+        per sync (this runs for every unit done)."""
+        if self._start is None:
+            assert self.cursor is not None
+            self._start = self.cursor.start_of(None)
+        return prior if prior is not None and prior >= self._start else self._start
 
     def state(self, final: bool = False) -> dict | None:
         """The state the finished units allow now; ``final`` at the end of a successful sync."""
@@ -611,7 +621,7 @@ class StreamSync:
                     return cursor.range_state_of(value, beyond)
                 # Never below where the sync started (the saved value, or the start when it is later or there
                 # is none): a sync that read no record keeps its start, as airbyte-cdk does.
-                resume: Any = cursor.start_of(self._prior_global)
+                resume = self._resume(self._prior_global)
                 return cursor.state_of(resume if value is None or value < resume else value)
             out: dict[str, Any] = {}
             if self._states is not None:

@@ -83,6 +83,16 @@ def test_the_seed_window_table_is_what_the_api_receives(tmp_path, fake_api):
 # -- one partition -------------------------------------------------------------------------------
 
 
+def test_a_sync_that_reads_no_record_keeps_its_start_never_an_older_state(tmp_path, fake_api):
+    Shop().install(fake_api)
+    path = write(tmp_path, source(single()))
+    assert sync(path, fake_api).state == {"updated_at": iso(at(0))}  # nothing saved: start_datetime
+    # a saved value before start_datetime (the start was moved since): the start, as airbyte-cdk keeps it
+    assert sync(path, fake_api, {"updated_at": "2023-06-01T00:00:00Z"}).state == {"updated_at": iso(at(0))}
+    assert sync(path, fake_api, {"updated_at": iso(at(3))}).state == {"updated_at": iso(at(3))}  # its own value
+
+
+
 def test_first_and_second_sync_read_only_what_changed(tmp_path, fake_api):
     shop = small_shop()
     shop.install(fake_api)

@@ -135,6 +135,17 @@ def test_a_state_before_the_start_keeps_the_start():
     assert build(DAILY).windows(at(2021, 6, 1))[0]["start_time"] == "2022-01-01T00:00:00Z"
 
 
+@given(st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2040, 1, 1), timezones=st.just(UTC)))
+@settings(max_examples=60, deadline=None)
+def test_start_of_is_the_saved_value_never_below_the_start(saved):
+    """What a sync that reads no record keeps (airbyte-cdk's rule): the saved value, or start_datetime when that
+    is later or nothing was saved."""
+    cursor = build(SEED)
+    start = at(2022, 1, 1)
+    assert cursor.start_of(None) == start
+    assert cursor.start_of(saved) == max(saved, start)
+
+
 def test_a_state_after_the_end_reads_nothing():
     assert build(DAILY).windows(at(2022, 3, 2)) == []
 
