@@ -34,10 +34,18 @@ stopped half way) keeps them as Airbyte's concurrent ``date-range`` state
 :mod:`framework.components.incremental.date_ranges`); the next sync reads only
 the windows no slice covers.
 
+A cursor value never falls below where the sync (or the partition) started:
+one that read no record keeps its saved value, or the cursor's start when that
+is later or nothing was saved, as airbyte-cdk does. A saved ``lookback_window``
+is replaced only by a sync that read a record.
+
 Saved states in any of these shapes are read back; a state without
 ``states`` (a flat ``{"<cursor_field>": value}`` or a global one) is applied to
 every partition, as Airbyte does. A partition that is in no saved state is new
-and starts at ``start_datetime``.
+and starts at ``start_datetime``. A stream's state none of whose keys its
+cursor reads is refused (:class:`~framework.errors.ForeignStateError`); a
+parent's (``parent_state``) is set aside with a warning and the parent read
+from its start, as airbyte-cdk reads it.
 
 Parent streams are read while planning (the child's partitions are their
 records); each parent record is tagged with the parent unit it came from, and
