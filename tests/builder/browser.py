@@ -1,6 +1,5 @@
 """Support for the builder's browser tests: headless Chromium (Debian's chromium and chromedriver) driven by
-Selenium, the builder's server (the real ``manifest-builder`` command when pyproject.toml names it, else the
-stand-in of tests/fakes/builder_server.py), and a screenshot per step.
+Selenium, the ``manifest-builder`` command in a process of its own, and a screenshot per step.
 
 Screenshots go to the test's temp folder (``screenshots/``, the CI artifact) and, when
 ``BUILDER_SCREENSHOTS_DIR`` is set, also there (``BUILDER_SCREENSHOTS_DIR=docs/images/builder`` makes the
@@ -54,24 +53,10 @@ def start_chrome() -> Any:
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 
 
-def _builder_command() -> str | None:
-    """The ``module:function`` pyproject.toml gives the ``manifest-builder`` command, when it is there."""
-    found = re.search(r'^manifest-builder\s*=\s*"([\w.]+:\w+)"', (REPO / "pyproject.toml").read_text(), re.MULTILINE)
-    return found.group(1) if found else None
-
-
 @contextmanager
 def builder(manifest: Path, config: Path) -> Iterator[str]:
-    """The builder's URL for ``manifest`` and ``config``, served while the block runs."""
-    target = _builder_command()
-    if target is None:
-        from fakes.builder_server import BuilderServer
-
-        with BuilderServer(manifest, config) as server:
-            yield server.url
-        return
-    module, function = target.split(":")
-    code = f"import sys; from {module} import {function} as main; sys.exit(main())"
+    """The URL of ``manifest-builder MANIFEST --config CONFIG --no-browser``, running while the block runs."""
+    code = "import sys; from framework.cli.builder import main; sys.exit(main())"
     process = subprocess.Popen(
         [sys.executable, "-c", code, str(manifest), "--config", str(config), "--no-browser"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
