@@ -54,6 +54,12 @@ def _get(data: Any, path: Path) -> Any:
     return data
 
 
+def shown(sent: Any, paths: list[Path]) -> bool:
+    """Whether the config the page sent shows a secret: a value other than the placeholder at one of ``paths``
+    (one typed in, or one the spec marks secret only since the page got the config)."""
+    return any(_get(sent, path) not in (None, PLACEHOLDER) for path in paths)
+
+
 def masked_config(config: Mapping[str, Any], paths: list[Path]) -> Any:
     """A copy of ``config`` with the value at each of ``paths`` replaced by :data:`PLACEHOLDER`."""
     copy = json.loads(json.dumps(config, default=str))

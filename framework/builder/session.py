@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from framework.builder.runs import Run
-from framework.builder.secrets import PLACEHOLDER, masked_config_text, restore, secret_paths
+from framework.builder.secrets import PLACEHOLDER, masked_config_text, restore, secret_paths, shown
 from framework.components.http.transport import RequestsTransport
 from framework.engine.connector import open_connector_text
 from framework.engine.schema_edits import edit_inline, schema_change, schema_diff, schema_target, write_schema_file
@@ -165,7 +165,15 @@ class Session:
             if isinstance(stream, Mapping) and isinstance(stream.get("name"), str):
                 router = dig(stream, "retriever", "partition_router")
                 streams.append({"name": stream["name"], "partitioned": bool(router)})
-        return {"diagnostics": manifest, "config_diagnostics": config_diagnostics, "streams": streams}
+        answer: dict[str, Any] = {"diagnostics": manifest, "config_diagnostics": config_diagnostics,
+                                  "streams": streams}
+        if config is not None and isinstance(spec, Mapping):
+            # a secret on the page (typed in, or marked secret by a spec written since the session began) goes
+            # back masked: the page shows this text instead, and the session keeps the value
+            paths = secret_paths(spec, config.data)
+            if shown(orjson.loads(_text(body, "config_text")), paths):
+                answer["config_text"] = masked_config_text(config.data, paths)
+        return answer
 
     def _open(self, text: str, config: Mapping[str, Any], transport: Any = None, sleep: Any = None) -> Any:
         return open_connector_text(text, config, file=self.manifest_path, base_dir=self.base_dir,

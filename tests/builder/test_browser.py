@@ -163,6 +163,10 @@ def test_build_the_three_stream_example_from_an_empty_manifest(driver, shop, tmp
             page.shot(f"1{number}-typed-{streams[-1]}")
         page.wait_valid()
         page.wait(lambda: page.streams() == ["accounts", "orders", "events"], "the three streams in the picker")
+        # the spec marks api_key secret: the config on the screen shows it masked from then on
+        page.wait(lambda: "demo-key-not-secret" not in page.find("#config").get_attribute("value"),
+                  "the API key masked once the spec marks it secret")
+        assert '"api_key": "********"' in page.find("#config").get_attribute("value")
         assert page.text == example
 
         assert page.test_read("events", pages=2) == "done", page.find("#run-status").text

@@ -301,3 +301,23 @@ def test_a_poll_since_a_page_gets_only_the_later_pages(builder):
     whole = builder.wait(run["run_id"])
     later = builder.json("GET", f"/api/test-read/{run['run_id']}?since=2")
     assert [p["number"] for p in whole["pages"]] == [1, 2, 3] and later["pages"] == whole["pages"][2:]
+
+
+def test_a_secret_on_the_page_comes_back_masked_and_is_kept(tmp_path, api):
+    """A manifest begun without a spec shows the whole config; once the spec marks a field secret, the next
+    check answers the config masked, and the session keeps the value for the placeholder."""
+    manifest = tmp_path / "manifest.yaml"  # not there yet: no spec, nothing is known to be secret
+    config = {"base_url": api.url, "api_key": shop_api.API_KEY, "start_date": "2024-05-01"}
+    session = Session(str(manifest), dict(config), allow_custom_code=False)
+    page_config = session.session()["config_text"]
+    assert json.loads(page_config)["api_key"] == shop_api.API_KEY
+    text = (SHOP / "manifest.yaml").read_text(encoding="utf-8")
+    answer = session.validate({"manifest_text": text, "config_text": page_config})
+    assert json.loads(answer["config_text"]) == {**config, "api_key": PLACEHOLDER}
+    again = session.validate({"manifest_text": text, "config_text": answer["config_text"]})
+    assert "config_text" not in again and not again["config_diagnostics"]
+    assert session.config["api_key"] == shop_api.API_KEY
+    typed = json.dumps({**config, "api_key": "a-new-key"})  # a secret typed in is masked too, and taken
+    assert json.loads(session.validate({"manifest_text": text, "config_text": typed})["config_text"])["api_key"] \
+        == PLACEHOLDER
+    assert session.config["api_key"] == "a-new-key"

@@ -165,6 +165,11 @@ async function validate() {
     return;
   }
   if (seq !== state.validateSeq) return;  // the text changed again meanwhile
+  if (answer.config_text && $("config").value === body.config_text) {
+    // a secret was on the screen (typed in, or a field the spec now marks secret): shown masked from now on;
+    // the server keeps the value and puts it back where the page sends the placeholder
+    $("config").value = answer.config_text;
+  }
   lastDiagnostics = answer.diagnostics || [];
   lastConfigDiagnostics = answer.config_diagnostics || [];
   const errors = lastDiagnostics.filter((d) => d.severity === "error").length;
