@@ -154,14 +154,18 @@ class Page:
             "const t = document.getElementById('manifest'); t.focus(); t.setSelectionRange(arguments[0], arguments[1]);",
             offset, offset if end is None else end)
 
-    def replace(self, old: str, new: str) -> int:
-        """Select the first ``old`` in the manifest and type ``new`` over it; the line it was on (1-based)."""
+    def replace(self, old: str, new: str, editor: str = "manifest") -> int:
+        """Select the first ``old`` in an editor (``manifest`` or ``config``) and type ``new`` over it; the line
+        it was on (1-based)."""
         from selenium.webdriver.common.keys import Keys
 
-        at = self.text.index(old)
-        self.caret(at, at + len(old))
-        self.type(new or Keys.BACKSPACE)
-        return self.text[:at].count("\n") + 1
+        text = str(self.find(f"#{editor}").get_attribute("value"))
+        at = text.index(old)
+        self.driver.execute_script(
+            "const t = document.getElementById(arguments[0]); t.focus(); t.setSelectionRange(arguments[1], arguments[2]);",
+            editor, at, at + len(old))
+        self.find(f"#{editor}").send_keys(new or Keys.BACKSPACE)
+        return text[:at].count("\n") + 1
 
     def gutter_class(self, line: int) -> str:
         return str(self.find(f"#gutter div[data-line='{line}']").get_attribute("class") or "")

@@ -165,9 +165,10 @@ async function validate() {
     return;
   }
   if (seq !== state.validateSeq) return;  // the text changed again meanwhile
-  if (answer.config_text && $("config").value === body.config_text) {
+  if (answer.config_text && $("config").value === body.config_text && document.activeElement !== $("config")) {
     // a secret was on the screen (typed in, or a field the spec now marks secret): shown masked from now on;
-    // the server keeps the value and puts it back where the page sends the placeholder
+    // the server keeps the value and puts it back where the page sends the placeholder. Not while the config
+    // is being edited (a secret half typed would be masked): leaving the editor checks it again.
     $("config").value = answer.config_text;
   }
   lastDiagnostics = answer.diagnostics || [];
@@ -470,6 +471,7 @@ async function start() {
   wireEditor($("manifest"), $("gutter"));
   wireEditor($("config"), $("config-gutter"));
   $("manifest").addEventListener("input", markDirty);
+  $("config").addEventListener("blur", scheduleValidate);
   $("stream").addEventListener("change", () => {
     $("stream").dataset.chosen = $("stream").value;
     updatePartition();
