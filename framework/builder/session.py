@@ -81,8 +81,9 @@ class Session:
     transport: Any = None  # the transport test reads send through (None: HTTP)
     version: str = ""
     runs: dict[str, Run] = field(default_factory=dict)
-    _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    # a counter and a lock: no part of the session's value (out of equality and repr, which a Struct cannot do)
+    _ids: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.manifest_path = os.path.abspath(self.manifest_path)

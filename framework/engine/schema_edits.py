@@ -15,8 +15,9 @@ import json
 import os
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from framework.components.records.schemas import PERMISSIVE_SCHEMA, default_schema_path, schema_file_path
 from framework.engine.connector import Connector
@@ -24,8 +25,7 @@ from framework.engine.schema_inference import infer_schema, merge_schema
 from framework.models import InlineSchemaLoader, JsonFileSchemaLoader
 
 
-@dataclass(frozen=True)
-class SchemaTarget:
+class SchemaTarget(Struct, frozen=True):
     """Where a stream's schema is written: a JSON file, or an inline schema at a manifest place."""
 
     kind: str  # "file", "inline" or "none"

@@ -12,8 +12,9 @@ import graphlib
 import json
 import os
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from framework.diagnostics import Diagnostic
 from framework.interpolation import DEPRECATED_VARIABLES, VARIABLES, TemplateEngine, analyze_template
@@ -50,8 +51,7 @@ if TYPE_CHECKING:
     from framework.manifest.config_check import ConfigFile
 
 
-@dataclass(frozen=True)
-class KnownConfig:
+class KnownConfig(Struct, frozen=True):
     """The config keys a template may read: those the spec declares (None: no spec lists them) and, with a
     config given (``validate-manifest --config``), those the config has, in the file ``config_file``."""
 

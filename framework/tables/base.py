@@ -16,8 +16,9 @@ are orphans: `Table.orphans` lists them and `Table.remove_orphans` deletes those
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from msgspec import Struct, field
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -25,8 +26,7 @@ if TYPE_CHECKING:
 CommitMode = Literal["append", "overwrite"]
 
 
-@dataclass(frozen=True)
-class DataFile:
+class DataFile(Struct, frozen=True):
     """One Parquet file already written inside the table's location (a local path or an `s3://` URI)."""
 
     path: str
@@ -34,8 +34,7 @@ class DataFile:
     record_count: int
 
 
-@dataclass(frozen=True)
-class TableCommit:
+class TableCommit(Struct, frozen=True):
     """One stream's commit: its new files and the state that says how far they reach."""
 
     files: tuple[DataFile, ...]
@@ -47,25 +46,22 @@ class TableCommit:
     properties: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class SchemaChange:
+class SchemaChange(Struct, frozen=True):
     """How a commit changed the table's columns: nullable columns added, types widened."""
 
     added: tuple[str, ...] = ()
     widened: tuple[tuple[str, str, str], ...] = ()  # (column, old type, new type)
 
 
-@dataclass(frozen=True)
-class CommitResult:
+class CommitResult(Struct, frozen=True):
     """The commit made (its table version or snapshot id), or none when `app_id`/`version` was already there."""
 
     committed: bool
     table_version: str
-    schema_change: SchemaChange = SchemaChange()
+    schema_change: SchemaChange = field(default_factory=SchemaChange)
 
 
-@dataclass(frozen=True)
-class CommittedState:
+class CommittedState(Struct, frozen=True):
     """The state the table's newest commit carries, with the `version` that commit was made for."""
 
     state: Mapping[str, Any]
@@ -73,8 +69,7 @@ class CommittedState:
     table_version: str
 
 
-@dataclass(frozen=True)
-class CompactResult:
+class CompactResult(Struct, frozen=True):
     files_before: int
     files_after: int
 

@@ -11,8 +11,9 @@ in the table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
+
+from msgspec import Struct
 
 from framework.tables.base import SchemaChange
 
@@ -25,15 +26,13 @@ if TYPE_CHECKING:
 Path = tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class _Step:
+class _Step(Struct, frozen=True):
     kind: Literal["add", "widen", "optional"]
     path: Path
     type: IcebergType | None = None
 
 
-@dataclass(frozen=True)
-class EvolutionPlan:
+class EvolutionPlan(Struct, frozen=True):
     """What a commit does to the table's columns, and the columns it cannot take as they are."""
 
     steps: tuple[_Step, ...] = ()

@@ -66,8 +66,10 @@ def sync(write_manifest, fake_api):
 
 
 def test_four_threads_within_the_budget_get_no_429(sync, fake_api):
+    # The API counts requests by when they arrive, the budget by when they leave: one request of headroom, so a
+    # request that a busy machine delays past the API's window edge does not make the test flaky.
     counter = fake_api.limit(6, 1.0, headers=True)
-    records = sync(manifest({"type": "MovingWindowCallRatePolicy", "rates": [{"limit": 6, "interval": "PT1S"}],
+    records = sync(manifest({"type": "MovingWindowCallRatePolicy", "rates": [{"limit": 5, "interval": "PT1S"}],
                              "matchers": [{"method": "GET", "url_path_pattern": "^/items$"}]}))
     assert sorted((r["region"], r["id"]) for r in records) == sorted((r, i) for r in REGIONS for i in range(14))
     assert counter.refused == 0
