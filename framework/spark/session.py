@@ -58,7 +58,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import sys
 import tempfile
 import threading
@@ -73,6 +72,7 @@ from framework.errors import ConfigError
 from framework.spark.class_archive import class_archive
 from framework.spark.connect import prepare_client, remote_url
 from framework.spark.connect_channel import TOKEN_VARIABLE, shown_url, tls_mismatch
+from framework.spark.connect_wait import wait_for_server, wait_limit
 from framework.spark.home import jdbc_jars, spark_defaults, under_spark_submit
 from framework.spark.launch import SparkStartFailed, launch_jvm
 from framework.spark.launch_home import launch_home
@@ -333,17 +333,14 @@ def _connect_session(url: str, app_name: str, conf: dict[str, str]) -> SparkSess
 
 
 def _check_reachable(url: str) -> None:
-    """Fail at once when nothing listens at an ``sc://`` URL (the Connect client would retry for minutes)."""
+    """Fail when nothing listens at an ``sc://`` URL (the Connect client would retry for minutes), after waiting
+    up to a limit for a server that refuses connections, as one that is starting does
+    (:mod:`framework.spark.connect_wait`)."""
     if not url.startswith("sc://"):
         return  # "local": pyspark starts a Connect server of its own
     parsed = urllib.parse.urlparse("http://" + url[len("sc://"):].split(";", 1)[0])
     host, port = parsed.hostname or "localhost", parsed.port or 15002
-    try:
-        socket.create_connection((host, port), timeout=10).close()
-    except OSError as exc:
-        raise ConfigError(f"the Spark Connect server at {shown_url(url)} could not be reached ({host}:{port}: "
-                          f"{exc.strerror or exc}); start it (sbin/start-connect-server.sh) or fix --remote / "
-                          "SPARK_REMOTE") from None
+    wait_for_server(host, port, shown_url(url), wait_limit())
 
 
 class SessionPlan(Struct, frozen=True):
