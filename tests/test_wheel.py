@@ -1,13 +1,9 @@
-"""The package as a user installs it: a wheel built from the project's files, installed (not editable) with its
-``spark`` extra into a fresh virtual environment, and run from a folder with no checkout in it.
+"""The package as a user installs it: the wheel (``built_wheel``), installed with its extras into a fresh venv
+(``wheel_env``; both tests/wheel_env.py's, made once per session), run from a folder with no checkout in it.
 
-The wheel is built once for this module (``pip wheel --no-deps``, as README.md's Install section says) from a
-copy of the files a build reads, so nothing of this checkout (caches, outputs, tests) can leak in. The fresh
-environment is made without its own pip (``--without-pip``), and this venv's pip installs into it
-(``pip --python``) from pip's cache and the configured index, without byte-compiling: about 20 s, most of it
-unpacking PySpark. Then ``validate-manifest``, a protocol-mode sync and a Spark-mode sync of the example shop
-run from that environment's ``bin/`` against the example API; the Spark sync waits for Spark
-(``--wait-for-spark``), so its Python workers import the installed package too.
+``validate-manifest``, a protocol-mode sync and a Spark-mode sync of the example shop run from that environment's
+``bin/`` against the example API; the Spark sync waits for Spark (``--wait-for-spark``), so its Python workers
+import the installed package too.
 """
 
 from __future__ import annotations
@@ -23,11 +19,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from wheel_env import clean_env
 
 REPO = Path(__file__).resolve().parents[1]
 SHOP = REPO / "examples" / "shop"
-NOT_INHERITED = ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_REMOTE", "VIRTUAL_ENV",
-                 "SPARK_HOME", "PYTHONHOME")
 
 
 def _tracked_files() -> set[str]:
@@ -37,42 +32,10 @@ def _tracked_files() -> set[str]:
     return set(listed.stdout.split())
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    source = tmp_path_factory.mktemp("source")
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, source / name)
-    shutil.copytree(REPO / "framework", source / "framework", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    dist = tmp_path_factory.mktemp("dist")
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(source)],
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    (built,) = dist.glob("manifest_framework-*-py3-none-any.whl")
-    return built
-
-
-@pytest.fixture(scope="module")
-def installed(wheel, tmp_path_factory) -> Path:
-    """The fresh environment's ``bin/``, with the wheel and its ``spark`` extra installed."""
-    env_dir = tmp_path_factory.mktemp("fresh") / "env"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True, timeout=120)
-    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(env_dir / "bin" / "python"), "install", "-q",
-                           "--no-compile", f"{wheel}[spark]"], capture_output=True, text=True, timeout=600,
-                          env=_clean_env(), check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return env_dir / "bin"
-
-
-def _clean_env(**more: str) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key not in NOT_INHERITED}
-    env.update(more)
-    return env
-
-
 def _run(bin_dir: Path, command: str, *args: str, cwd: Path, timeout: float = 300,
          **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(bin_dir / command), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          env=_clean_env(**env), check=False)
+                          env=clean_env(**env), check=False)
 
 
 def _shop_api():
@@ -98,10 +61,10 @@ def connector(tmp_path):
         yield folder
 
 
-def test_the_wheel_holds_every_module_and_the_version_written_once(wheel):
+def test_the_wheel_holds_every_module_and_the_version_written_once(built_wheel):
     import framework
 
-    with zipfile.ZipFile(wheel) as archive:
+    with zipfile.ZipFile(built_wheel) as archive:
         names = set(archive.namelist())
         metadata = next(archive.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
         entry_points = next(archive.read(n).decode() for n in names if n.endswith(".dist-info/entry_points.txt"))
@@ -110,25 +73,25 @@ def test_the_wheel_holds_every_module_and_the_version_written_once(wheel):
     assert "framework/py.typed" in names
     assert not [n for n in names if n.startswith(("tests/", "examples/", "bench/", "docs/"))]
     assert f"Version: {framework.__version__}\n" in metadata
-    assert wheel.name == f"manifest_framework-{framework.__version__}-py3-none-any.whl"
+    assert built_wheel.name == f"manifest_framework-{framework.__version__}-py3-none-any.whl"
     for script in ("validate-manifest", "run-manifest", "normalize-output"):
         assert f"{script} = framework.cli." in entry_points
 
 
-def test_validate_manifest_runs_from_the_installed_wheel(installed, connector):
+def test_validate_manifest_runs_from_the_installed_wheel(wheel_env, connector):
     import framework
 
-    version = _run(installed, "validate-manifest", "--version", cwd=connector)
+    version = _run(wheel_env, "validate-manifest", "--version", cwd=connector)
     assert version.stdout.strip() == f"validate-manifest {framework.__version__}", version.stderr
-    where = _run(installed, "python", "-c", "import framework; print(framework.__file__)", cwd=connector)
-    assert Path(where.stdout.strip()).is_relative_to(installed.parent), where.stdout + where.stderr
-    done = _run(installed, "validate-manifest", "--config", "config.json", "manifest.yaml", cwd=connector)
+    where = _run(wheel_env, "python", "-c", "import framework; print(framework.__file__)", cwd=connector)
+    assert Path(where.stdout.strip()).is_relative_to(wheel_env.parent), where.stdout + where.stderr
+    done = _run(wheel_env, "validate-manifest", "--config", "config.json", "manifest.yaml", cwd=connector)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 file checked: 0 errors, 0 warnings" in done.stderr
 
 
-def test_a_protocol_sync_runs_from_the_installed_wheel(installed, connector):
-    done = _run(installed, "run-manifest", "manifest.yaml", "--config", "config.json", "--protocol", cwd=connector)
+def test_a_protocol_sync_runs_from_the_installed_wheel(wheel_env, connector):
+    done = _run(wheel_env, "run-manifest", "manifest.yaml", "--config", "config.json", "--protocol", cwd=connector)
     assert done.returncode == 0, done.stderr[-3000:]
     messages = [json.loads(line) for line in done.stdout.splitlines()]
     streams = {m["record"]["stream"] for m in messages if m["type"] == "RECORD"}
@@ -137,11 +100,11 @@ def test_a_protocol_sync_runs_from_the_installed_wheel(installed, connector):
 
 
 @pytest.mark.spark
-def test_a_spark_sync_runs_from_the_installed_wheel(installed, connector):
+def test_a_spark_sync_runs_from_the_installed_wheel(wheel_env, connector):
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.fail("no Java: Spark mode needs Java 17 (make setup installs it)")
     out = connector / "out"
-    done = _run(installed, "run-manifest", "manifest.yaml", "--config", "config.json", "--output", str(out),
+    done = _run(wheel_env, "run-manifest", "manifest.yaml", "--config", "config.json", "--output", str(out),
                 "--wait-for-spark", "--streams", "accounts,orders", cwd=connector, timeout=600,
                 SPARK_LOCAL_IP="127.0.0.1")
     assert done.returncode == 0, done.stderr[-4000:]
