@@ -117,8 +117,12 @@ def classic_session(plan: SessionPlan, app_name: str,
     builder = SparkSession.builder.appName(app_name)
     if plan.master:
         builder = builder.master(plan.master)
+    # under spark-submit a log level is set in its JVM before the context starts (_level_before_context), not
+    # by the context (which would announce its version, OS and Java first, and then the change)
+    early_level = plan.settings.get("spark.log.level") if under_spark_submit() else None
     for key, value in plan.settings.items():
-        builder = builder.config(key, value)
+        if not (early_level and key == "spark.log.level"):
+            builder = builder.config(key, value)
     if start is not None:
         from pyspark import SparkContext
 
@@ -131,10 +135,43 @@ def classic_session(plan: SessionPlan, app_name: str,
         start._launched(process)
     else:
         launch_jvm(plan, app_name)
+    if early_level:
+        _level_before_context(early_level)
     session = builder.getOrCreate()
     if plan.quiet:
         session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def quiet_conf(conf: Mapping[str, str], quiet: bool, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``conf`` with ``spark.log.level=ERROR`` added for a quiet run (``--quiet``) under ``spark-submit``: its
+    JVM runs already, with Spark's default log4j profile (INFO), so the level is set in it before the
+    SparkContext starts (:func:`classic_session`). Not when the level is set already (``--conf``,
+    spark-defaults.conf, ``PYSPARK_SUBMIT_ARGS``); a JVM this process launches is quieted before it starts
+    (:func:`session_plan`)."""
+    environ = os.environ if environ is None else environ
+    conf = dict(conf)
+    if quiet and under_spark_submit(environ) and "spark.log.level" not in conf \
+            and "spark.log.level" not in {**spark_defaults(environ), **submit_conf(environ)}:
+        conf["spark.log.level"] = "ERROR"
+    return conf
+
+
+def _level_before_context(level: str) -> None:
+    """Set the root log level of spark-submit's running JVM to ``level`` before the SparkContext starts, so
+    that none of the context's start-up lines nor its jobs' INFO lines show. Spark loads its default profile
+    (INFO, with a line saying so) the first time it logs, which would undo a level set before: that first
+    time is made now, then the level is set. Spark applies ``spark.log.level`` itself too, but only once the
+    context has announced its version, OS and Java."""
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:
+        return  # a context runs already: its level is Spark's to set
+    SparkContext._ensure_initialized()  # connects to spark-submit's JVM (PYSPARK_GATEWAY_PORT); starts nothing
+    jvm: Any = SparkContext._jvm
+    getattr(getattr(jvm.org.apache.spark.util, "Utils$"), "MODULE$").initializeLogIfNecessary(False)
+    log4j = jvm.org.apache.logging.log4j
+    jvm.org.apache.spark.util.Utils.setLogLevel(log4j.Level.toLevel(level.upper(), log4j.Level.ERROR))
 
 
 class SessionStart:

@@ -3,7 +3,7 @@
 The blocks after ``<!-- standalone-recipe: run -->`` run in order in one bash, after the test's own values for
 the block marked ``<!-- standalone-recipe: settings -->``: the environment is the ``wheel_env`` fixture's (the
 wheel installed non-editable in a fresh venv; the page's install block then finds everything installed), the
-master on a free port, a local output on this one machine with ``--shared-path``. Only what the page leaves to
+master on a free port, a local output on this one machine. Only what the page leaves to
 Spark's defaults is moved by the environment, so that a run beside another test session's cannot collide: the
 web UIs' ports (``SPARK_MASTER_WEBUI_PORT``, ``SPARK_WORKER_WEBUI_PORT``) and the worker's folder
 (``SPARK_WORKER_DIR``). The rows and the state are checked, and that the executors ran the environment's
@@ -41,7 +41,7 @@ def _free_port() -> int:
 def test_the_recipe_starts_master_and_worker_from_the_pip_package_and_needs_no_archive():
     (settings,) = doc_recipes.recipe_blocks(DOC, SETTINGS)
     names = doc_recipes.setting_names(settings)
-    assert names == {"ENV", "MASTER_HOST", "MASTER_PORT", "MANIFEST", "CONFIG", "OUTPUT_ARGS"}
+    assert names == {"ENV", "MASTER_HOST", "MASTER_PORT", "MANIFEST", "CONFIG", "OUTPUT"}
     steps = "".join(doc_recipes.recipe_blocks(DOC, RUN))
     for name in names:
         assert f"${name}" in steps or f"${{{name}}}" in steps, name
@@ -75,7 +75,7 @@ def test_the_standalone_recipe_lands_the_rows(wheel_env, built_wheel, events, tm
     (work / "config.json").write_text(__import__("json").dumps(events.config()))
     out, worker_dir = tmp_path / "landed", tmp_path / "worker"
     settings = {"ENV": str(wheel_env.parent), "MASTER_HOST": "127.0.0.1", "MASTER_PORT": str(_free_port()),
-                "MANIFEST": "shop.yaml", "CONFIG": "config.json", "OUTPUT_ARGS": f"--output {out} --shared-path"}
+                "MANIFEST": "shop.yaml", "CONFIG": "config.json", "OUTPUT": str(out)}
     env = clean_env(SPARK_LOCAL_IP="127.0.0.1", SPARK_MASTER_WEBUI_PORT=str(_free_port()),
                     SPARK_WORKER_WEBUI_PORT=str(_free_port()), SPARK_WORKER_DIR=str(worker_dir),
                     SPARK_WORKER_MEMORY="1g")
