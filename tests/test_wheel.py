@@ -111,3 +111,12 @@ def test_a_spark_sync_runs_from_the_installed_wheel(wheel_env, connector):
     assert "Spark ready" in done.stderr, done.stderr[-2000:]  # the tasks ran on Spark, in the installed package
     assert pq.read_table(out / "orders").num_rows > 0 and pq.read_table(out / "accounts").num_rows > 0
     assert (out / "_airbyte_state" / "state.json").exists()
+
+
+def test_the_readme_installs_as_this_test_does():
+    """README.md's Install block builds and installs the wheel the way the fixtures here do (tests/wheel_env.py)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    install = readme.split("## Install", 1)[1].split("\n## ", 1)[0]
+    commands = [line.split("#", 1)[0].strip() for line in install.split("```bash", 1)[1].split("```", 1)[0].splitlines()
+                if line.strip()]
+    assert commands == ["pip wheel --no-deps -w dist .", 'pip install "$(echo dist/manifest_framework-*.whl)[spark]"']
