@@ -1,8 +1,9 @@
 # One set-up path: `make setup` builds .venv, installs the package with its test and
 # lint extras and makes sure Java 17 is there for Spark; `make demo` needs nothing more.
 # `make test` also makes sure PostgreSQL (server and JDBC driver) is there for
-# normalization's PostgreSQL target and its tests (`make test-setup`). Either works on a
-# fresh machine; only the tests install PostgreSQL.
+# normalization's PostgreSQL target and its tests, and headless Chromium for the builder's
+# browser tests (`make test-setup`). Either works on a fresh machine; only the tests
+# install PostgreSQL and Chromium.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -16,11 +17,11 @@ STAMP  := $(VENV)/.installed
 AIRBYTE_VENV  := .venv-airbyte
 AIRBYTE_STAMP := $(AIRBYTE_VENV)/.installed
 
-.PHONY: setup test-setup test lint demo java postgres bench clean test-airbyte
+.PHONY: setup test-setup test lint demo java postgres chromium bench clean test-airbyte
 
 setup: $(STAMP) java
 
-test-setup: setup postgres
+test-setup: setup postgres chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +41,10 @@ java:
 
 postgres:
 	@bash scripts/ensure-postgres.sh
+
+# headless Chromium and its driver for the builder's browser tests (tests/builder/test_browser*.py)
+chromium:
+	@bash scripts/ensure-chromium.sh
 
 # ruff over the repo and mypy over framework/ (both configured in pyproject.toml); .ci/run runs it before the tests
 lint: setup

@@ -74,7 +74,7 @@ def test_the_wheel_holds_every_module_and_the_version_written_once(built_wheel):
     assert not [n for n in names if n.startswith(("tests/", "examples/", "bench/", "docs/"))]
     assert f"Version: {framework.__version__}\n" in metadata
     assert built_wheel.name == f"manifest_framework-{framework.__version__}-py3-none-any.whl"
-    for script in ("validate-manifest", "run-manifest", "normalize-output"):
+    for script in ("validate-manifest", "run-manifest", "normalize-output", "manifest-builder"):
         assert f"{script} = framework.cli." in entry_points
 
 
