@@ -1,8 +1,9 @@
 # One set-up path: `make setup` builds .venv, installs the package with its test and
-# lint extras and makes sure Java 17 is there for Spark and PostgreSQL (server and JDBC
-# driver) for normalization's PostgreSQL target and its tests, and headless Chromium for the
-# builder's browser tests. `make test` and `make demo` depend on it, so either works on a
-# fresh machine.
+# lint extras and makes sure Java 17 is there for Spark; `make demo` needs nothing more.
+# `make test` also makes sure PostgreSQL (server and JDBC driver) is there for
+# normalization's PostgreSQL target and its tests, and headless Chromium for the builder's
+# browser tests (`make test-setup`). Either works on a fresh machine; only the tests
+# install PostgreSQL and Chromium.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -16,9 +17,11 @@ STAMP  := $(VENV)/.installed
 AIRBYTE_VENV  := .venv-airbyte
 AIRBYTE_STAMP := $(AIRBYTE_VENV)/.installed
 
-.PHONY: setup test lint demo java postgres chromium bench clean test-airbyte
+.PHONY: setup test-setup test lint demo java postgres chromium bench clean test-airbyte
 
-setup: $(STAMP) java postgres chromium
+setup: $(STAMP) java
+
+test-setup: setup postgres chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,7 +51,7 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: setup
+test: test-setup
 	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -q
 
 test-airbyte: $(AIRBYTE_STAMP)

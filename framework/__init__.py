@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from framework.manifest import CheckedManifest
     from framework.models import DeclarativeSource
 
+# The one place the version is written: pyproject.toml reads it from here when the wheel is built
+# (`[tool.setuptools.dynamic]`), so the installed metadata (`pip show`, importlib.metadata) says the same.
 __version__ = "0.1.0"
 
 __all__ = [

@@ -48,6 +48,22 @@ pytest_plugins = ["s3_fixtures"]
 
 
 @pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory) -> Path:
+    """The package's wheel, built once per session from a copy of the project's files (tests/wheel_env.py)."""
+    from wheel_env import build_wheel
+
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="session")
+def wheel_env(built_wheel, tmp_path_factory) -> Path:
+    """The ``bin/`` of a fresh venv with the wheel installed (not editable) with its spark and connect extras."""
+    from wheel_env import install
+
+    return install(built_wheel, tmp_path_factory.mktemp("fresh") / "env")
+
+
+@pytest.fixture(scope="session")
 def spark():
     """One local SparkSession (two cores) for the whole test session, started on first use.
 

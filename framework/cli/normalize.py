@@ -24,6 +24,7 @@ from typing import IO
 from framework.cli.progress import normalized_line
 from framework.cli.settings import check_shared_output, conf_pair, destination_settings, normalization_settings
 from framework.cli.termination import exit_code, interruption, terminating_as_interrupt
+from framework.cli.version_flag import add_version_flag
 from framework.errors import FrameworkError
 from framework.normalization.root import normalized_root
 from framework.spark import require_spark_extra
@@ -33,6 +34,7 @@ from framework.sync_modes import check_forced
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="normalize-output",
                                      description="Turn landed raw records into typed, un-nested tables.")
+    add_version_flag(parser)
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--output", metavar="DIR|s3://bucket/prefix", help="the output a sync landed files in")
     where.add_argument("--destination", metavar="DEST.json", help="the destination settings the sync used")

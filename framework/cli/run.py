@@ -54,6 +54,7 @@ from framework import collector
 from framework.cli.lean import lean_start
 from framework.cli.response_flags import add_response_flags, apply_response_flags
 from framework.cli.termination import exit_code, interruption, terminating_as_interrupt
+from framework.cli.version_flag import add_version_flag
 from framework.errors import ConfigError, FrameworkError, ManifestError, StorageError
 
 # The framework's modules are imported in the functions that use them, once main has turned the collector off:
@@ -101,6 +102,7 @@ def _concurrency(text: str) -> int | str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="run-manifest", description="Run a connector described by a manifest.")
+    add_version_flag(parser)
     parser.add_argument("manifest", metavar="MANIFEST", help="the connector's manifest (YAML)")
     parser.add_argument("--config", metavar="CONFIG.json", help="the connector's config (JSON)")
     mode = parser.add_mutually_exclusive_group()

@@ -175,7 +175,7 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
     from framework.spark.connect import describe, remote_url
     from framework.spark.pause import LAUNCH_HOLD_S
     from framework.spark.pipeline import PipelineOptions, run_pipeline
-    from framework.spark.session import SessionStart, known_master, spark_session
+    from framework.spark.session import SessionStart, known_master, quiet_conf, spark_session
 
     if options.sync_mode == "overwrite" and options.given_state:
         raise ConfigError("--state cannot be used with --sync-mode overwrite: an overwrite reads everything "
@@ -183,7 +183,7 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
     settings = destination_settings(options.destination, options.output, options.format)  # resolved here
     check_stream_folders(stream_folders(settings, [s.name for s in selections]))  # before Spark starts
     settings = with_schema_drift(settings, options.schema_drift, connector.streams)
-    conf = dict(options.conf)
+    conf = quiet_conf(dict(options.conf), options.quiet)  # --quiet under spark-submit: Spark's INFO lines too
     check_shared_output(settings, known_master(options.master, conf), options.shared_path)  # before Spark starts
     if settings.target == "local":  # before Spark starts: a folder that cannot take files fails at once
         LocalStorage(settings.base_uri).check_writable()

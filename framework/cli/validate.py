@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from framework.cli.lean import lean_start
+from framework.cli.version_flag import add_version_flag
 from framework.diagnostics import Diagnostic
 from framework.errors import ConfigError
 
@@ -26,6 +27,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="validate-manifest",
         description="Check connector manifests: schema, references, templates, durations, formats, streams.",
     )
+    add_version_flag(parser)
     parser.add_argument("files", nargs="+", metavar="FILE", help="manifest YAML files to check")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text (file:line:col: severity: message) or a JSON array for tools")
@@ -35,6 +37,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="treat every unknown key as an error (by default a key that is not a likely "
                              "misspelling is a warning and ignored, as Airbyte ignores it)")
     parser.add_argument("--quiet", "-q", action="store_true", help="print problems only, no summary")
+    parser.add_argument("--manifests-only", action="store_true",
+                        help="skip YAML files that are not connector manifests (recognised by a top-level "
+                             "`type: DeclarativeSource`, or `version` with `streams` or `dynamic_streams`); "
+                             "the pre-commit hook passes it, since it is given every YAML file")
     return parser
 
 
@@ -53,6 +59,16 @@ def _main(argv: Sequence[str] | None) -> int:
         for name in missing:
             print(f"validate-manifest: error: no such file: {name}", file=sys.stderr)
         return 2
+    files = list(args.files)
+    if args.manifests_only:
+        from framework.manifest.recognise import RULE, file_looks_like_manifest
+
+        files = [f for f in args.files if file_looks_like_manifest(f)]
+        if not args.quiet and args.format == "text":
+            for name in args.files:
+                if name not in files:
+                    print(f"validate-manifest: {name}: skipped, not a manifest (a manifest has {RULE})",
+                          file=sys.stderr)
     config: ConfigFile | None = None
     if args.config:
         from framework.manifest.config_check import read_config_file  # only with --config: it needs jsonschema
@@ -66,7 +82,7 @@ def _main(argv: Sequence[str] | None) -> int:
     from framework.manifest import check_manifest  # here, not at the top: see main
 
     diagnostics: list[Diagnostic] = []
-    for path in args.files:
+    for path in files:
         try:
             checked = check_manifest(path, strict=args.strict, config=config)
         except Exception as exc:  # noqa: BLE001 - one file's crash must not hide the others' results
@@ -95,8 +111,8 @@ def _main(argv: Sequence[str] | None) -> int:
         for diagnostic in diagnostics:
             print(diagnostic.format())
         if not args.quiet:
-            files = len(args.files)
-            print(f"{files} file{'s' * (files != 1)} checked: {errors} error{'s' * (errors != 1)}, "
+            count = len(files)
+            print(f"{count} file{'s' * (count != 1)} checked: {errors} error{'s' * (errors != 1)}, "
                   f"{warnings} warning{'s' * (warnings != 1)}", file=sys.stderr)
     return 1 if errors else 0
 

@@ -58,7 +58,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import sys
 import tempfile
 import threading
@@ -73,6 +72,7 @@ from framework.errors import ConfigError
 from framework.spark.class_archive import class_archive
 from framework.spark.connect import prepare_client, remote_url
 from framework.spark.connect_channel import TOKEN_VARIABLE, shown_url, tls_mismatch
+from framework.spark.connect_wait import wait_for_server, wait_limit
 from framework.spark.home import jdbc_jars, spark_defaults, under_spark_submit
 from framework.spark.launch import SparkStartFailed, launch_jvm
 from framework.spark.launch_home import launch_home
@@ -117,8 +117,12 @@ def classic_session(plan: SessionPlan, app_name: str,
     builder = SparkSession.builder.appName(app_name)
     if plan.master:
         builder = builder.master(plan.master)
+    # under spark-submit a log level is set in its JVM before the context starts (_level_before_context), not
+    # by the context (which would announce its version, OS and Java first, and then the change)
+    early_level = plan.settings.get("spark.log.level") if under_spark_submit() else None
     for key, value in plan.settings.items():
-        builder = builder.config(key, value)
+        if not (early_level and key == "spark.log.level"):
+            builder = builder.config(key, value)
     if start is not None:
         from pyspark import SparkContext
 
@@ -131,10 +135,43 @@ def classic_session(plan: SessionPlan, app_name: str,
         start._launched(process)
     else:
         launch_jvm(plan, app_name)
+    if early_level:
+        _level_before_context(early_level)
     session = builder.getOrCreate()
     if plan.quiet:
         session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def quiet_conf(conf: Mapping[str, str], quiet: bool, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``conf`` with ``spark.log.level=ERROR`` added for a quiet run (``--quiet``) under ``spark-submit``: its
+    JVM runs already, with Spark's default log4j profile (INFO), so the level is set in it before the
+    SparkContext starts (:func:`classic_session`). Not when the level is set already (``--conf``,
+    spark-defaults.conf, ``PYSPARK_SUBMIT_ARGS``); a JVM this process launches is quieted before it starts
+    (:func:`session_plan`)."""
+    environ = os.environ if environ is None else environ
+    conf = dict(conf)
+    if quiet and under_spark_submit(environ) and "spark.log.level" not in conf \
+            and "spark.log.level" not in {**spark_defaults(environ), **submit_conf(environ)}:
+        conf["spark.log.level"] = "ERROR"
+    return conf
+
+
+def _level_before_context(level: str) -> None:
+    """Set the root log level of spark-submit's running JVM to ``level`` before the SparkContext starts, so
+    that none of the context's start-up lines nor its jobs' INFO lines show. Spark loads its default profile
+    (INFO, with a line saying so) the first time it logs, which would undo a level set before: that first
+    time is made now, then the level is set. Spark applies ``spark.log.level`` itself too, but only once the
+    context has announced its version, OS and Java."""
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:
+        return  # a context runs already: its level is Spark's to set
+    SparkContext._ensure_initialized()  # connects to spark-submit's JVM (PYSPARK_GATEWAY_PORT); starts nothing
+    jvm: Any = SparkContext._jvm
+    getattr(getattr(jvm.org.apache.spark.util, "Utils$"), "MODULE$").initializeLogIfNecessary(False)
+    log4j = jvm.org.apache.logging.log4j
+    jvm.org.apache.spark.util.Utils.setLogLevel(log4j.Level.toLevel(level.upper(), log4j.Level.ERROR))
 
 
 class SessionStart:
@@ -333,17 +370,14 @@ def _connect_session(url: str, app_name: str, conf: dict[str, str]) -> SparkSess
 
 
 def _check_reachable(url: str) -> None:
-    """Fail at once when nothing listens at an ``sc://`` URL (the Connect client would retry for minutes)."""
+    """Fail when nothing listens at an ``sc://`` URL (the Connect client would retry for minutes), after waiting
+    up to a limit for a server that refuses connections, as one that is starting does
+    (:mod:`framework.spark.connect_wait`)."""
     if not url.startswith("sc://"):
         return  # "local": pyspark starts a Connect server of its own
     parsed = urllib.parse.urlparse("http://" + url[len("sc://"):].split(";", 1)[0])
     host, port = parsed.hostname or "localhost", parsed.port or 15002
-    try:
-        socket.create_connection((host, port), timeout=10).close()
-    except OSError as exc:
-        raise ConfigError(f"the Spark Connect server at {shown_url(url)} could not be reached ({host}:{port}: "
-                          f"{exc.strerror or exc}); start it (sbin/start-connect-server.sh) or fix --remote / "
-                          "SPARK_REMOTE") from None
+    wait_for_server(host, port, shown_url(url), wait_limit())
 
 
 class SessionPlan(Struct, frozen=True):

@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import doc_recipes
 import pytest
 
 from cluster.events_api import EVENTS, IDS, MANIFEST, rows, serve_events, state
@@ -32,22 +33,7 @@ RUN, SETTINGS = "<!-- cluster-recipe: run -->", "<!-- cluster-recipe: settings -
 
 
 def recipe_blocks(marker: str) -> list[str]:
-    """The bash blocks of docs/cluster.md right after ``marker`` (blank lines between allowed)."""
-    lines = DOC.read_text(encoding="utf-8").splitlines()
-    found, index = [], 0
-    while index < len(lines):
-        if lines[index].strip() == marker:
-            start = index + 1
-            while not lines[start].strip():
-                start += 1
-            assert lines[start].strip() == "```bash", f"{DOC.name}:{start + 1}: a recipe block must be ```bash"
-            end = start + 1
-            while lines[end].strip() != "```":
-                end += 1
-            found.append("\n".join(lines[start + 1:end]) + "\n")
-            index = end
-        index += 1
-    return found
+    return doc_recipes.recipe_blocks(DOC, marker)
 
 
 def test_the_recipe_blocks_are_there_and_the_settings_name_what_the_rest_use():

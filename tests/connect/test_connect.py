@@ -61,10 +61,10 @@ def command(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", module, *args]
 
 
-def connect_run(*args: str, cwd: Path, timeout: float = 180) -> tuple[int, list[dict], str]:
+def connect_run(*args: str, cwd: Path, timeout: float = 180, **env: str) -> tuple[int, list[dict], str]:
     """``run-manifest *args --log-format json`` in a subprocess: exit code, JSON events, stderr's other lines."""
     done = subprocess.run(command("framework.cli.run", *args, "--log-format", "json"), capture_output=True,
-                          text=True, cwd=cwd, env=_env(), timeout=timeout)
+                          text=True, cwd=cwd, env={**_env(), **env}, timeout=timeout)
     events, other = [], []
     for line in done.stderr.splitlines():
         try:
@@ -124,11 +124,22 @@ def test_a_sync_over_connect_lands_the_rows_and_state_of_local_mode(connect_serv
 
 
 def test_remote_and_master_together_or_an_unreachable_server_exit_2_at_once(files, tmp_path):
+    # a refused connection is waited for up to FRAMEWORK_CONNECT_WAIT_S (a server starting): 0 fails at once
     code, events, other = connect_run(files[0], "--config", files[1], "--remote", "sc://127.0.0.1:9",
-                                      "--output", str(tmp_path / "out"), cwd=tmp_path, timeout=60)
+                                      "--output", str(tmp_path / "out"), cwd=tmp_path, timeout=60,
+                                      FRAMEWORK_CONNECT_WAIT_S="0")
     assert code == 2, other
     failure = next(e for e in events if e["event"] == "failure")
     assert "the Spark Connect server at sc://127.0.0.1:9 could not be reached" in failure["error"]
+    assert "not listening yet" not in other
+
+    code, events, other = connect_run(files[0], "--config", files[1], "--remote", "sc://127.0.0.1:9",
+                                      "--output", str(tmp_path / "out"), cwd=tmp_path, timeout=60,
+                                      FRAMEWORK_CONNECT_WAIT_S="1")
+    assert code == 2, other
+    assert "is not listening yet (127.0.0.1:9: connection refused); waiting up to 1 s" in other
+    assert "could not be reached (127.0.0.1:9: Connection refused for 1 s)" in next(
+        e for e in events if e["event"] == "failure")["error"]
 
     code, events, other = connect_run(files[0], "--config", files[1], "--remote", "sc://127.0.0.1:9",
                                       "--master", "local[1]", "--output", str(tmp_path / "out"), cwd=tmp_path)

@@ -8,7 +8,7 @@ tests run as root the server runs as the unprivileged ``postgres`` user (Debian'
 
 The server binaries come from ``POSTGRES_BIN`` when set, else from the newest
 ``/usr/lib/postgresql/<version>/bin`` (Debian's layout), else from the PATH.
-``scripts/ensure-postgres.sh`` (run by ``make setup``) installs them.
+``scripts/ensure-postgres.sh`` (run by ``make test-setup``, which ``make test`` runs) installs them.
 
 ``server.sql(text)`` runs SQL with the ``psql`` client and answers the rows as tuples of
 text (NULL as None): assertions go through a different client than the code under test.
@@ -50,7 +50,7 @@ def find_bin_dir() -> Path:
     if on_path:
         return Path(on_path).parent
     raise PostgresUnavailable(
-        "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found: run `make setup` "
+        "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found: run `make test-setup` "
         "(scripts/ensure-postgres.sh installs Debian's `postgresql`) or set POSTGRES_BIN"
     )
 

@@ -265,7 +265,8 @@ class PostgresTarget:
         if not isinstance(driver_class, JavaClass):
             raise FrameworkError(
                 "the PostgreSQL JDBC driver is not on Spark's classpath: install Debian's libpostgresql-jdbc-java "
-                "(scripts/ensure-postgres.sh) or set FRAMEWORK_JDBC_JARS to the driver's jar, then start Spark again"
+                "or set FRAMEWORK_JDBC_JARS to the driver's jar, then start Spark again "
+                "(docs/normalization.md, \"Getting a PostgreSQL database\")"
             )
         properties = jvm.java.util.Properties()
         for key, value in self._properties().items():
