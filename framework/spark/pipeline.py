@@ -552,6 +552,9 @@ def _finish_table(run: _Run, table: StreamTable, name: str, state: Mapping[str, 
     if run.options.compact or run.settings.compact:
         compacted = table.compact()
         result.table_files = (compacted.files_before, compacted.files_after)
+        # the summary's and the JSON log's `folder`, as for a Parquet folder's compaction
+        result.folder = Settled(files_before=compacted.files_before, files_after=compacted.files_after,
+                                merged=max(0, compacted.files_before - compacted.files_after))
 
 
 def _counted(units: Iterable[Any], result: StreamResult, reading: Reading | None = None) -> Iterator[Any]:
