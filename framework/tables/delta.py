@@ -192,8 +192,17 @@ class DeltaLakeTable:
 
     def _orphan_infos(self) -> list[Any]:
         _, root = self._filesystem()
+        files = self._data_files()
+        if not files:
+            return []
+        if not self.exists():
+            return files
+        current = {_unquote(str(p)) for p in self._open().get_add_actions(flatten=True).column("path").to_pylist()}
+        candidates = [info for info in files if info.path[len(root) + 1:] not in current]
+        if not candidates:  # the usual case: every file is the table's, no need to read the whole log
+            return []
         named = self._named_by_log()
-        return [info for info in self._data_files() if info.path[len(root) + 1:] not in named]
+        return [info for info in candidates if info.path[len(root) + 1:] not in named]
 
     def orphans(self) -> Sequence[str]:
         return [self._uri(info.path) for info in self._orphan_infos()]

@@ -141,3 +141,23 @@ def test_the_table_folder_holds_the_log_and_the_data_only(spark, shop, manifest,
     assert not sync(spark, manifest, shop, settings_for(out, DELTA), streams=["items"]).failed
     visible = sorted(p.name for p in Path(out / "items").iterdir() if not p.name.startswith("."))
     assert visible == ["_delta_log", "data"]
+
+
+def test_a_field_new_in_the_schema_adds_a_nullable_column_and_the_result_says_so(spark, shop, write_manifest,
+                                                                                 tmp_path):
+    import polars as pl
+
+    out = tmp_path / "out"
+    first = sync(spark, write_manifest(MANIFEST), shop, settings_for(out, DELTA), streams=["items"])
+    assert not first.failed and stream_result(first, "items").table_added == ()
+    wider = MANIFEST.replace("          id: {type: integer}\n          name: {type: string}\n          price:",
+                             "          id: {type: integer}\n          name: {type: string}\n"
+                             "          colour: {type: [\"null\", string]}\n          price:", 1)
+    assert wider != MANIFEST
+    shop.items += [item(9, 5, 6, colour="red")]
+    second = sync(spark, write_manifest(wider, "wider.yaml"), shop, settings_for(out, DELTA), streams=["items"],
+                  end="2024-01-05T23:59:59Z")
+    assert not second.failed and stream_result(second, "items").table_added == ("colour",)
+    frame = pl.read_delta(str(out / "items")).sort("id")
+    assert frame.filter(pl.col("id") == 9)["colour"].to_list() == ["red"]
+    assert frame.filter(pl.col("id") == 1)["colour"].to_list() == [None]
