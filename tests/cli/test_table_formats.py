@@ -94,3 +94,12 @@ def test_column_kinds():
     table = pa.schema([("a", pa.int64()), ("b", pa.string()), ("c", pa.timestamp("us", "UTC"))])
     stream = pa.schema([("a", pa.int32()), ("b", pa.float64()), ("c", pa.timestamp("ms", "UTC")), ("d", pa.bool_())])
     assert incompatible_columns(table, stream) == [("b", "string", "floating")]
+
+
+def test_normalize_output_refuses_a_table_output_before_spark(tmp_path, capsys):
+    from framework.cli.normalize import main as normalize_main
+
+    dest = tmp_path / "dest.json"
+    dest.write_text(json.dumps({"output": str(tmp_path / "o"), "format": {"format_type": "delta"}}))
+    assert normalize_main(["--destination", str(dest)]) == 2
+    assert "normalize-output reads landed files and does not read tables yet" in capsys.readouterr().err
