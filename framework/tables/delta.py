@@ -232,6 +232,9 @@ class DeltaLakeTable:
         before = len(table.file_uris())
         metrics = table.optimize.compact(commit_properties=CommitProperties(
             custom_metadata={"airbyte.operation": "compact"}))
+        # the files no version within the table's retention reads (7 days by default) go: time travel within it
+        # keeps working, and the table's folder does not grow with every compaction and overwrite
+        self._open().vacuum(dry_run=False)
         return CompactResult(before, before - int(metrics.get("numFilesRemoved", 0))
                              + int(metrics.get("numFilesAdded", 0)))
 
