@@ -422,6 +422,7 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
             in_flight=run.limit.share(lanes) if run.coordinator is None else None,
             evolved=run.evolved.of(stream.name) if run.evolved and result.drift_policy == "evolve" else (),
             table_data=table.data_key if table is not None else "",
+            table_types=table.types_for_tasks() if table is not None else b"",
         )
         groups = itertools.chain(head, iter_groups)
         # Each of the first `lanes` groups is committed as it comes back; past them (a plan streamed from

@@ -31,7 +31,7 @@ from framework.formats.rewrite import footer_schema
 from framework.models.destination import DestinationSettings
 from framework.storage import Storage
 from framework.tables.base import CommitResult, CompactResult, DataFile, Table, TableCommit
-from framework.tables.columns import stored_schema
+from framework.tables.columns import stored_schema, table_types
 from framework.tables.factory import app_id, open_table, table_key
 
 if TYPE_CHECKING:
@@ -61,6 +61,8 @@ class StreamTable:
         self.removed: Sequence[str] = ()
         self.added: list[str] = []  # the columns the sync's commits added
         self.existed = True  # whether the table was there before this sync
+        #: the columns the table holds in another kind than the stream's schema: written in the table's types
+        self.types: dict[str, pa.DataType] = {}
 
     @classmethod
     def open(cls, settings: DestinationSettings, storage: Storage, stream: str, namespace: str, *,
@@ -79,6 +81,7 @@ class StreamTable:
                      read_footers=read_footers)
         opened.removed = removed
         opened.existed = table.exists()
+        opened.types = table_types(table.arrow_schema() if opened.existed else None, opened.declared)
         return opened, (committed.state if committed is not None else None)
 
     def commit(self, files: Sequence[Mapping[str, Any]], state: Mapping[str, Any] | None, *,
@@ -103,6 +106,14 @@ class StreamTable:
         if self.existed or len(self.commits) > 1:  # a table's creation adds every column: not a change
             self.added.extend(name for name in result.schema_change.added if name not in self.added)
         return result
+
+    def types_for_tasks(self) -> bytes:
+        """:attr:`types` as the tasks get them (``TaskJob.table_types``): an Arrow schema, serialized."""
+        import pyarrow as pa
+
+        if not self.types:
+            return b""
+        return bytes(pa.schema(list(self.types.items())).serialize().to_pybytes())
 
     def compact(self) -> CompactResult:
         return self.table.compact()

@@ -3,8 +3,9 @@ is bad input (one message naming the setting and the fix, exit 2), found before 
 
 * the table's place cannot be read (a wrong endpoint, no access): the output setting and the credentials;
 * the place holds files but no table of the format (a Parquet output of earlier syncs, another table format);
-* an existing table whose columns the stream's cannot be written into: a column of another kind (a text `id` in
-  the table, an integer in the schema). New columns are not a problem: the commit adds them, nullable.
+* an existing table whose primary key columns are of another kind than the stream's (a text `id` in the table, an
+  integer in the schema): another schema's table. Other columns of another kind are written in the table's type,
+  values that do not fit nulled (:func:`framework.tables.columns.to_table_types`); new columns are added, nullable.
 """
 
 from __future__ import annotations
@@ -15,23 +16,7 @@ import pyarrow as pa
 
 from framework.errors import ConfigError, FrameworkError
 from framework.tables.base import Table
-
-
-def kind_of(kind: pa.DataType) -> str:
-    """A column type's kind, as far as a table can hold one in the other (units and widths aside)."""
-    checks = (("integer", pa.types.is_integer), ("floating", pa.types.is_floating), ("decimal", pa.types.is_decimal),
-              ("boolean", pa.types.is_boolean), ("timestamp", pa.types.is_timestamp), ("date", pa.types.is_date),
-              ("time", pa.types.is_time), ("struct", pa.types.is_struct), ("map", pa.types.is_map))
-    for name, check in checks:
-        if check(kind):
-            return name
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
-        return "string"
-    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
-        return "binary"
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        return f"list<{kind_of(kind.value_type)}>"
-    return str(kind)
+from framework.tables.columns import kind_of
 
 
 def incompatible_columns(table_schema: pa.Schema, stored: pa.Schema) -> list[tuple[str, str, str]]:
@@ -64,16 +49,17 @@ def check_table(table: Table, stored: pa.Schema, *, stream: str, format_name: st
                 f"format, or another table format's); choose another {setting}, or move that folder away")
         return
     assert current is not None
-    wrong = incompatible_columns(current, stored)
+    # a column of another kind is written in the table's type, values that do not fit nulled (as the S3
+    # destination's typing does: framework.tables.columns.to_table_types); a primary key's cannot be
+    wrong = [column for column in incompatible_columns(current, stored) if column[0] in key_columns]
     if not wrong:
         return
-    keys = [name for name, _, _ in wrong if name in key_columns]
     listed = "; ".join(f"`{name}` is {have} in the table, {want} in the stream's schema" for name, have, want in wrong)
-    what = "its primary key columns differ" if keys else "its columns differ"
+    what = "its primary key columns differ"
     raise ConfigError(
         f"stream {stream!r}: the {format_name} table at {table.location} holds another schema ({what}: {listed}); "
         f"nothing was read or committed. Choose another {setting} for this schema, or move the table away (a full "
         "refresh into a new table)")
 
 
-__all__ = ["check_table", "incompatible_columns", "kind_of"]
+__all__ = ["check_table", "incompatible_columns"]

@@ -161,3 +161,20 @@ def test_a_field_new_in_the_schema_adds_a_nullable_column_and_the_result_says_so
     frame = pl.read_delta(str(out / "items")).sort("id")
     assert frame.filter(pl.col("id") == 9)["colour"].to_list() == ["red"]
     assert frame.filter(pl.col("id") == 1)["colour"].to_list() == [None]
+
+
+def test_a_column_whose_kind_changed_keeps_the_tables_type_and_nulls_what_does_not_fit(spark, shop, write_manifest,
+                                                                                        tmp_path):
+    out = tmp_path / "out"
+    as_integer = MANIFEST.replace("          price: {type: number}", "          price: {type: integer}", 1)
+    assert as_integer != MANIFEST
+    assert not sync(spark, write_manifest(as_integer, "int.yaml"), shop, settings_for(out, DELTA),
+                    streams=["items"]).failed
+    shop.items += [item(9, 5, 6, price=9.5), item(10, 5, 12, price=10.0)]
+    second = sync(spark, write_manifest(MANIFEST), shop, settings_for(out, DELTA), streams=["items"],
+                  end="2024-01-05T23:59:59Z")
+    assert not second.failed
+    rows = {r["id"]: r for r in DeltaTable(str(out / "items")).to_pyarrow_table().to_pylist() if r["id"] >= 9}
+    assert rows[10]["price"] == 10 and rows[9]["price"] is None  # the table's integer column: 9.5 does not fit
+    assert {"field": "price", "change": "NULLED", "reason": "DESTINATION_TYPECAST_ERROR"} in \
+        rows[9]["_airbyte_meta"]["changes"]

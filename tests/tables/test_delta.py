@@ -143,3 +143,23 @@ def test_time_columns_are_stored_as_iso_text_for_delta_only():
                              pa.array([{"t": dt.time(1, 2, 3)}], schema.field("s").type)], schema=schema)
     out = stored_batch(batch, stored_schema(schema, "delta"))
     assert out.column(0).to_pylist() == ["09:30:00.000000"] and out.column(1).to_pylist() == [{"t": "01:02:03.000000"}]
+
+
+def test_a_column_the_table_holds_in_another_kind_is_written_in_its_type_and_what_does_not_fit_is_nulled():
+    from framework.tables.columns import table_types, to_table_types
+    from framework.typed.arrow import META_TYPE
+
+    meta = pa.array([{"sync_id": 1, "changes": []}] * 3, META_TYPE)
+    batch = pa.record_batch([pa.array([1.0, 2.5, None]), pa.array([1, 2, 3]), pa.array(["a", "7", "b"]), meta],
+                            names=["price", "count", "code", "_airbyte_meta"])
+    table = pa.schema([("price", pa.int64()), ("count", pa.float64()), ("code", pa.string()),
+                       ("_airbyte_meta", META_TYPE)])
+    types = table_types(table, batch.schema)
+    assert types == {"price": pa.int64(), "count": pa.float64()}  # same kinds (code) need nothing
+    out, nulled = to_table_types(batch, types)
+    assert out.column(0).to_pylist() == [1, None, None] and nulled == 1  # 2.5 does not fit an integer
+    assert out.column(1).to_pylist() == [1.0, 2.0, 3.0]  # widened
+    assert out.column(3).to_pylist()[1]["changes"] == [
+        {"field": "price", "change": "NULLED", "reason": "DESTINATION_TYPECAST_ERROR"}]
+    assert out.column(3).to_pylist()[0]["changes"] == []
+    assert to_table_types(batch, {}) == (batch, 0)
