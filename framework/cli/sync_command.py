@@ -292,10 +292,22 @@ def _check_tables(settings: DestinationSettings, connector: Connector, selection
         stream = connector.stream(selection.name)
         converter = RecordConverter(parse_schema(stream.json_schema, stream=stream.name), stream=stream.name)
         table = open_table(settings, stream.name)
-        holds = bool(storage.list(table_key(stream.name) + "/", with_metadata=False))
+        # the data folder's files are this framework's own (a sync killed before its table's first commit left
+        # them: orphans, removed later); anything else beside them is another format's
+        folder = table_key(stream.name) + "/"
+        holds = any(not info.key.startswith(folder + "data/")
+                    for info in storage.list(folder, with_metadata=False)) if not _exists(table, setting) else False
         check_table(table, stored_schema(converter.schema, fmt), stream=stream.name, format_name=fmt,
                     setting=setting, holds_files=holds,
                     key_columns=[path[0] for path in stream.primary_key if path])
+
+
+def _exists(table: Any, setting: str) -> bool:
+    """Whether the table is there; a place that cannot be read is bad input naming the setting."""
+    try:
+        return bool(table.exists())
+    except FrameworkError as exc:
+        raise ConfigError(f"{exc} (from {setting})") from None
 
 
 def _normalizes(options: SyncOptions, settings: DestinationSettings) -> bool:
