@@ -1,7 +1,8 @@
 # One set-up path: `make setup` builds .venv, installs the package with its test and
 # lint extras and makes sure Java 17 is there for Spark and PostgreSQL (server and JDBC
-# driver) for normalization's PostgreSQL target and its tests. `make test` and `make demo`
-# depend on it, so either works on a fresh machine.
+# driver) for normalization's PostgreSQL target and its tests, and headless Chromium for the
+# builder's browser tests. `make test` and `make demo` depend on it, so either works on a
+# fresh machine.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -15,9 +16,9 @@ STAMP  := $(VENV)/.installed
 AIRBYTE_VENV  := .venv-airbyte
 AIRBYTE_STAMP := $(AIRBYTE_VENV)/.installed
 
-.PHONY: setup test lint demo java postgres bench clean test-airbyte
+.PHONY: setup test lint demo java postgres chromium bench clean test-airbyte
 
-setup: $(STAMP) java postgres
+setup: $(STAMP) java postgres chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +38,10 @@ java:
 
 postgres:
 	@bash scripts/ensure-postgres.sh
+
+# headless Chromium and its driver for the builder's browser tests (tests/builder/test_browser*.py)
+chromium:
+	@bash scripts/ensure-chromium.sh
 
 # ruff over the repo and mypy over framework/ (both configured in pyproject.toml); .ci/run runs it before the tests
 lint: setup

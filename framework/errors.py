@@ -10,6 +10,7 @@ so a caller can catch that one class. The subclasses say *what* went wrong::
     ├── DatetimeFormatError    a datetime format or value could not be used
     ├── DurationError          an ISO 8601 duration could not be parsed
     ├── StateError             a saved state does not fit the stream it is for
+    ├── SyncFailed             framework.sync: a stream failed; carries the sync's report
     └── ReadError              a stream could not be read (names stream, request, place)
         ├── TransportError     the connection failed or timed out, retries exhausted
         ├── HttpStatusError    the API answered with an error status
@@ -25,7 +26,7 @@ message masks it first (see ``framework.manifest.config_check``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from framework.diagnostics import Diagnostic
@@ -47,6 +48,15 @@ class FrameworkError(Exception):
 
 class StorageError(FrameworkError):
     """Output or state could not be written (a full disk, a lost permission): what was committed before stands."""
+
+
+class SyncFailed(FrameworkError):
+    """:func:`framework.sync` ended with a stream (or its normalization) failed; ``report`` is the sync's
+    :class:`~framework.api.report.SyncReport`: what was committed stands, and the next sync continues from it."""
+
+    def __init__(self, message: str, report: Any):
+        super().__init__(message)
+        self.report = report
 
 
 class ManifestError(FrameworkError):

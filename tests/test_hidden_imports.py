@@ -21,6 +21,10 @@ EXCLUDED = ("framework.cli",)
 IN_FUNCTION: dict[tuple[str, str], str] = {
     # the package root runs for every `import framework.x`: it stays cheap
     ("framework", "framework.manifest"): "load_manifest/check_manifest: the package root stays cheap",
+    ("framework.api.read", "framework.spark.datasource"):
+        "pyspark loads after require_spark_extra, which names the fix when it is missing",
+    ("framework.api.read", "framework.spark.session"):
+        "pyspark loads after require_spark_extra, which names the fix when it is missing",
     # start-up: modules only some manifests (or some streams) need
     ("framework.manifest.checks", "framework.manifest.custom_checks"):
         "reads the custom code's Python source: only a manifest with custom components",
@@ -75,7 +79,9 @@ IN_FUNCTION: dict[tuple[str, str], str] = {
     ("framework.spark.daemon", "framework.typed.pandas_lookup"): "the worker daemon imports what every task needs once, after the path fix, before it forks",
 }
 
-MODULE_GETATTR: dict[str, str] = {}
+MODULE_GETATTR: dict[str, str] = {
+    "framework": "the Python API (framework.sync, framework.read and their report types) loads on first use",
+}
 
 
 def _in_function_imports(module: str, path: Path) -> list[tuple[str, int]]:

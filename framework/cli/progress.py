@@ -4,12 +4,15 @@ Three reporters, one interface (:class:`Reporter`), picked by
 :func:`reporter_for` from ``--quiet`` and ``--log-format``:
 
 * :class:`TextReporter` (``--log-format text``, the default): a line when
-  Spark is ready, then per stream its planned partitions, its progress as
-  groups of partitions come back (records, pages, partitions done of total,
-  records/s) and a closing line; then the summary table. On a terminal the
-  progress of the running stream is one line redrawn in place; otherwise
-  (a pipe, a log file) each update is its own line, at most one per
-  ``interval`` seconds per stream, besides the planned and closing lines.
+  Spark is ready, then per stream its planned partitions, its progress while
+  its groups of partitions run (records, pages, partitions done of total,
+  records/s, the share done and the time left) and a closing line; then the
+  summary table. The running groups' tasks tell the driver what they read as
+  they read (:mod:`framework.engine.live_progress`), so the progress moves
+  every second or two even while the first groups run. On a terminal the
+  progress of the running stream is one line redrawn in place, with a bar;
+  otherwise (a pipe, a log file) each update is its own line, one every
+  ``interval`` seconds (1.5) to 2 s per stream, besides the planned and closing lines.
 * :class:`QuietReporter` (``--quiet``): nothing but failures and warnings.
 * :class:`JsonReporter` (``--log-format json``): one JSON object per line for
   every event, and nothing else from us. ``--quiet`` keeps only ``failure``
@@ -36,7 +39,13 @@ with milliseconds, such as ``"2026-11-03T10:15:02.418Z"``):
 ``stream_progress``
     ``stream``, ``records``, ``pages``, ``empty_pages`` (responses that held
     no record, not in ``pages``), ``partitions_done``, ``partitions``,
-    ``records_per_second`` (since the stream was planned).
+    ``records_per_second`` (since the stream was planned), ``fraction_done``
+    (0 to 1: the work of the partitions done, a datetime window weighing the
+    time it spans; ``null`` while the plan still grows), ``time_left_s``
+    (seconds, at the pace so far; ``null`` until a partition is done or while
+    the plan still grows: :mod:`framework.engine.time_left`). Sent when a
+    group of partitions returns and, while groups run, every ``interval``
+    seconds (2) to 2.5 s, with what their tasks read so far.
 ``stream_done``
     the keys of ``stream_progress`` and ``files``, ``bytes``, ``nulled``
     (values that did not fit their type), ``state_saved`` (boolean),
@@ -103,6 +112,7 @@ import orjson
 from msgspec import Struct, field
 
 from framework.cli.drift_report import drift_fields, drift_line
+from framework.engine.time_left import fraction_done, time_left
 
 if TYPE_CHECKING:  # the pipeline and normalization need pyspark to run; only their result types are used here
     from framework.engine.report import StreamReport
@@ -119,7 +129,7 @@ class Reporter(Protocol):
         """Spark is ready after ``spark_seconds``, or (``background``) still starting while the driver reads."""
 
     def progress(self, event: str, result: StreamResult) -> None:
-        """``run_pipeline``'s callback: ``event`` is ``planned``, ``group``, ``spark_ready`` or ``done``."""
+        """``run_pipeline``'s callback: ``event`` is ``planned``, ``group``, ``tick``, ``spark_ready`` or ``done``."""
 
     def summary(self, result: PipelineResult, output: str, seconds: float) -> None: ...
 
@@ -138,6 +148,30 @@ class Clocks(Struct, frozen=True):
 
 def _rate(records: int, seconds: float) -> float:
     return records / seconds if seconds > 0 else 0.0
+
+
+def estimate(result: StreamResult, elapsed: float) -> tuple[float | None, float | None]:
+    """The share of ``result``'s work done and the seconds left, ``elapsed`` seconds after it was planned (each
+    None when it cannot be told yet: :mod:`framework.engine.time_left`)."""
+    whole = result.planned_all
+    return (fraction_done(result.work_done, result.work, planned_all=whole),
+            time_left(result.work_done, result.work, elapsed, planned_all=whole))
+
+
+def duration_text(seconds: float) -> str:
+    """A time left in words: ``45 s``, ``3 min 05 s``, ``2 h 04 min``."""
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
+
+
+def bar(fraction: float, width: int = 20) -> str:
+    """A progress bar: ``[#######-------------]``."""
+    filled = min(width, max(0, int(fraction * width)))
+    return "[" + "#" * filled + "-" * (width - filled) + "]"
 
 
 def _records_text(result: StreamReport, *, running: bool) -> str:
@@ -220,7 +254,9 @@ class TextReporter(Struct):
 
     err: IO[str]
     tty: bool = False
-    interval: float = 5.0  # least seconds between two progress lines of a stream when not on a terminal
+    # least seconds between two progress lines of a stream when not on a terminal: with the pipeline's ticks
+    # (framework.spark.pipeline.TICK_SECONDS) a line comes at least every 2 s while the stream runs
+    interval: float = 1.5
     clocks: Clocks = field(default_factory=Clocks)
     _planned_at: dict[str, float] = field(default_factory=dict)
     _shown_at: dict[str, float] = field(default_factory=dict)
@@ -244,7 +280,7 @@ class TextReporter(Struct):
             self._write(f"  {result.name}: {result.units} partition(s) planned")
             if self.tty:
                 self._redraw(self._running_line(result, now))
-        elif event == "group":
+        elif event in ("group", "tick"):
             if self.tty:
                 self._redraw(self._running_line(result, now))
             elif now - self._shown_at.get(result.name, float("-inf")) >= self.interval:
@@ -267,8 +303,16 @@ class TextReporter(Struct):
 
     def _running_line(self, result: StreamResult, now: float) -> str:
         elapsed = now - self._planned_at.get(result.name, now)
-        return (f"  {result.name}: {_records_text(result, running=True)}, "
+        share, left = estimate(result, elapsed)
+        line = (f"  {result.name}: {_records_text(result, running=True)}, "
                 f"{result.units_done}/{result.units} partitions, {_rate(result.records, elapsed):,.0f} records/s")
+        if share is not None:
+            line += f", {share:.0%} done"
+        if left is not None:
+            line += f", about {duration_text(left)} left"
+        if self.tty and share is not None:
+            line = f"  {bar(share)}{line}"
+        return line
 
     def _redraw(self, line: str) -> None:
         self.err.write("\r\x1b[2K" + line)  # back to the line's start, clear it, draw
@@ -341,7 +385,9 @@ class JsonReporter(Struct):
     err: IO[str]
     quiet: bool = False
     clocks: Clocks = field(default_factory=Clocks)
+    interval: float = 2.0  # least seconds between two ``stream_progress`` the ticks of a running stream send
     _planned_at: dict[str, float] = field(default_factory=dict)
+    _shown_at: dict[str, float] = field(default_factory=dict)
     _warned: dict[str, int] = field(default_factory=dict)
 
     def started(self, master: str, output: str, format_type: str, spark_seconds: float, *,
@@ -356,11 +402,16 @@ class JsonReporter(Struct):
         if event == "planned":
             self._planned_at[result.name] = now
             self._emit("stream_planned", stream=result.name, partitions=result.units)
-        elif event == "group":
+        elif event == "group" or (event == "tick"
+                                  and now - self._shown_at.get(result.name, float("-inf")) >= self.interval):
+            self._shown_at[result.name] = now
             elapsed = now - self._planned_at.get(result.name, now)
+            share, left = estimate(result, elapsed)
             self._emit("stream_progress", stream=result.name, records=result.records, pages=result.pages,
                        empty_pages=result.empty_pages, partitions_done=result.units_done, partitions=result.units,
-                       records_per_second=round(_rate(result.records, elapsed), 1))
+                       records_per_second=round(_rate(result.records, elapsed), 1),
+                       fraction_done=None if share is None else round(share, 4),
+                       time_left_s=None if left is None else round(left, 1))
         elif event == "spark_ready" and result.spark_ready_at is not None:
             ready = datetime.fromtimestamp(result.spark_ready_at, timezone.utc).isoformat(timespec="milliseconds")
             self._emit("spark_ready", stream=result.name, ready_at=ready.replace("+00:00", "Z"),
@@ -418,5 +469,5 @@ def reporter_for(err: IO[str], log_format: str = "text", quiet: bool = False) ->
     return TextReporter(err, tty=bool(isatty and isatty()))
 
 
-__all__ = ["Clocks", "JsonReporter", "QuietReporter", "Reporter", "TextReporter", "normalized_line", "reporter_for",
-           "stream_fields", "summary_table"]
+__all__ = ["Clocks", "JsonReporter", "QuietReporter", "Reporter", "TextReporter", "bar", "duration_text", "estimate",
+           "normalized_line", "reporter_for", "stream_fields", "summary_table"]

@@ -112,6 +112,12 @@ def _parser() -> argparse.ArgumentParser:
                       help="read the first pages of each stream and show the requests, the records and what "
                            "looks wrong (nothing is written; exit 1 when something was found)")
     parser.add_argument("--pages", type=int, default=3, metavar="N", help="pages per stream in --test-read (3)")
+    parser.add_argument("--infer-schema", action="store_true",
+                        help="with --test-read: infer each stream's schema from the records read, merged into the "
+                             "declared one, and show the change as a diff")
+    parser.add_argument("--write-schemas", action="store_true",
+                        help="with --test-read: as --infer-schema, and write each schema where the stream's schema "
+                             "loader reads it (the JSON file, or the inline schema in the manifest; a .bak is kept)")
     parser.add_argument("--catalog", metavar="CATALOG.json", help="configured catalog: streams and sync modes")
     parser.add_argument("--state", metavar="STATE.json", help="state from a previous sync (Airbyte's shapes)")
     parser.add_argument("--streams", metavar="a,b", help="read only these streams")
@@ -191,7 +197,10 @@ def _load_json(path: str, what: str) -> Any:
 
 
 def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if (args.infer_schema or args.write_schemas) and not args.test_read:
+        parser.error("--infer-schema and --write-schemas infer from a test read: add --test-read")
     apply_response_flags(args)
     out = out if out is not None else sys.stdout.buffer
 
@@ -337,8 +346,14 @@ def _run(args: argparse.Namespace, out: IO[bytes], collecting: bool = True) -> i
 
         text = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
         try:
-            return show_test_read(test_read(connector, recorder, selections, pages=args.pages), text,
-                                  limit=connector.in_flight_limit(args.concurrency))
+            reads = test_read(connector, recorder, selections, pages=args.pages)
+            code = show_test_read(reads, text, limit=connector.in_flight_limit(args.concurrency))
+            if args.infer_schema or args.write_schemas:
+                from framework.cli.schema_writing import infer_schemas
+
+                print(file=text)
+                infer_schemas(connector, args.manifest, reads, text, write=args.write_schemas)
+            return code
         finally:
             text.detach()
     check_states(connector, selections, states)

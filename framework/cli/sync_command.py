@@ -78,40 +78,62 @@ def run_sync(options: SyncOptions, connector: Connector, selections: Sequence[Se
     :mod:`framework.cli.progress` says for ``--quiet`` and ``--log-format``."""
     err = err or sys.stderr
     reporter = reporter_for(err, options.log_format, options.quiet)
-    began = time.perf_counter()
-    starting: list[SessionStart] = []  # the session starting in the background, if any (see _sync)
     try:
-        result, settings = _sync(options, connector, selections, states, reporter, starting)
+        return sync_selections(options, connector, selections, states, reporter).exit_code
     except CheckFailed as exc:  # the API refused before Spark started: a failed sync, not bad input
-        _abandon(starting)
         reporter.failure(connector.mask(str(exc)))
         return 1
     except FrameworkError as exc:
-        _abandon(starting)
         if not isinstance(reporter, JsonReporter):
             raise  # run-manifest prints it as text
         reporter.failure(connector.mask(str(exc)))  # a script reading JSON lines gets JSON lines only
         from framework.storage.lease import EXIT_BUSY, OutputBusy
 
         return EXIT_BUSY if isinstance(exc, OutputBusy) else 2
+
+
+class SyncDone(Struct, frozen=True):
+    """What :func:`sync_selections` did: the pipeline's result, the destination it wrote, the exit code (0, or 1
+    when a stream or its normalization failed) and the seconds it took."""
+
+    result: PipelineResult
+    settings: DestinationSettings
+    exit_code: int
+    seconds: float
+
+
+def sync_selections(options: SyncOptions, connector: Connector, selections: Sequence[Selection],
+                    states: Mapping[str, Any], reporter: Reporter, *,
+                    session: SparkSession | None = None) -> SyncDone:
+    """The one Spark-mode sync: ``run-manifest`` and :func:`framework.sync` both run it.
+
+    Checks the destination and the connection before Spark starts, starts (or takes ``session``), runs the
+    pipeline, tells ``reporter`` everything (its summary too), then normalizes when asked. Raises the
+    framework's errors for bad input (:class:`CheckFailed` when the connection check failed)."""
+    began = time.perf_counter()
+    starting: list[SessionStart] = []  # the session starting in the background, if any (see _sync)
+    try:
+        result, settings = _sync(options, connector, selections, states, reporter, starting, session)
     except BaseException:
         _abandon(starting)
         raise
-    reporter.summary(result, settings.base_uri, time.perf_counter() - began)
-    _class_archive_for_next(options, starting)
+    seconds = time.perf_counter() - began
+    reporter.summary(result, settings.base_uri, seconds)
+    if session is None:
+        _class_archive_for_next(options, starting)
     if _normalizes(options, settings) and not result.failed:  # normalization runs after a successful sync
         from framework.normalization.runner import normalize
         from framework.spark.session import spark_session
 
         target = normalization_settings(settings, output=options.normalized_output)
-        spark = starting[0].session() if starting else spark_session(
+        spark = session if session is not None else starting[0].session() if starting else spark_session(
             options.master, full_jit=True, jdbc=target.target == "postgres", remote=options.remote,
             **dict(options.conf))
         done = normalize(spark, settings, target, progress=reporter.normalized)
-        return 1 if done.failed else 0
+        return SyncDone(result, settings, 1 if done.failed else 0, time.perf_counter() - began)
     # everything was read before Spark was ready for groups: it is not waited for, nor stopped in order
     _abandon(starting, unused=not any(stream.spark_ready_at for stream in result.streams))
-    return 1 if result.failed else 0
+    return SyncDone(result, settings, 1 if result.failed else 0, seconds)
 
 
 def _class_archive_for_next(options: SyncOptions, starting: Sequence[SessionStart]) -> None:
@@ -142,7 +164,8 @@ def _abandon(starting: Sequence[SessionStart], unused: bool = False) -> None:
 
 
 def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selection], states: Mapping[str, Any],
-          reporter: Reporter, starting: list[SessionStart]) -> tuple[PipelineResult, DestinationSettings]:
+          reporter: Reporter, starting: list[SessionStart],
+          session: SparkSession | None = None) -> tuple[PipelineResult, DestinationSettings]:
     from framework.spark import require_spark_extra
 
     require_spark_extra()  # before anything else: the fix, not an ImportError
@@ -182,7 +205,13 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
                               warn=_warner(reporter))
     started = time.perf_counter()
     spark: SparkSession | SessionStart
-    if _starts_early(options, conf):
+    if session is not None:  # the caller's session (framework.sync(spark=...)): used as it is
+        if options.check_first:
+            _check_first(connector)
+        spark = session
+        check_shared_output(settings, spark.conf.get("spark.master", None), options.shared_path)
+        reporter.started(describe(spark), settings.base_uri, settings.format.format_type, 0.0)
+    elif _starts_early(options, conf):
         # A local session starts in the background (about 6 s on 2 cores) while the check runs and the driver
         # reads the first groups itself (framework.spark.scheduling); the JVM is stopped if never needed.
         # Held a moment first (framework.spark.pause), unless the run normalizes and so needs it whatever comes.
@@ -246,8 +275,8 @@ def _check_first(connector: Connector) -> None:
     from framework.protocol.check import check_connection
 
     try:
-        names = [name for name in connector.check_streams
-                 if connector.stream(name).router is None and connector.stream(name).bridge is None]
+        names = [name for name in connector.check_streams if name in connector.streams  # (validate-manifest warns)
+                 and connector.stream(name).router is None and connector.stream(name).bridge is None]
     except FrameworkError:
         return  # the sync reports it, with its context
     if not names:
@@ -262,8 +291,9 @@ def _warner(reporter: Reporter) -> Callable[[str], None]:
     """How a warning reaches the user: a ``warning`` event in JSON lines, else a line on stderr (even quiet)."""
 
     def warn(text: str) -> None:
-        if isinstance(reporter, JsonReporter):
-            reporter.warning(text)
+        warning = getattr(reporter, "warning", None)  # the JSON log's, and framework.sync's
+        if warning is not None:
+            warning(text)
         else:
             err = getattr(reporter, "err", sys.stderr)
             err.write(f"run-manifest: warning: {text}\n")
@@ -314,4 +344,4 @@ def _normalizes(options: SyncOptions, settings: DestinationSettings) -> bool:
     return options.normalize or bool(settings.normalization and settings.normalization.enabled)
 
 
-__all__ = ["SyncOptions", "run_sync"]
+__all__ = ["CheckFailed", "SyncDone", "SyncOptions", "run_sync", "sync_selections"]

@@ -68,7 +68,7 @@ def _main(argv: Sequence[str] | None) -> int:
     diagnostics: list[Diagnostic] = []
     for path in args.files:
         try:
-            checked = check_manifest(path, strict=args.strict)
+            checked = check_manifest(path, strict=args.strict, config=config)
         except Exception as exc:  # noqa: BLE001 - one file's crash must not hide the others' results
             diagnostics.append(Diagnostic(path, 1, 1, "error", "internal-error",
                                           f"validate-manifest could not check this file ({type(exc).__name__}: "

@@ -17,7 +17,10 @@ that holds that slice's state (the current token, the tokens already seen)::
 The three strategies behave as in Airbyte's declarative language:
 
 * ``CursorPagination`` renders ``cursor_value`` from the response; the pages
-  end when ``stop_condition`` renders true or the token is empty. A token the
+  end when ``stop_condition`` renders true or the token is empty or false
+  (:func:`no_next_page`: ``{}``, ``[]``, ``0``, ``False``, blank text). A lookup
+  through a key the response does not have (``response['meta']['next']`` on a
+  body without ``meta``) fails the read, as in airbyte-cdk. A token the
   API already sent for this slice raises
   :class:`~framework.errors.PaginationLoopError` instead of reading forever.
 * ``PageIncrement`` counts pages from ``start_from_page``; a page with fewer
@@ -44,7 +47,7 @@ from requests.utils import parse_header_links
 from framework.components.context import BuildContext, builds
 from framework.components.http.request import Injection, PathInjection, RequestParts
 from framework.components.http.transport import HttpResponse
-from framework.errors import ConfigError, PaginationLoopError, place_suffix
+from framework.errors import ConfigError, InterpolationError, PaginationLoopError, ReadError, place_suffix
 from framework.interpolation import TemplateEngine
 from framework.masking import Mask
 from framework.models.pagination import (
@@ -68,6 +71,7 @@ __all__ = [
     "build_cursor_strategy",
     "build_offset_strategy",
     "build_page_number_strategy",
+    "no_next_page",
     "parse_link_header",
 ]
 
@@ -152,6 +156,20 @@ def _reads_headers(engine: TemplateEngine, *sources: Any) -> bool:
     return any(isinstance(s, str) and "headers" in engine.compile(s).names for s in sources)
 
 
+def no_next_page(token: Any) -> bool:
+    """Whether a next-page token ends the pages: airbyte-cdk's rule (its DefaultPaginator stops on a token that
+    is false in Python: ``None``, ``False``, ``0``, ``""``, ``{}``, ``[]``), and text of blanks only, which
+    airbyte-cdk would send as it is.
+
+    A template reads as Airbyte reads it (text that is a Python literal is that value), so a cursor that
+    renders ``{}``, ``[]``, ``0`` or ``False`` ends the pages, as ``{{ headers.link.get('next', {}).get('cursor',
+    {}) }}`` does on the last page.
+    """
+    if isinstance(token, str):
+        return not token.strip()
+    return not token
+
+
 # -- strategies ---------------------------------------------------------------------
 
 
@@ -196,8 +214,18 @@ class CursorStrategy(Struct, frozen=True):
         scope = self.templates.scope(variables, response, records, token)
         if self.stop_condition is not None and engine.evaluate(self.stop_condition, scope, "boolean"):
             return None
-        following = engine.evaluate(self.cursor_value, scope, "any")
-        if following is None or (isinstance(following, str) and not following.strip()):
+        try:  # a lookup through a key the response lacks fails, as in airbyte-cdk (its default Undefined)
+            following = engine.evaluate(self.cursor_value, scope, "any", strict_lookups=True)
+        except InterpolationError as exc:
+            if getattr(exc, "kind", None) != "undefined":
+                raise
+            raise ReadError(
+                f"the next page's token could not be read from the response: {exc}. As in airbyte-cdk, a lookup "
+                "through a key the response does not have fails the read rather than end the pages early; if the "
+                "API leaves the key out on the last page, read it with defaults "
+                "(`response.get('meta', {}).get('next')`) or add a `stop_condition`",
+                failure_type="system_error") from None
+        if no_next_page(following):
             return None
         return None, following
 
@@ -365,11 +393,17 @@ class StrategyPager:
         if self.size_override is not None and isinstance(strategy, OffsetStrategy):
             step = self._following_reduced(strategy, response, records, variables)
         else:
-            step = strategy.following(self._state, response, records, variables, self.token)
+            try:
+                step = strategy.following(self._state, response, records, variables, self.token)
+            except ReadError as exc:
+                raise exc.with_context(place=paginator.place) from None
         if step is None:
             self._done = True
             return False
         state, token = step
+        if no_next_page(token):  # whatever the strategy, as airbyte-cdk's DefaultPaginator
+            self._done = True
+            return False
         if strategy.checks_loops:
             self._check_loop(token, response, records)
         self._state = state

@@ -366,9 +366,11 @@ class Retriever(Struct, frozen=True):
                 if records:
                     yield records
                 return
+            unsent = records  # the page's records, not handed out yet
             try:
                 decoder = self.decoder
                 if page is None:  # a streamed body, left unread by `_fetch`: its records in batches as it comes
+                    unsent = []
                     page = []
                     for batch, records in self.selector.select_batches(response, page_variables):
                         page = batch
@@ -388,7 +390,10 @@ class Retriever(Struct, frozen=True):
                     if watch is not None:
                         watch(response if decoder is None else None, page, records)
             except (ReadError, InterpolationError) as exc:
-                raise self._failure(exc, response) from None
+                failure = self._failure(exc, response)
+                if unsent:  # the page was read: its records go out before the failure, as in airbyte-cdk
+                    yield unsent
+                raise failure from None
             if reducer is not None:  # after `advance`, which judged the page by the size it was asked with
                 pager.size_override = reducer.page_went_through()
             if records:

@@ -231,6 +231,32 @@ def undeclared_fields(stream: str, records: Sequence[Mapping[str, Any]], schema:
 
 
 
+def none_parameters(stream: str, request_parameters: Any, gives_none: Callable[[str], bool]) -> Signal | None:
+    """Request parameters left out because their template gives nothing with this config, where airbyte-cdk
+    sends the text ``None`` (``gives_none``: whether a template's value is ``None`` itself, read with the
+    config alone; templates reading anything else are not looked at)."""
+    if not isinstance(request_parameters, Mapping):
+        return None
+    names = []
+    for name, template in request_parameters.items():
+        if isinstance(template, str) and "{{" in template and "config" in template:
+            try:
+                if gives_none(template):
+                    names.append(str(name))
+            except Exception:  # noqa: BLE001 - a template that needs more than the config: not this check's
+                continue
+    if not names:
+        return None
+    shown = ", ".join(f"`{name}`" for name in names)
+    example = request_parameters[names[0]]
+    return Signal(stream, "none-parameter",
+                  f"request parameter{'s' * (len(names) > 1)} {shown} {'are' if len(names) > 1 else 'is'} left out "
+                  f"of the requests: {_short(example)} gives nothing with this config (airbyte-cdk sends such a "
+                  f"parameter as the text None: `{names[0]}=None`)",
+                  "if the API needs a value, set it in the config or give the template a default "
+                  f"(`{{{{ config.get('{names[0]}', ...) }}}}`); left out, the API uses its own default")
+
+
 class FirstPages:
     """The first pages of a sync's stream, kept to warn in a normal run (cheap: a few pages, then nothing).
 
@@ -381,5 +407,5 @@ class UnitWatch:
 
 
 __all__ = ["FirstPages", "ReadFacts", "Signal", "UnitWatch", "empty_extraction", "missing_fields",
-           "next_page_fields", "outside_window", "pagination_stopped", "pagination_strategy", "record_lists",
-           "repeated_pages", "stream_definition", "undeclared_fields"]
+           "next_page_fields", "none_parameters", "outside_window", "pagination_stopped", "pagination_strategy",
+           "record_lists", "repeated_pages", "stream_definition", "undeclared_fields"]

@@ -36,6 +36,7 @@ from framework.components.query_properties import resolved_query_properties, wit
 from framework.components.retriever import PAGE_WATCH
 from framework.components.stream import Stream
 from framework.engine.connector import Connector, open_connector_text
+from framework.engine.live_progress import TaskTicker
 from framework.engine.results import UnitResult
 from framework.engine.scheduler import Page, concurrent_pages
 from framework.engine.signals import ReadFacts, UnitWatch, stream_definition
@@ -190,7 +191,8 @@ class PageTyper(Struct, frozen=True):
 
 def read_group(connector: Connector, stream: Stream, units: Iterable[Any], typer: PageTyper,
                write: Callable[[pa.RecordBatch], None] | None = None, *,
-               start_state: Mapping[str, Any] | None = None, readers: int = 1) -> Iterator[pa.RecordBatch | UnitResult]:
+               start_state: Mapping[str, Any] | None = None, readers: int = 1,
+               ticker: TaskTicker | None = None) -> Iterator[pa.RecordBatch | UnitResult]:
     """Read ``units`` page by page, up to ``readers`` of them at once, each page typed by ``typer``.
 
     With ``readers`` 1 (or a single unit, or when this process's requests show
@@ -219,17 +221,22 @@ def read_group(connector: Connector, stream: Stream, units: Iterable[Any], typer
     ``latest`` being the unit's most recent record and ``start_state`` the
     state the sync started from (a unit of ours carries its own). The
     asynchronous jobs of the group's units (job slots) are prefetched before
-    the first unit and released after the last.
+    the first unit and released after the last. ``ticker`` (a Spark task's)
+    is told of each page and each finished unit as they are handled, so the
+    driver shows progress while the group runs
+    (:mod:`framework.engine.live_progress`).
     """
     stream = connector.stream_for_start(stream, start_state)  # a StateDelegatingStream: the definition read
     config = connector.config
     units = list(units)
+    if ticker is not None:
+        ticker.begin(units)
     slices = [unit.slice for unit in units if hasattr(unit, "slice")]
     prefetch(stream, slices, config)  # asynchronous jobs: the group's jobs created together, polled together
     threads = READING.readers(readers, len(units))
     waited, sent = NETWORK_WAIT.seconds, NETWORK_WAIT.requests
     try:
-        yield from _read_units(connector, stream, units, typer, write, start_state, threads)
+        yield from _read_units(connector, stream, units, typer, write, start_state, threads, ticker)
         READING.learn(NETWORK_WAIT.seconds - waited, NETWORK_WAIT.requests - sent)
     finally:
         release(stream, slices)  # the jobs of units left unread: aborted, their slots freed
@@ -286,7 +293,7 @@ class _Tally:
 
 def _read_units(connector: Connector, stream: Stream, units: list[Any], typer: PageTyper,
                 write: Callable[[pa.RecordBatch], None] | None, start_state: Mapping[str, Any] | None,
-                readers: int) -> Iterator[pa.RecordBatch | UnitResult]:
+                readers: int, ticker: TaskTicker | None = None) -> Iterator[pa.RecordBatch | UnitResult]:
     bridged = stream.bridge is not None
     if bridged:
         from framework.engine.bridge import read_bridged_unit
@@ -351,8 +358,12 @@ def _read_units(connector: Connector, stream: Stream, units: list[Any], typer: P
                     tally.drift.add(page_drift)
                 if page_latest is not None and (bridged or tally.latest is None or page_latest > tally.latest):
                     tally.latest = page_latest  # bridged: the unit's most recent record so far
+                if ticker is not None:
+                    ticker.page(len(page))
             else:
                 finished.add(index)
+                if ticker is not None:
+                    ticker.unit_done(index)
                 yield result(event.unit, tallies.pop(index, None), None)
     except Exception as exc:  # noqa: BLE001 - the units fail; the caller weighs its other units' data
         failed = connector.mask(str(exc) or type(exc).__name__)

@@ -71,6 +71,9 @@ class TemplateInfo(Struct, frozen=True):
     deprecated_names: frozenset[str] = frozenset()
     name_problems: tuple[TemplateProblem, ...] = ()
     config_keys: frozenset[str] = frozenset()
+    #: those of ``config_keys`` read with a fallback (``config.get('k')``, ``config['k'] | default('x')``,
+    #: ``config['k'] is defined``, ``'k' in config``): a config without them is expected
+    config_fallbacks: frozenset[str] = frozenset()
     partition_keys: frozenset[str] = frozenset()
     #: loops whose steps the template leaves unbounded or puts past the render budget (warnings)
     loops: tuple[TemplateProblem, ...] = ()
@@ -185,6 +188,38 @@ def _config_keys(tree: nodes.Node, variable: str = "config") -> frozenset[str]:
                 and node.node.attr == "get" and node.args and isinstance(node.args[0], nodes.Const) \
                 and isinstance(node.args[0].value, str):
             keys.add(node.args[0].value)
+    return frozenset(keys)
+
+
+def _config_fallbacks(tree: nodes.Node) -> frozenset[str]:
+    """Keys of ``config`` the template reads with a fallback: a default, a test, or a membership check."""
+    def key_of(node: nodes.Node) -> str | None:
+        if isinstance(node, nodes.Getitem) and isinstance(node.node, nodes.Name) and node.node.name == "config" \
+                and isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
+            return node.arg.value
+        if isinstance(node, nodes.Getattr) and isinstance(node.node, nodes.Name) and node.node.name == "config":
+            return node.attr
+        return None
+
+    keys: set[str] = set()
+    for node in tree.find_all((nodes.Call, nodes.Filter, nodes.Test, nodes.Compare)):
+        if isinstance(node, nodes.Call) and isinstance(node.node, nodes.Getattr) and node.node.attr == "get" \
+                and isinstance(node.node.node, nodes.Name) and node.node.node.name == "config" \
+                and node.args and isinstance(node.args[0], nodes.Const):
+            keys.add(str(node.args[0].value))
+        elif isinstance(node, nodes.Filter) and node.name in ("default", "d") and node.node is not None:
+            key = key_of(node.node)
+            if key is not None:
+                keys.add(key)
+        elif isinstance(node, nodes.Test) and node.name in ("defined", "undefined", "none"):
+            key = key_of(node.node)
+            if key is not None:
+                keys.add(key)
+        elif isinstance(node, nodes.Compare) and isinstance(node.expr, nodes.Const) \
+                and isinstance(node.expr.value, str) and node.ops \
+                and node.ops[0].op in ("in", "notin") and isinstance(node.ops[0].expr, nodes.Name) \
+                and node.ops[0].expr.name == "config":
+            keys.add(node.expr.value)
     return frozenset(keys)
 
 
@@ -320,6 +355,7 @@ def analyze_template(source: str) -> TemplateInfo:
         deprecated_names=deprecated,
         name_problems=tuple(name_problems),
         config_keys=_config_keys(tree) if "config" in variables else frozenset(),
+        config_fallbacks=_config_fallbacks(tree) if "config" in variables else frozenset(),
         partition_keys=_config_keys(tree, "stream_partition") if "stream_partition" in variables else frozenset(),
         loops=loops,
     )

@@ -11,6 +11,10 @@ Behaviour a manifest author sees:
   attribute is *undefined*: it renders as ``""``, evaluates to ``None``, and
   further lookups on it (``config['a']['b']``) stay undefined. Doing arithmetic
   on or calling an undefined value is an error.
+* With ``strict_lookups`` (:meth:`TemplateEngine.evaluate`; a CursorPagination's
+  ``cursor_value`` uses it, as airbyte-cdk renders it) a lookup on an undefined
+  value is an error instead: ``response['meta']['next']`` on a body without
+  ``meta`` fails, naming ``meta``; ``response['meta']`` alone is still undefined.
 * ``None`` renders as ``""`` (not ``"None"``).
 * ``stream_interval`` and ``stream_partition`` default to ``stream_slice``.
 * The sandbox is immutable: templates cannot call ``append``, ``update``,
@@ -25,6 +29,7 @@ Every failure raises :class:`~framework.errors.InterpolationError`; its
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 
@@ -104,6 +109,28 @@ class SandboxEnvironment(ImmutableSandboxedEnvironment):
         return super().call(__context, __obj, *args, **kwargs)
 
 
+#: Whether the template running in this context fails on a lookup through an undefined value (see
+#: ``TemplateEngine.evaluate``'s ``strict_lookups``); one flag per thread and task, so engines stay shareable.
+_STRICT_LOOKUPS: ContextVar[bool] = ContextVar("strict_lookups", default=False)
+
+
+class _Undefined(ChainableUndefined):
+    """Jinja's chainable undefined (``config['a']['b']`` stays undefined), unless lookups are strict in this
+    context: then a lookup on it raises, naming the key that was missing first."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        if _STRICT_LOOKUPS.get() and name[:2] != "__":
+            self._fail_with_undefined_error()
+        return super().__getattr__(name)
+
+    def __getitem__(self, name: str) -> Any:
+        if _STRICT_LOOKUPS.get():
+            self._fail_with_undefined_error()
+        return self
+
+
 def _finalize(value: Any) -> Any:
     return "" if value is None else value
 
@@ -115,7 +142,7 @@ def build_environment(clock: Clock) -> SandboxEnvironment:
     (``dict``, ``namespace``, ``cycler``, ``joiner``, ``lipsum``); ``range`` is not one.
     """
     env = SandboxEnvironment(
-        undefined=ChainableUndefined,
+        undefined=_Undefined,
         finalize=_finalize,
         autoescape=False,
         auto_reload=False,
@@ -293,6 +320,19 @@ class TemplateEngine:
         return "".join(parts)
 
     def _native(self, compiled: CompiledTemplate, context: Mapping[str, Any]) -> Any:
+        value = self._native_raw(compiled, context)
+        return None if isinstance(value, Undefined) else value
+
+    def gives_none(self, source: str, context: Mapping[str, Any]) -> bool:
+        """Whether ``source`` is one ``{{ expr }}`` whose value is ``None`` itself, not an undefined value: a
+        value that airbyte-cdk renders as the text ``None`` (``config.get('lang')`` without ``lang``, or a config
+        value that is null), where a missing key (``config['lang']``) renders nothing there as here."""
+        compiled = self.compile(source)
+        if compiled.expression is None:
+            return False
+        return self._native_raw(compiled, context) is None
+
+    def _native_raw(self, compiled: CompiledTemplate, context: Mapping[str, Any]) -> Any:
         template = compiled.expression
         assert template is not None
         variables = self._variables(compiled, context)
@@ -308,7 +348,7 @@ class TemplateEngine:
             raise
         except Exception as exc:
             raise self._failure(exc, compiled.source) from exc
-        return None if isinstance(value, Undefined) else value
+        return value
 
     def render(self, source: str, context: Mapping[str, Any]) -> str:
         """Render ``source`` to text. Text without markup comes back unchanged."""
@@ -317,14 +357,26 @@ class TemplateEngine:
             return source
         return self._render(compiled, context)
 
-    def evaluate(self, source: str, context: Mapping[str, Any], result: str = "string") -> Any:
+    def evaluate(self, source: str, context: Mapping[str, Any], result: str = "string", *,
+                 strict_lookups: bool = False) -> Any:
         """Evaluate ``source`` and convert it to ``result``.
 
         ``result`` is one of ``string``, ``integer``, ``number``, ``boolean``,
         ``object`` and ``any`` (see :mod:`framework.interpolation.conversions`).
         A template that is a single ``{{ expr }}`` is evaluated natively, so a
         number stays a number without a round trip through text.
+        ``strict_lookups``: a lookup on an undefined value (a key missing one level
+        up) is an error of kind ``"undefined"`` rather than undefined again.
         """
+        if strict_lookups:
+            token = _STRICT_LOOKUPS.set(True)
+            try:
+                return self._evaluate(source, context, result)
+            finally:
+                _STRICT_LOOKUPS.reset(token)
+        return self._evaluate(source, context, result)
+
+    def _evaluate(self, source: str, context: Mapping[str, Any], result: str) -> Any:
         if result not in RESULT_TYPES:
             raise _error(
                 f"unknown result type {result!r}; use one of {', '.join(RESULT_TYPES)}",

@@ -9,7 +9,7 @@ problem found. ``load_manifest(path)`` returns the frozen
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct
 
@@ -22,6 +22,9 @@ from framework.manifest.references import Origin, resolve_references
 from framework.manifest.vouch import quick_build
 from framework.manifest.yaml_source import SourceDocument, parse_text, read_document
 from framework.models import DeclarativeSource
+
+if TYPE_CHECKING:
+    from framework.manifest.config_check import ConfigFile
 
 
 class CheckedManifest(Struct, frozen=True):
@@ -49,19 +52,21 @@ class CheckedManifest(Struct, frozen=True):
         return not self.errors
 
 
-def check_manifest(path: str, strict: bool = False) -> CheckedManifest:
+def check_manifest(path: str, strict: bool = False, config: ConfigFile | None = None) -> CheckedManifest:
     """Read, resolve, type and check the manifest at ``path``.
 
     Unknown keys that do not look like misspelt fields are warnings (they are
-    ignored, as Airbyte ignores them); ``strict`` makes them errors.
+    ignored, as Airbyte ignores them); ``strict`` makes them errors. With a
+    ``config``, what the manifest reads of it is checked too: a config key no
+    template can find, a date the cursor's format does not parse.
     """
-    return _check(read_document(path), os.path.dirname(os.path.abspath(path)), strict)
+    return _check(read_document(path), os.path.dirname(os.path.abspath(path)), strict, config)
 
 
 def check_manifest_text(text: str | bytes, file: str = "<manifest>", base_dir: str | None = None,
-                        strict: bool = False) -> CheckedManifest:
+                        strict: bool = False, config: ConfigFile | None = None) -> CheckedManifest:
     """Like :func:`check_manifest` for text in memory; schema files are looked up in ``base_dir``."""
-    return _check(parse_text(text, file), base_dir, strict)
+    return _check(parse_text(text, file), base_dir, strict, config)
 
 
 def load_manifest(path: str) -> DeclarativeSource:
@@ -72,7 +77,8 @@ def load_manifest(path: str) -> DeclarativeSource:
     return checked.source
 
 
-def _check(doc: SourceDocument, base_dir: str | None, strict: bool = False) -> CheckedManifest:
+def _check(doc: SourceDocument, base_dir: str | None, strict: bool = False,
+           config: ConfigFile | None = None) -> CheckedManifest:
     if doc.problems and doc.data is None:
         return CheckedManifest(doc.file, None, tuple(doc.problems))
     data, origin, problems = resolve_references(doc)
@@ -89,7 +95,7 @@ def _check(doc: SourceDocument, base_dir: str | None, strict: bool = False) -> C
         source, build_problems = build_source(prepared, place, preparation.claimed)
         problems += build_problems
     if isinstance(prepared, dict):
-        problems += run_checks(preparation.sites, prepared, place, base_dir)
+        problems += run_checks(preparation.sites, prepared, place, base_dir, config)
     if problems and source is not None and any(p.severity == "error" for p in problems):
         source = None
     return CheckedManifest(doc.file, source, _tidy(problems), prepared, place)

@@ -11,8 +11,9 @@ import difflib
 import graphlib
 import json
 import os
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from framework.diagnostics import Diagnostic
 from framework.interpolation import DEPRECATED_VARIABLES, VARIABLES, TemplateEngine, analyze_template
@@ -20,6 +21,7 @@ from framework.manifest.async_checks import async_checks
 from framework.manifest.auth_checks import auth_checks
 from framework.manifest.budget_checks import budget_checks
 from framework.manifest.components import Placement, Site, field_aliases
+from framework.manifest.config_dates import config_date_checks
 from framework.manifest.decoder_checks import decoder_checks
 from framework.manifest.dynamic_checks import dynamic_checks, in_template
 from framework.manifest.migration_checks import listed_stream_group, migration_checks
@@ -30,6 +32,7 @@ from framework.manifest.url_checks import url_base_checks
 from framework.models import (
     REGISTRY,
     CustomComponent,
+    DeclarativeSource,
     DeclarativeStream,
     InlineSchemaLoader,
     JsonFileSchemaLoader,
@@ -43,13 +46,28 @@ from framework.output_names import folder_problems, stream_folder
 from framework.temporal.datetime_formats import format_problems
 from framework.temporal.durations import duration_problem
 
+if TYPE_CHECKING:
+    from framework.manifest.config_check import ConfigFile
 
-def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str | None) -> list[Diagnostic]:
+
+@dataclass(frozen=True)
+class KnownConfig:
+    """The config keys a template may read: those the spec declares (None: no spec lists them) and, with a
+    config given (``validate-manifest --config``), those the config has, in the file ``config_file``."""
+
+    declared: frozenset[str] | None
+    present: frozenset[str] | None = None
+    config_file: str = ""
+
+
+def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str | None,
+               config: ConfigFile | None = None) -> list[Diagnostic]:
     found: list[Diagnostic] = []
-    declared = _declared_config_keys(data)
+    known = KnownConfig(_declared_config_keys(data), frozenset(config.data) if config is not None else None,
+                        config.path if config is not None else "")
     partitions = _partition_keys(data)
     for site in sites:
-        found.extend(_field_checks(site, place, declared, _partitions_at(site.path, partitions)))
+        found.extend(_field_checks(site, place, known, _partitions_at(site.path, partitions)))
         if site.model is RequestBodyGraphQL:
             found.extend(_graphql_checks(site, place))
     found.extend(_stream_checks(sites, data, place, manifest_dir))
@@ -66,6 +84,8 @@ def run_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str
         from framework.manifest.custom_checks import custom_checks  # reads Python source: only when needed
 
         found.extend(custom_checks(sites, place, manifest_dir))  # from the files beside the manifest
+    if config is not None:  # the config's dates, in the formats of the cursors that read them
+        found.extend(config_date_checks(sites, place, config, _secret_keys(data, config)))
     return found
 
 
@@ -159,6 +179,17 @@ def _partition_keys(data: Any) -> dict[int, frozenset[str]]:
     return found
 
 
+def _secret_keys(data: Any, config: ConfigFile) -> frozenset[str]:
+    """The config's top-level keys the spec marks secret (``airbyte_secret``): their values are never shown."""
+    spec = data.get("spec") if isinstance(data, dict) else None
+    connection = spec.get("connection_specification") if isinstance(spec, dict) else None
+    properties = connection.get("properties") if isinstance(connection, dict) else None
+    if not isinstance(properties, dict):
+        return frozenset()
+    return frozenset(str(key) for key, schema in properties.items()
+                     if isinstance(schema, dict) and schema.get("airbyte_secret") is True)
+
+
 def _partitions_at(path: tuple, partitions: dict[int, frozenset[str]]) -> frozenset[str] | None:
     """The partition keys templates at ``path`` may read, when the path is a stream's own (not a parent's)."""
     if len(path) < 2 or path[0] != "streams" or not isinstance(path[1], int) or "parent_stream_configs" in path:
@@ -166,7 +197,7 @@ def _partitions_at(path: tuple, partitions: dict[int, frozenset[str]]) -> frozen
     return partitions.get(path[1])
 
 
-def _field_checks(site: Site, place: Placement, declared: frozenset[str] | None = None,
+def _field_checks(site: Site, place: Placement, known: KnownConfig,
                   partition: frozenset[str] | None = None) -> Iterator[Diagnostic]:
     aliases = field_aliases(site.model)
     for alias, value in site.data.items():
@@ -177,7 +208,7 @@ def _field_checks(site: Site, place: Placement, declared: frozenset[str] | None 
         fmt = format_of(info)
         if spec is not None:
             for path, text in _strings(value, site.path + (alias,)):
-                yield from _template_checks(text, path, alias, spec.variables, place, declared, partition)
+                yield from _template_checks(text, path, alias, spec.variables, place, known, partition)
         if fmt is not None:
             for path, text in _strings(value, site.path + (alias,)):
                 if "{{" in text or "{%" in text:
@@ -186,8 +217,7 @@ def _field_checks(site: Site, place: Placement, declared: frozenset[str] | None 
 
 
 def _template_checks(text: str, path: tuple, alias: str, allowed: frozenset, place: Placement,
-                     declared: frozenset[str] | None = None,
-                     partition: frozenset[str] | None = None) -> Iterator[Diagnostic]:
+                     known: KnownConfig, partition: frozenset[str] | None = None) -> Iterator[Diagnostic]:
     info = analyze_template(text)
     if not info.is_template:
         return
@@ -200,15 +230,7 @@ def _template_checks(text: str, path: tuple, alias: str, allowed: frozenset, pla
                                    f"does not give ({'it gives ' + ', '.join(given) if given else 'it has none'}): "
                                    "it renders empty", hint or "read a field the partition router names "
                                    "(`cursor_field`, a parent's `partition_field`)", severity="warning")
-    if declared is not None:
-        for key in sorted(info.config_keys - declared):
-            hint = _suggest(key, sorted(declared))
-            yield place.diagnostic(path, "config-key-undeclared",
-                                   f"`{alias}` reads `config['{key}']`, which the spec's connection_specification "
-                                   "does not declare: a config that fits the spec may lack it, and then it "
-                                   "renders empty",
-                                   hint or f"declare `{key}` in spec.connection_specification.properties, or read "
-                                   f"one of: {', '.join(sorted(declared)[:8])}", severity="warning")
+    yield from _config_key_checks(info, path, alias, place, known)
     if info.syntax_error is not None:
         problem = info.syntax_error
         where = f" (line {problem.line} of the template)" if problem.line and problem.line > 1 else ""
@@ -234,6 +256,32 @@ def _template_checks(text: str, path: tuple, alias: str, allowed: frozenset, pla
                                    f"variables available here: {', '.join(sorted(allowed))}")
 
 
+def _config_key_checks(info: Any, path: tuple, alias: str, place: Placement,
+                       known: KnownConfig) -> Iterator[Diagnostic]:
+    """A config key the template reads that the spec does not declare: a warning (a config that fits the spec
+    may lack it); with a config given that lacks it too, an error, unless the template reads it with a fallback."""
+    declared, present = known.declared, known.present
+    for key in sorted(info.config_keys - (declared or frozenset())):
+        if present is not None and key not in present and key not in info.config_fallbacks:
+            options = sorted((declared or frozenset()) | present)
+            close = difflib.get_close_matches(key, options, n=1)
+            where = "the config has it" if close and close[0] in present else "the spec declares it"
+            yield place.diagnostic(path, "config-key-unknown",
+                                   f"`{alias}` reads `config['{key}']`, which neither the config "
+                                   f"({known.config_file}) nor the spec's connection_specification has: it "
+                                   "renders empty",
+                                   f"did you mean `{close[0]}`? ({where})" if close else
+                                   f"add `{key}` to the config, or read one of: {', '.join(options[:8])}")
+        elif declared is not None:
+            hint = _suggest(key, sorted(declared))
+            yield place.diagnostic(path, "config-key-undeclared",
+                                   f"`{alias}` reads `config['{key}']`, which the spec's connection_specification "
+                                   "does not declare: a config that fits the spec may lack it, and then it "
+                                   "renders empty",
+                                   hint or f"declare `{key}` in spec.connection_specification.properties, or read "
+                                   f"one of: {', '.join(sorted(declared)[:8])}", severity="warning")
+
+
 def _suggest(name: str, options: Any) -> str | None:
     close = difflib.get_close_matches(name, list(options), n=1)
     return f"did you mean `{close[0]}`?" if close else None
@@ -252,6 +300,12 @@ def _format_checks(fmt: str, text: str, path: tuple, alias: str, place: Placemen
 
 
 def _stream_checks(sites: list[Site], data: Any, place: Placement, manifest_dir: str | None) -> Iterator[Diagnostic]:
+    is_source = any(site.model is DeclarativeSource and site.path == () for site in sites)  # (not a fragment)
+    if is_source and isinstance(data, dict) and "streams" not in data and not data.get("dynamic_streams"):
+        # `streams` may be left out only when `dynamic_streams` makes the streams (Airbyte's schema says the same)
+        yield place.diagnostic((), "missing-field", "DeclarativeSource is missing required field `streams`",
+                               "add `streams` (or `dynamic_streams`, whose streams are made from the API or the "
+                               "config)")
     # the streams the source lists: at the top, or in a ConditionalStreams (group: its index; None at the top)
     streams = [(s, listed_stream_group(s)) for s in sites]
     names: dict[str, tuple] = {}
@@ -272,9 +326,12 @@ def _stream_checks(sites: list[Site], data: Any, place: Placement, manifest_dir:
     if isinstance(check, dict) and isinstance(check.get("stream_names"), list):
         for index, name in enumerate(check["stream_names"]):
             if isinstance(name, str) and names and name not in names and not data.get("dynamic_streams"):
+                # as in airbyte-cdk, only the connection check fails on it: discover and read work
                 yield place.diagnostic(("check", "stream_names", index), "unknown-stream",
-                                       f"check names stream `{name}`, which does not exist",
-                                       _suggest(name, names) or f"streams are: {', '.join(names)}")
+                                       f"check names stream `{name}`, which does not exist: `run-manifest --check` "
+                                       "will fail on it (as Airbyte's check does); discover and read are not "
+                                       "affected", _suggest(name, names) or f"streams are: {', '.join(names)}",
+                                       severity="warning")
     # each stream's folder of the output: none is an internal one, inside another or another's in other case
     for name, (problem, fix) in folder_problems({n: stream_folder(n) for n in names}).items():
         yield place.diagnostic(names[name], "stream-folder-collides", problem, fix)
@@ -367,43 +424,21 @@ def _parent_checks(sites: list[Site], names: dict, place: Placement) -> Iterator
 
 def _schema_checks(site: Site, place: Placement, manifest_dir: str | None) -> Iterator[Diagnostic]:
     loader = site.data.get("schema_loader")
+    schema: Any
+    if isinstance(loader, list) and loader:
+        # several loaders (Airbyte's CompositeSchemaLoader): each is checked; their properties are merged, an
+        # earlier loader's winning; the keys are checked against them when none is read from the API or code
+        merged: dict = {}
+        known = True
+        for index, item in enumerate(loader):
+            found = yield from _loader_schema(site, item, ("schema_loader", index), place, manifest_dir)
+            found = found.get("properties") if isinstance(found, dict) else None
+            known = known and isinstance(found, dict)
+            merged = {**found, **merged} if isinstance(found, dict) else merged
+        schema = {"properties": merged} if known else None
+    else:
+        schema = yield from _loader_schema(site, loader or None, ("schema_loader",), place, manifest_dir)
     name = site.data.get("name")
-    schema: Any = None
-    if isinstance(loader, dict) and loader.get("type") == InlineSchemaLoader.type_name():
-        schema = loader.get("schema")
-    elif (loader is None or isinstance(loader, dict) and loader.get("type") == JsonFileSchemaLoader.type_name()) \
-            and manifest_dir is not None and isinstance(name, str):
-        loader = loader or {}
-        file_path = loader.get("file_path") or f"schemas/{name}.json"
-        rendered = _render_static(file_path, loader.get("$parameters", site.data.get("$parameters", {})))
-        if rendered is None:
-            return
-        candidates = [os.path.normpath(os.path.join(base, rendered))
-                      for base in (manifest_dir, os.path.dirname(manifest_dir))]
-        found = next((c for c in candidates if os.path.isfile(c)), None)
-        if "file_path" in loader:
-            at = site.path + ("schema_loader", "file_path")
-        elif site.data.get("schema_loader"):
-            at = site.path + ("schema_loader",)
-        else:
-            at = site.path + ("name",)
-        if found is None and not site.data.get("schema_loader"):  # as in Airbyte, the stream reads untyped
-            yield place.diagnostic(at, "file-not-found", f"stream `{name}` has no `schema_loader` and its default "
-                                   f"schema file `{rendered}` does not exist: its records are read with an empty "
-                                   "schema, untyped", f"create {candidates[0]} or set `schema_loader`",
-                                   severity="warning")
-            return
-        if found is None:
-            yield place.diagnostic(at, "file-not-found", f"schema file `{rendered}` of stream `{name}` does not exist",
-                                   f"create {candidates[0]} or set `schema_loader`")
-            return
-        try:
-            with open(found, "rb") as handle:
-                schema = json.loads(handle.read())
-        except (OSError, ValueError) as exc:
-            yield place.diagnostic(at, "bad-schema-file", f"schema file `{rendered}` is not valid JSON: {exc}",
-                                   "fix the JSON in the schema file")
-            return
     if not isinstance(schema, dict):
         return
     properties = schema.get("properties")
@@ -429,6 +464,50 @@ def _schema_checks(site: Site, place: Placement, manifest_dir: str | None) -> It
                                        _suggest(part, node) if isinstance(node, dict) else None, severity="warning")
                 break
             node = node[part].get("properties") if isinstance(node[part], dict) else None
+
+
+def _loader_schema(site: Site, loader: Any, at_loader: tuple, place: Placement,
+                   manifest_dir: str | None) -> Generator[Diagnostic, None, Any]:
+    """The schema one loader of the stream at ``site`` gives, when the manifest alone tells it (an inline
+    schema, a file beside the manifest; None otherwise), after the problems found on the way.
+    ``loader`` None is the stream without one (the default file, optional)."""
+    name = site.data.get("name")
+    if isinstance(loader, dict) and loader.get("type") == InlineSchemaLoader.type_name():
+        return loader.get("schema")
+    if not (loader is None or isinstance(loader, dict) and loader.get("type") == JsonFileSchemaLoader.type_name()) \
+            or manifest_dir is None or not isinstance(name, str):
+        return None
+    options = loader or {}
+    file_path = options.get("file_path") or f"schemas/{name}.json"
+    rendered = _render_static(file_path, options.get("$parameters", site.data.get("$parameters", {})))
+    if rendered is None:
+        return None
+    candidates = [os.path.normpath(os.path.join(base, rendered))
+                  for base in (manifest_dir, os.path.dirname(manifest_dir))]
+    found = next((c for c in candidates if os.path.isfile(c)), None)
+    if "file_path" in options:
+        at = site.path + at_loader + ("file_path",)
+    elif loader:
+        at = site.path + at_loader
+    else:
+        at = site.path + ("name",)
+    if found is None and not loader:  # as in Airbyte, the stream reads untyped
+        yield place.diagnostic(at, "file-not-found", f"stream `{name}` has no `schema_loader` and its default "
+                               f"schema file `{rendered}` does not exist: its records are read with an empty "
+                               "schema, untyped", f"create {candidates[0]} or set `schema_loader`",
+                               severity="warning")
+        return None
+    if found is None:
+        yield place.diagnostic(at, "file-not-found", f"schema file `{rendered}` of stream `{name}` does not exist",
+                               f"create {candidates[0]} or set `schema_loader`")
+        return None
+    try:
+        with open(found, "rb") as handle:
+            return json.loads(handle.read())
+    except (OSError, ValueError) as exc:
+        yield place.diagnostic(at, "bad-schema-file", f"schema file `{rendered}` is not valid JSON: {exc}",
+                               "fix the JSON in the schema file")
+        return None
 
 
 def _render_static(text: str, parameters: Any) -> str | None:

@@ -44,8 +44,15 @@ RENAMED = {
                      "the stream's `incremental_sync`)",
     "$options": "`$options` is the old name of `$parameters`",
     "options": "`options` is the old name of `$parameters`",
-    "urls_extractor": "`urls_extractor` is the old name of an AsyncRetriever's `download_target_extractor` (its "
-                      "download requester reads each target as `download_target`)",
+}
+# Old field names that airbyte-cdk ignores (its models take unknown keys): ignored here too, so that such a
+# manifest reads as it does there, with a warning that says what the key did once and what to write instead.
+IGNORED_OLD_NAMES = {
+    ("AsyncRetriever", "urls_extractor"): (
+        "`urls_extractor` is the old name of `download_target_extractor`; airbyte-cdk ignores it, and so does "
+        "this framework: each job is downloaded once, with an empty `download_target`",
+        "to download from the targets the job's answer lists, rename it to `download_target_extractor` (the "
+        "download requester reads each target as `download_target`); otherwise remove it"),
 }
 TYPO_CUTOFF = 0.8  # similarity above which an unknown key is taken for a misspelt field
 # Keys Airbyte ignores that look like a misspelt field but are common on purpose (the SPEC message's
@@ -253,7 +260,8 @@ class Preparation(Struct):
         """Report keys ``model`` does not know, and drop them.
 
         A key that looks like a misspelt field, an old field name, or one holding an
-        unsupported component is an error; any other unknown key is a warning that it
+        unsupported component is an error; an old field name airbyte-cdk ignores
+        (:data:`IGNORED_OLD_NAMES`) and any other unknown key is a warning that it
         is ignored (as Airbyte ignores it), or an error with ``strict``.
         """
         aliases = field_aliases(model)
@@ -268,6 +276,10 @@ class Preparation(Struct):
                 self.report(where + ("type",), "unsupported-component",
                             f"component `{inner}` is not supported: {UNSUPPORTED[inner]}",
                             RENAMED.get(str(key), f"remove `{key}`"))
+            elif (owner, key) in IGNORED_OLD_NAMES:
+                message, fix = IGNORED_OLD_NAMES[(owner, key)]
+                self.problems.append(self.place.diagnostic(where, "ignored-old-field", message, fix, key=True,
+                                                           severity="error" if self.strict else "warning"))
             elif key in RENAMED:
                 self.report(where, "renamed-field", f"{RENAMED[key]}; {owner} does not accept it",
                             "rename the key", key=True)

@@ -46,6 +46,10 @@ class _Run(Struct):
     place: Placement
     manifest_dir: str
     reported_imports: set[str] = field(default_factory=set)  # each missing package or broken module once
+    #: each module no file provides, by where it was looked for: the classes named from it, and how many
+    #: components name them (one error for the module, at its first use, names them all)
+    users: dict[tuple[str, str], tuple[list[str], int]] = field(default_factory=dict)
+    reported_modules: set[tuple[str, str]] = field(default_factory=set)
     facts: dict[tuple[str, str], ClassFacts | str | None] = field(default_factory=dict)
 
     def check(self, site: Site) -> Iterator[Diagnostic]:
@@ -96,19 +100,44 @@ class _Run(Struct):
         if facts.fields_known:
             yield from self.options(site, facts)
 
+    def count_use(self, site: Site) -> None:
+        """Note the module of the custom component at ``site`` when no file provides it."""
+        class_name = site.data.get("class_name")
+        try:
+            ref = resolve_class_name(class_name, self.manifest_dir) if isinstance(class_name, str) else None
+        except ConfigError:
+            return
+        if ref is not None and ref.file is None:
+            classes, count = self.users.get((ref.origin, ref.module), ([], 0))
+            self.users[(ref.origin, ref.module)] = (classes + [ref.class_path] * (ref.class_path not in classes),
+                                                    count + 1)
+
+    def _used_by(self, ref: ClassRef) -> str:
+        """`` (needed by ...)``: the classes the manifest names from the missing module of ``ref``."""
+        classes, count = self.users.get((ref.origin, ref.module), ([ref.class_path], 1))
+        if count <= 1:
+            return ""
+        names = ", ".join(f"`{name}`" for name in classes)
+        return f"; the manifest names {len(classes)} class{'es' * (len(classes) != 1)} from it ({names}), at " \
+               f"{count} places: this error stands for all of them"
+
     def module_missing(self, ref: ClassRef, at: tuple) -> Iterator[Diagnostic]:
+        if (ref.origin, ref.module) in self.reported_modules:
+            return  # one error for the module, at its first use
+        self.reported_modules.add((ref.origin, ref.module))
         if ref.origin == "beside-manifest":
             wanted = os.path.join(self.manifest_dir, "components.py")
             yield self.place.diagnostic(
                 at, "custom-module-not-found",
-                f"`{ref.class_name}` names a class in `components.py` beside the manifest, but {wanted} does not exist",
+                f"`{ref.class_name}` names a class in `components.py` beside the manifest, but {wanted} does not "
+                f"exist{self._used_by(ref)}",
                 f"create {wanted} defining `class {ref.class_path}`, or fix `class_name`")
         elif ref.origin == "package-folder":
             base = os.path.join(ref.root or self.manifest_dir, *ref.module.split("."))
             yield self.place.diagnostic(
                 at, "custom-module-not-found",
                 f"module `{ref.module}` of `{ref.class_name}` is not in the package folder: looked for "
-                f"{base}.py and {os.path.join(base, '__init__.py')}",
+                f"{base}.py and {os.path.join(base, '__init__.py')}{self._used_by(ref)}",
                 f"create {base}.py defining `class {ref.class_path}`, or fix `class_name`")
         else:
             top = ref.class_name.split(".", 1)[0]
@@ -123,7 +152,7 @@ class _Run(Struct):
                     at, "custom-module-not-found",
                     f"module `{ref.module}` of `{ref.class_name}` is not installed, and no file of the manifest's "
                     f"folder provides it (looked for {os.path.join(self.manifest_dir, 'components.py')} and a "
-                    "package folder `source_<name>/`)",
+                    f"package folder `source_<name>/`){self._used_by(ref)}",
                     f"keep the manifest in the connector's package folder `{top}/`, beside its modules"
                     if top.startswith("source_") else
                     f"install the package that provides `{top}`, or write the class in "
@@ -216,6 +245,8 @@ def _module_name(root: str, file: str) -> str:
 def custom_checks(sites: list[Site], place: Placement, manifest_dir: str) -> Iterator[Diagnostic]:
     """Check every custom component of a manifest in ``manifest_dir`` against its Python source."""
     run = _Run(place, manifest_dir)
-    for site in sites:
-        if issubclass(site.model, CustomComponent):
-            yield from run.check(site)
+    custom = [site for site in sites if issubclass(site.model, CustomComponent)]
+    for site in custom:
+        run.count_use(site)
+    for site in custom:
+        yield from run.check(site)

@@ -226,8 +226,8 @@ class IcebergSqliteCatalog(Model):
 
     type: Literal["sqlite"] = spec("Catalog kind.", "sqlite", "sqlite")
     path: str | None = spec(
-        "The SQLite file of the catalog; `<output>/_airbyte_state/iceberg_catalog.db` when left out (a local "
-        "output only; give a local path for an `s3://` output, or use a REST catalog).",
+        "The SQLite file of the catalog; `<output>/_airbyte_state/iceberg_catalog.db` when left out. On S3 the "
+        "file is an object: a sync fetches it and puts it back at each commit (the commit's last step).",
         "/var/lib/airbyte/iceberg_catalog.db",
         None,
     )
@@ -241,6 +241,9 @@ class IcebergRestCatalog(Model):
     warehouse: str | None = spec("The warehouse the catalog names, where it asks for one.", "analytics", None)
     credential: Secret = spec("An OAuth2 client credential `client_id:client_secret`.", "client:secret", None)
     token: Secret = spec("A bearer token, instead of a credential.", "eyJhbGciOi...", None)
+    properties: dict[str, str] = spec(
+        "More of pyiceberg's catalog properties, passed as they are.", {"scope": "PRINCIPAL_ROLE:ALL"},
+        default_factory=dict)
 
 
 IcebergCatalog = Annotated[IcebergSqliteCatalog | IcebergRestCatalog, Field(discriminator="type")]
@@ -447,11 +450,6 @@ class DestinationSettings(Model):
                 raise ValueError(
                     f"`{'` and `'.join(laid_out)}` do not apply to the `{self.format.format_type}` format: each "
                     "stream is one table at `<output>/<namespace>/<stream>/`; remove them")
-            catalog = getattr(self.format, "catalog", None)
-            if isinstance(catalog, IcebergSqliteCatalog) and catalog.path is None and self.target == "s3":
-                raise ValueError(
-                    "the iceberg `catalog` `sqlite` keeps its file inside a local output only: give "
-                    "`format.catalog.path` (a local file) or a REST catalog (`{\"type\": \"rest\", \"uri\": ...}`)")
         if bool(self.access_key_id) != bool(self.secret_access_key):
             given, missing = (
                 ("access_key_id", "secret_access_key") if self.access_key_id else ("secret_access_key", "access_key_id")

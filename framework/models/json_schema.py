@@ -10,6 +10,10 @@ Besides the models' own constraints the schema lets any component be written
 as ``{$ref: '#/definitions/x', ...overrides}``, as manifests do, and keeps our
 annotations: ``x-template`` (variables a template may use and what its result
 is parsed into) and ``format: duration`` / ``x-format: strftime``.
+
+Every component type of the catalog has its definition under ``$defs``, also one that no field of the
+source holds (yet): pydantic writes only the models it reaches from ``DeclarativeSource``, so the rest
+(parts of a component that is not supported, say) are added by :func:`_unreached`.
 """
 
 from __future__ import annotations
@@ -30,12 +34,15 @@ COMPONENT_NAMES = {model.__name__ for model in REGISTRY.values()}
 def manifest_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a manifest."""
     schema = DeclarativeSource.model_json_schema(by_alias=True, mode="validation")
+    schema.setdefault("$defs", {}).update(_unreached(schema["$defs"]))
     for name, definition in schema.get("$defs", {}).items():
         if name in COMPONENT_NAMES:
             _allow_ref(definition)
     schema = _any_of(schema)
     root = {key: schema.pop(key) for key in ("properties", "required", "additionalProperties", "type") if key in schema}
     _allow_ref(root)
+    # `streams` may be left out when `dynamic_streams` makes the streams (validate-manifest says the same)
+    root["allOf"] = [{"anyOf": [{"required": ["streams"]}, {"required": ["dynamic_streams"]}]}]
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
@@ -45,6 +52,21 @@ def manifest_schema() -> dict[str, Any]:
         **root,
         "$defs": schema.get("$defs", {}),
     }
+
+
+def _unreached(reached: dict[str, Any]) -> dict[str, Any]:
+    """The definitions of the component models no field of the source leads to (and of what they hold), in
+    the catalog's order of types; an empty dict when every model is reached."""
+    added: dict[str, Any] = {}
+    for model in REGISTRY.values():
+        if model is DeclarativeSource or model.__name__ in reached or model.__name__ in added:
+            continue
+        own = model.model_json_schema(by_alias=True, mode="validation", ref_template="#/$defs/{model}")
+        for name, definition in own.pop("$defs", {}).items():
+            if name not in reached:
+                added.setdefault(name, definition)
+        added[model.__name__] = own
+    return added
 
 
 _TYPE_ORDER = ("integer", "number", "string", "boolean", "object", "array", "null")

@@ -15,7 +15,8 @@ class CursorPagination(Component):
 
     type: Literal["CursorPagination"] = spec("Component type.", "CursorPagination", "CursorPagination")
     cursor_value: str = spec(
-        "Template of the next page's token; an empty result ends pagination.",
+        "Template of the next page's token; a result that is empty or false (nothing, blank, `{}`, `[]`, `0`, "
+        "`false`) ends pagination, and a lookup through a key the response lacks fails the read.",
         "{{ response.meta.next_cursor }}",
         template=RESPONSE,
         result="any",

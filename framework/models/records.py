@@ -31,7 +31,8 @@ class DpathExtractor(Component):
     type: Literal["DpathExtractor"] = spec("Component type.", "DpathExtractor", "DpathExtractor")
     field_path: tuple[str, ...] = spec(
         "Keys leading to the records; `*` matches every key or item at its level. "
-        "Empty: the body itself (a list is many records, an object one).",
+        "Empty: the body itself (a list is many records, an object one). An empty object found there is no "
+        "record; a body that is a list is read item by item at the path.",
         ["data", "*", "items"],
         template=BASE,
     )

@@ -169,8 +169,10 @@ class DeclarativeStream(Component):
     primary_key: PrimaryKey | None = spec(
         "Field, fields, or paths of nested fields that identify a record.", "id", None
     )
-    schema_loader: StreamSchemaLoader | None = spec(
-        "Where the stream's JSON Schema comes from; the file `schemas/<name>.json` when left out.",
+    schema_loader: StreamSchemaLoader | tuple[StreamSchemaLoader, ...] | None = spec(
+        "Where the stream's JSON Schema comes from; the file `schemas/<name>.json` when left out. A list of "
+        "loaders gives one schema: the properties of each, merged, an earlier loader's winning where two name "
+        "the same property (as Airbyte merges them).",
         {"type": "InlineSchemaLoader", "schema": {"type": "object", "properties": {"id": {"type": "integer"}}}},
         None,
         default_type="JsonFileSchemaLoader",
@@ -315,8 +317,8 @@ class DeclarativeSource(Component):
     version: str = spec("Version of the manifest language the file was written for.", "6.7.0")
     streams: tuple[AnyStream, ...] = spec(
         "The streams: a DeclarativeStream, a StateDelegatingStream, or ConditionalStreams holding streams "
-        "that exist only when their condition holds.",
-        [{"$ref": "#/definitions/orders_stream"}], default_type="DeclarativeStream"
+        "that exist only when their condition holds. May be left out when `dynamic_streams` makes them all.",
+        [{"$ref": "#/definitions/orders_stream"}], (), default_type="DeclarativeStream"
     )
     check: Annotated[CheckStream | CheckDynamicStream, Field(discriminator="type")] = spec("How a connection is checked.", {"type": "CheckStream", "stream_names": ["orders"]}, default_type="CheckStream")  # noqa: E501
     spec_: Spec | None = spec(

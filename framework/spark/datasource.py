@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import base64
 import pickle
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -93,18 +93,31 @@ def read_stream(spark: SparkSession, manifest: str, config: str | Mapping[str, A
     given = read_config(config) if isinstance(config, str) else dict(config)
     connector = open_connector(manifest, given, allow_custom_code=allow_custom_code)
     connector.stream(stream)
+    return stream_frames(spark, connector, manifest, [stream], {stream: state} if state is not None else None,
+                         partitions=partitions, readers=readers)[stream]
+
+
+def stream_frames(spark: SparkSession, connector: Connector, manifest: str, streams: Sequence[str],
+                  states: Mapping[str, Mapping[str, Any]] | None = None, *, partitions: int | None = None,
+                  readers: int | None = None) -> dict[str, DataFrame]:
+    """Each of ``streams`` of the open ``connector`` (of the manifest at ``manifest``) as a DataFrame, each read
+    from its state in ``states`` when it has one (:func:`framework.read`)."""
     with open(manifest, encoding="utf-8") as handle:
         text = handle.read()
-    source = ConnectorSource.of_connector(connector, manifest, text)
+    encoded = _encode(ConnectorSource.of_connector(connector, manifest, text))
     register(spark)
-    reader = (spark.read.format(FORMAT_NAME).option(SOURCE_OPTION, _encode(source)).option("stream", stream))
-    if state is not None:
-        reader = reader.option("state", orjson.dumps(state).decode())
-    if partitions is not None:
-        reader = reader.option("partitions", str(partitions))
-    if readers is not None:
-        reader = reader.option("readers", str(readers))
-    return reader.load()
+    frames: dict[str, DataFrame] = {}
+    for stream in streams:
+        reader = spark.read.format(FORMAT_NAME).option(SOURCE_OPTION, encoded).option("stream", stream)
+        state = (states or {}).get(stream)
+        if state is not None:
+            reader = reader.option("state", orjson.dumps(state).decode())
+        if partitions is not None:
+            reader = reader.option("partitions", str(partitions))
+        if readers is not None:
+            reader = reader.option("readers", str(readers))
+        frames[stream] = reader.load()
+    return frames
 
 
 def _encode(source: ConnectorSource) -> str:

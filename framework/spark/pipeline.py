@@ -63,10 +63,13 @@ from framework import coordination
 from framework.components.http.in_flight import SERVICE as IN_FLIGHT
 from framework.components.http.in_flight import Limit, Pace
 from framework.engine.connector import Connector
+from framework.engine.live_progress import SERVICE as LIVE_PROGRESS
+from framework.engine.live_progress import LiveTally, ticking
 from framework.engine.plan import STATE_SAVE_SECONDS, Sync, contiguous_groups, lazy_groups, open_sync
 from framework.engine.report import StreamReport, any_failed
 from framework.engine.results import UnitResult, failed_group, fold_results, from_arrow
 from framework.engine.selection import Selection
+from framework.engine.time_left import unit_work
 from framework.engine.worker import ConnectorSource
 from framework.errors import ConfigError, FrameworkError
 from framework.formats.rewrite import Settled, settle_stream
@@ -115,6 +118,11 @@ class StreamResult(StreamReport):
     spark_ready_at: float | None = None
     records_before_spark: int = 0
     folder: Settled = field(default_factory=Settled)  # the stream's folder after the sync: one schema, merged files
+    # the time left (framework.engine.time_left): the work planned (a datetime window weighs the seconds it spans,
+    # any other unit 1), the work of the units done, and whether the plan is whole (no more units to come)
+    work: float = 0.0
+    work_done: float = 0.0
+    planned_all: bool = False
     # schema drift (framework/typed/drift.py): the stream's policy, the records with undeclared fields, each
     # field's values by path, and the columns the evolve policy typed (name, kind)
     drift_policy: str = "drop"
@@ -196,6 +204,10 @@ class _Run(Struct):
     limit: Limit = field(default_factory=Limit.default)  # the most requests in flight across the sync
     evolved: EvolvedColumns | None = None  # the columns the evolve schema drift policy added, by stream
     lease: Lease | None = None  # this sync's lease on the output (framework.storage.lease)
+    live: LiveTally = field(default_factory=LiveTally)  # the running groups' progress, told by their tasks
+    # held while a progress event is told and while a group's results are folded: the ticker's thread never
+    # tells a stream half folded, and the reporters are called one at a time
+    told: threading.RLock = field(default_factory=threading.RLock)
 
     @property
     def spark(self) -> SparkSession:
@@ -231,7 +243,9 @@ def run_pipeline(connector: Connector, manifest_path: str, selections: Sequence[
     again). ``progress(event, result)`` is called with
     ``"planned"`` once a stream's units are known, ``"group"`` each time a
     group of units comes back (records, pages and units done so far) and
-    ``"done"`` at its end.
+    ``"done"`` at its end; and ``"tick"`` every :data:`TICK_SECONDS` while the stream's groups run, with the
+    records, pages and units its running groups' tasks told so far added
+    (:mod:`framework.engine.live_progress`). The calls come one at a time, from this thread or the ticker's.
 
     One sync at a time writes an output: the run holds its lease (:mod:`framework.storage.lease`) from here to
     its end, or raises :class:`~framework.storage.lease.OutputBusy` (waiting ``options.wait_for_lock`` first).
@@ -278,6 +292,8 @@ def _run_held(connector: Connector, manifest_path: str, selections: Sequence[Sel
     )
     run.ready = session
     run.lease = lease
+    if progress is not None:
+        progress = _one_at_a_time(progress, run.told)
     run.limit = connector.in_flight_limit(options.concurrency)
     connector.limit_in_flight(run.limit)  # the driver's ledger: its reads and every task's hold its permits
     # a local master's parallelism is known before it starts; any other is asked (waiting for the session)
@@ -318,7 +334,8 @@ def _run_held(connector: Connector, manifest_path: str, selections: Sequence[Sel
         else:
             warnings.warn(text, ServicesNotShared, stacklevel=2)
     # Without a coordinator (bind is None) each task keeps its own services.
-    serving = (coordination.Coordinator(connector.context.services, host=bind[0], advertised=bind[1])
+    handlers = {**connector.context.services, LIVE_PROGRESS: run.live.report}  # and the tasks' progress reports
+    serving = (coordination.Coordinator(handlers, host=bind[0], advertised=bind[1])
                if bind is not None else contextlib.nullcontext(None))
     with serving as coordinator:
         run.coordinator = coordinator.address if coordinator is not None else None
@@ -395,9 +412,9 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     # the state of more windows while one of them is slow.)
     readers = min(run.limit.ceiling, MOST_READERS)
     least = 2 * readers if run.limit.said != "default" else 1
-    groups: Iterable[list[Any]] = lazy_groups(_counted(sync.units(), result, run.reading), _group_count(run),
-                                              min_size=least) \
-        if change is None else contiguous_groups(list(_counted(sync.units(), result, run.reading)), lanes)
+    counted = _counted(sync.units(), result, run.reading, stream.cursor)
+    groups: Iterable[list[Any]] = lazy_groups(counted, _group_count(run), min_size=least) \
+        if change is None else contiguous_groups(list(counted), lanes)
     iter_groups = iter(groups)
     # a plan of at most `lanes` groups runs them all at once, one lane each (its files numbered 0, 1, 2, ...)
     head = [group for group in itertools.islice(iter_groups, lanes + 1) if group]
@@ -407,6 +424,7 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
         progress("planned", result)
     if overwrite:  # before any file of the new generation exists (the cursor state stays as it was)
         run.save(stream.name, saved.stream_state(stream.name), generation)
+    files: list[dict[str, Any]] | None = None  # a table's files after its last commit (_read_groups)
     if head:
         job = TaskJob(
             source=run.source.with_query_properties(connector, stream.name), stream=stream.name,
@@ -425,29 +443,11 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
             table_types=table.types_for_tasks() if table is not None else b"",
         )
         groups = itertools.chain(head, iter_groups)
-        # Each of the first `lanes` groups is committed as it comes back; past them (a plan streamed from
-        # parent pages) at most one commit each STATE_SAVE_SECONDS, since each save writes the whole state.
-        files: list[dict[str, Any]] | None = None  # of the groups folded since the last commit (None: no unit done)
-        saved_at = time.monotonic()
-        for count, results in enumerate(_run_groups(run, job, groups), 1):
-            done = _fold(sync, results, result, connector)
-            if done is not None:
-                files = [*(files or ()), *done]
-            if count <= lanes or time.monotonic() - saved_at >= STATE_SAVE_SECONDS:
-                if table is not None:
-                    _commit_table(run, table, stream.name, files, sync.state(), generation, result)
-                else:
-                    _commit(run, stream.name, sync, files, generation, overwrite, result)
-                files, saved_at = None, time.monotonic()
-            if run.warm_up is not None:
-                if not run.warm_up.decided:
-                    spark_wanted(run.reading, run.start)  # a start not yet up is paused (or goes on) by it too
-                run.warm_up.consider()  # the driver's pace and what is left are known better now
-            if progress:
-                progress("group", result)
-                _tell_ready(run, result, progress)
-        if table is None:
-            _commit(run, stream.name, sync, files, generation, overwrite, result)
+        telling = ticking(TICK_SECONDS, lambda: progress("tick", _with_live(run, result))) if progress \
+            else contextlib.nullcontext()
+        with telling:
+            files = _read_groups(run, job, groups, sync, stream.name, lanes, generation, overwrite, result, progress,
+                                 table)
     final = result.error is None
     if change is not None:  # realtime change data: operations and the new image, committed by a pointer
         _apply_changes(run, change, final, result)
@@ -466,6 +466,65 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     result.state_saved = True
     if change is None:  # the folder as one table, its small files merged when asked (the state's cursor untouched)
         result.folder = _settle(run, stream.name)
+
+
+def _read_groups(run: _Run, job: TaskJob, groups: Iterable[list[Any]], sync: Sync, name: str, lanes: int,
+                 generation: int, overwrite: bool, result: StreamResult,
+                 progress: Callable[[str, StreamResult], None] | None,
+                 table: StreamTable | None = None) -> list[dict[str, Any]] | None:
+    """Run the stream's groups, folding each into ``result`` and committing as it comes back; a table's files of
+    the groups after its last commit come back (its last commit carries the final state: _sync_stream)."""
+    # Each of the first `lanes` groups is committed as it comes back; past them (a plan streamed from
+    # parent pages) at most one commit each STATE_SAVE_SECONDS, since each save writes the whole state.
+    files: list[dict[str, Any]] | None = None  # of the groups folded since the last commit (None: no unit done)
+    saved_at = time.monotonic()
+    for count, results in enumerate(_run_groups(run, job, groups), 1):
+        with run.told:  # the group's counts move from its running tally into the result at once
+            done = _fold(sync, results, result, run.connector)
+            if results:
+                work = run.live.over(name, min(r.unit for r in results))
+                result.work_done += sum(work.get(r.unit, 0.0) for r in results if r.error is None)
+        if done is not None:
+            files = [*(files or ()), *done]
+        if count <= lanes or time.monotonic() - saved_at >= STATE_SAVE_SECONDS:
+            if table is not None:
+                _commit_table(run, table, name, files, sync.state(), generation, result)
+            else:
+                _commit(run, name, sync, files, generation, overwrite, result)
+            files, saved_at = None, time.monotonic()
+        if run.warm_up is not None:
+            if not run.warm_up.decided:
+                spark_wanted(run.reading, run.start)  # a start not yet up is paused (or goes on) by it too
+            run.warm_up.consider()  # the driver's pace and what is left are known better now
+        if progress:
+            progress("group", _with_live(run, result))  # with the groups still running: the counts never go back
+            _tell_ready(run, result, progress)
+    if table is not None:
+        return files
+    _commit(run, name, sync, files, generation, overwrite, result)
+    return None
+
+
+#: Seconds between two ``tick`` progress events of a stream whose groups run.
+TICK_SECONDS = 0.5
+
+
+def _with_live(run: _Run, result: StreamResult) -> StreamResult:
+    """``result`` with what its running groups' tasks told so far added (a copy; ``result`` is untouched)."""
+    live = run.live.live(result.name)
+    return replace(result, records=result.records + live.records, pages=result.pages + live.pages,
+                   units_done=result.units_done + live.units_done, work_done=result.work_done + live.work_done)
+
+
+def _one_at_a_time(progress: Callable[[str, StreamResult], None],
+                   lock: threading.RLock) -> Callable[[str, StreamResult], None]:
+    """``progress``, called under ``lock``: the ticker's thread and this one never tell at once."""
+
+    def tell(event: str, result: StreamResult) -> None:
+        with lock:
+            progress(event, result)
+
+    return tell
 
 
 def _tell_ready(run: _Run, result: StreamResult, progress: Callable[[str, StreamResult], None]) -> None:
@@ -558,11 +617,15 @@ def _finish_table(run: _Run, table: StreamTable, name: str, state: Mapping[str, 
                                 merged=max(0, compacted.files_before - compacted.files_after))
 
 
-def _counted(units: Iterable[Any], result: StreamResult, reading: Reading | None = None) -> Iterator[Any]:
-    """``units``, counted into ``result.units`` as they are planned (``reading`` is told when all are)."""
+def _counted(units: Iterable[Any], result: StreamResult, reading: Reading | None = None,
+             cursor: Any = None) -> Iterator[Any]:
+    """``units``, counted into ``result.units`` and their work into ``result.work`` as they are planned
+    (``reading`` and ``result.planned_all`` are told when all are)."""
     for unit in units:
         result.units += 1
+        result.work += unit_work(unit, cursor)
         yield unit
+    result.planned_all = True
     if reading is not None and reading.result is result:
         reading.planned_all = True
 
@@ -621,6 +684,7 @@ def _run_groups(run: _Run, job: TaskJob, groups: Iterable[list[Any]]) -> Iterato
     unit of its group; so does a group the driver could not read.
     """
     job_group = f"run-manifest-{job.stream}-{uuid.uuid4().hex[:12]}"
+    cursor = run.connector.stream(job.stream).cursor  # a unit's work: its window's span (engine/time_left.py)
     lanes = job.tasks
     starts = [job.part_start] * lanes  # each lane's next first part number
     free: queue.SimpleQueue[int] = queue.SimpleQueue()  # never empty when a group starts: the scheduler runs
@@ -630,6 +694,7 @@ def _run_groups(run: _Run, job: TaskJob, groups: Iterable[list[Any]]) -> Iterato
     def in_a_lane(run_one: Callable[[int, int, list[Any]], list[UnitResult]]) -> Callable[[int, list[Any]],
                                                                                          list[UnitResult]]:
         def run_group(index: int, group: list[Any]) -> list[UnitResult]:
+            run.live.started(job.stream, {unit.index: unit_work(unit, cursor) for unit in group})
             lane = free.get_nowait()
             try:
                 results = run_one(lane, starts[lane], group)

@@ -34,6 +34,8 @@ from msgspec import Struct
 from framework import collector, coordination
 from framework.components.http.in_flight import Limit
 from framework.components.records.file_upload import landing, stream_landing
+from framework.engine.live_progress import SERVICE as PROGRESS
+from framework.engine.live_progress import BackgroundSender, TaskTicker
 from framework.engine.results import RESULT_SCHEMA, UnitResult, to_arrow
 from framework.engine.worker import ConnectorSource, PageTyper, read_group, worker_connector
 from framework.errors import StorageError
@@ -156,10 +158,16 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
                                      sync_id=job.sync_id)
             files_beside = stream_landing(storage, layout.directory)
             # a FileUploader's files go beside the stream's files; sync-wide services are the driver's
-            with landing(files_beside), coordination.attached(job.coordinator):
-                results = [r for r in read_group(connector, stream, _decode_units(batches), typer, write,
-                                                  start_state=job.start_state, readers=job.readers)
-                           if isinstance(r, UnitResult)]
+            ticker = _ticker(job)
+            try:
+                with landing(files_beside), coordination.attached(job.coordinator):
+                    results = [r for r in read_group(connector, stream, _decode_units(batches), typer, write,
+                                                      start_state=job.start_state, readers=job.readers,
+                                                      ticker=ticker)
+                               if isinstance(r, UnitResult)]
+            finally:
+                if ticker is not None:
+                    ticker.close()
             failed = next((r.error for r in results if r.error), None)
             if failed is None:
                 try:
@@ -218,6 +226,21 @@ def _table_write(writer: RollingWriter, converter: RecordConverter, format_type:
         writer.write(typed)
 
     return write
+def _ticker(job: TaskJob) -> TaskTicker | None:
+    """What tells the driver how far the task's group is while it reads (framework.engine.live_progress): its
+    progress service, reached as the sync-wide services are; None where the task cannot reach the driver."""
+    address = job.coordinator
+    if address is None:
+        return None
+
+    def send(payload: tuple[Any, ...]) -> None:
+        coordination.call(address, PROGRESS, payload, timeout=PROGRESS_TIMEOUT)
+
+    return TaskTicker(job.stream, BackgroundSender(send))  # the read never waits for the driver
+
+
+#: How long a task waits for the driver to take a progress report before its reporting stops (seconds).
+PROGRESS_TIMEOUT = 10.0
 
 
 def _rolling_on_new_columns(writer: RollingWriter, converter: RecordConverter) -> Callable[[pa.RecordBatch], None]:

@@ -70,15 +70,12 @@ def iceberg_options(settings: DestinationSettings) -> dict[str, str]:
 
 
 def iceberg_catalog(settings: DestinationSettings) -> Mapping[str, Any]:
-    """The Iceberg catalog settings as a mapping, the SQLite file's path filled in (inside a local output)."""
+    """The Iceberg catalog settings as a mapping, the SQLite file's path filled in (inside the output)."""
     fmt = settings.format
     if not isinstance(fmt, IcebergFormat):
         raise ConfigError(f"the `{fmt.format_type}` format has no Iceberg catalog")
     catalog = fmt.catalog.model_dump(by_alias=True)
-    if isinstance(fmt.catalog, IcebergSqliteCatalog) and not catalog.get("path"):
-        if settings.target != "local":
-            raise ConfigError("the iceberg `catalog` `sqlite` keeps its file inside a local output only: give "
-                              "`format.catalog.path` or a REST catalog")
+    if isinstance(fmt.catalog, IcebergSqliteCatalog) and not catalog.get("path"):  # on S3: an object
         catalog["path"] = f"{settings.base_uri.rstrip('/')}/{STATE_FOLDER}/{ICEBERG_CATALOG_FILE}"
     return catalog
 

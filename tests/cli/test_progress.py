@@ -109,6 +109,82 @@ def test_text_on_a_terminal_redraws_one_line_and_leaves_the_closing_one():
                        "run-manifest: stream `x` failed: boom"]
 
 
+def timed(name: str = "events") -> StreamResult:
+    """Four daily windows planned (their work in seconds), none done yet."""
+    return StreamResult(name, units=4, work=4 * 86_400.0, planned_all=True)
+
+
+def test_ticks_between_groups_show_the_running_counts_the_share_done_and_the_time_left():
+    err, clock = io.StringIO(), FakeClock()
+    reporter = TextReporter(err, tty=False, interval=2.0, clocks=clocks(clock))
+    result = timed()
+    reporter.progress("planned", result)
+    clock.now += 2.0
+    result.records, result.pages = 300, 3  # told by the running tasks: no window done yet
+    reporter.progress("tick", result)
+    clock.now += 1.0
+    reporter.progress("tick", result)  # within the interval: held back
+    clock.now += 1.0
+    result.records, result.units_done, result.work_done = 600, 1, 86_400.0
+    reporter.progress("tick", result)
+    lines = err.getvalue().splitlines()
+    assert lines == ["  events: 4 partition(s) planned",
+                     "  events: 300 records, 3 pages, 0/4 partitions, 150 records/s, 0% done",
+                     "  events: 600 records, 3 pages, 1/4 partitions, 150 records/s, 25% done, about 12 s left"]
+
+
+def test_a_terminal_shows_a_bar_and_a_plan_still_growing_shows_no_estimate():
+    err, clock = io.StringIO(), FakeClock()
+    reporter = TextReporter(err, tty=True, clocks=clocks(clock))
+    result = timed()
+    reporter.progress("planned", result)
+    clock.now += 10.0
+    result.records, result.units_done, result.work_done = 100, 2, 2 * 86_400.0
+    reporter.progress("tick", result)
+    assert err.getvalue().endswith("\r\x1b[2K  [##########----------]  events: 100 records, 0 pages, 2/4 partitions, "
+                                   "10 records/s, 50% done, about 10 s left")
+    growing = StreamResult("children", units=3, work=3.0, planned_all=False)
+    reporter.progress("planned", growing)
+    growing.units_done, growing.work_done = 1, 1.0
+    reporter.progress("tick", growing)
+    assert err.getvalue().endswith("children: no records yet, 1/3 partitions, 0 records/s")
+
+
+@given(st.lists(st.floats(min_value=0.0, max_value=3.0, allow_nan=False), min_size=1, max_size=60))
+def test_json_ticks_come_at_least_every_interval_with_the_time_left(steps):
+    err, clock = io.StringIO(), FakeClock()
+    reporter = JsonReporter(err, clocks=clocks(clock), interval=2.0)
+    result = timed()
+    reporter.progress("planned", result)
+    ticks, shown = [], []
+    for step in steps:  # ticks as the pipeline's ticker sends them
+        clock.now += step
+        ticks.append(clock.now)
+        before = err.getvalue().count("\n")
+        reporter.progress("tick", result)
+        if err.getvalue().count("\n") > before:
+            shown.append(clock.now)
+    events = events_of(err.getvalue())[1:]
+    assert len(events) == len(shown)
+    assert all(e["event"] == "stream_progress" and e["time_left_s"] is None and e["fraction_done"] == 0.0
+               for e in events)
+    assert all(b - a >= 2.0 for a, b in itertools.pairwise(shown))  # no closer than the interval
+    for moment in ticks:  # and no tick that fell due was skipped
+        assert any(0 <= moment - s < 2.0 for s in shown)
+
+
+def test_json_progress_carries_the_time_left_once_a_window_is_done():
+    err, clock = io.StringIO(), FakeClock()
+    reporter = JsonReporter(err, clocks=clocks(clock))
+    result = timed()
+    reporter.progress("planned", result)
+    clock.now += 30.0
+    result.records, result.units_done, result.work_done = 900, 3, 3 * 86_400.0
+    reporter.progress("group", result)
+    progress = events_of(err.getvalue())[-1]
+    assert (progress["fraction_done"], progress["time_left_s"], progress["records_per_second"]) == (0.75, 10.0, 30.0)
+
+
 def test_text_summary_table_and_failed_stream():
     err, clock = io.StringIO(), FakeClock()
     reporter = TextReporter(err, clocks=clocks(clock))
@@ -183,7 +259,7 @@ KEYS = {
     "spark_ready": {"event", "time", "stream", "ready_at", "records"},
     "stream_planned": {"event", "time", "stream", "partitions"},
     "stream_progress": {"event", "time", "stream", "records", "pages", "empty_pages", "partitions_done", "partitions",
-                        "records_per_second"},
+                        "records_per_second", "fraction_done", "time_left_s"},
     "stream_done": STREAM_DONE_KEYS,
     "failure": {"event", "time", "stream", "error"},
     "summary": {"event", "time", "sync_id", "output", "ok", "records", "seconds", "streams", "in_flight"},

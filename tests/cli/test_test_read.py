@@ -209,3 +209,21 @@ def test_a_normal_run_warns_of_a_wrong_field_path_and_a_next_page_value_that_ren
     assert len(warnings) == 1 and "paging stopped after page 1, but the response has `meta.next_cursor` = 10" in (
         warnings[0]) and 'cursor_value: "{{ response.meta.next_cursor }}"' in warnings[0]
     assert f"run-manifest: warning: {warnings[0]}" in err
+
+
+def test_an_optional_config_value_airbyte_would_send_as_none_is_named(tmp_path, api):
+    manifest, config = _write(tmp_path, api)
+    text = Path(manifest).read_text().replace(
+        "        path: /cursor/tickets\n",
+        "        path: /cursor/tickets\n"
+        "        request_parameters:\n"
+        "          lang: \"{{ config.get('lang') }}\"\n"
+        "          sort: \"{{ config['sort'] }}\"\n"
+        "          region: \"{{ config.get('region', 'eu') }}\"\n")
+    Path(manifest).write_text(text)
+    code, out = _test_read(manifest, config)
+    assert code == 1, out
+    assert "request parameter `lang` is left out of the requests" in out
+    assert "airbyte-cdk sends such a parameter as the text None: `lang=None`" in out
+    assert "`sort`" not in out and "`region`" not in out  # a missing key: airbyte-cdk leaves it out too
+    assert api.requests[0].param("lang") is None and api.requests[0].param("region") == "eu"

@@ -251,10 +251,10 @@ def test_one_file_that_crashes_the_checker_does_not_hide_the_others(write_manife
 
     real = framework.manifest.check_manifest
 
-    def check(path, strict=False):
+    def check(path, strict=False, config=None):
         if path.endswith("crash.yaml"):
             raise RecursionError("maximum recursion depth exceeded")
-        return real(path, strict=strict)
+        return real(path, strict=strict, config=config)
 
     monkeypatch.setattr(framework.manifest, "check_manifest", check)
     crash = write_manifest("version: 6.7.0\n", name="crash.yaml")

@@ -20,7 +20,7 @@ from framework.components.http.transport import (
     HttpResponse,
 )
 from framework.components.pagination import parse_link_header
-from framework.errors import ConfigError, InterpolationError, PaginationLoopError
+from framework.errors import ConfigError, InterpolationError, PaginationLoopError, ReadError
 from framework.interpolation import TemplateEngine
 from framework.models.pagination import DefaultPaginator, NoPagination
 
@@ -42,9 +42,9 @@ class CountingEngine(TemplateEngine):
         super().__init__()
         self.evaluations = 0
 
-    def evaluate(self, source: str, context: Any, result: str = "string") -> Any:
+    def evaluate(self, source: str, context: Any, result: str = "string", **options: Any) -> Any:
         self.evaluations += 1
-        return super().evaluate(source, context, result)
+        return super().evaluate(source, context, result, **options)
 
 
 def _context(config: dict | None = None, **kwargs: Any) -> BuildContext:
@@ -135,6 +135,68 @@ def test_cursor_pagination_stops_on_an_empty_string_token():
     ))
     sent, _ = read(paginator, cursor_server({None: ([1], "a"), "a": ([2], "")}))
     assert len(sent) == 2
+
+
+@pytest.mark.parametrize("last", [{}, [], 0, False, "0", "{}", "[]", "False", "  ", None])
+def test_cursor_pagination_stops_on_a_token_airbyte_reads_as_false(last):
+    paginator = build(paginator_spec(
+        {"type": "CursorPagination", "cursor_value": "{{ response.next }}"}, param("cursor"),
+    ))
+    sent, records = read(paginator, cursor_server({None: ([1], "a"), "a": ([2], last)}))
+    assert [query(r) for r in sent] == [{}, {"cursor": "a"}]
+    assert records == [1, 2]
+
+
+def test_a_cursor_read_from_a_link_header_with_an_empty_default_stops_on_the_last_page():
+    # the last page has no Link header: the cursor renders `{}`, which ends the pages (it is not sent)
+    paginator = build(paginator_spec(
+        {"type": "CursorPagination",
+         "cursor_value": "{{ headers['link'].get('next', {}).get('cursor', {}) }}",
+         "stop_condition": "{{ headers['link']['next']['results'] == 'false' }}"},
+        param("cursor"),
+    ))
+
+    def serve(request: HttpRequest) -> tuple[dict, Any]:
+        if query(request).get("cursor") is None:
+            return {"Link": '<https://api.test/v1/items?cursor=c1>; rel="next"; results="true"; cursor="c1"'}, \
+                {"data": [1]}
+        return {}, {"data": [2]}
+
+    sent, records = read(paginator, serve)
+    assert [query(r) for r in sent] == [{}, {"cursor": "c1"}]
+    assert records == [1, 2]
+
+
+def test_a_page_number_token_of_zero_ends_the_pages():
+    # airbyte-cdk's DefaultPaginator stops on any false token, whatever the strategy
+    paginator = build(paginator_spec({"type": "PageIncrement", "start_from_page": -1, "page_size": 1},
+                                     param("page")))
+    pager = paginator.start()
+    assert pager.advance(response({}), [1], VARIABLES) is False
+
+
+def test_a_lookup_through_a_missing_key_fails_the_read():
+    paginator = build(paginator_spec(
+        {"type": "CursorPagination", "cursor_value": "{{ response['meta']['pagination']['next'] }}"},
+        param("cursor")), locate=lambda path: "manifest.yaml:20:9" if path[-1] == "paginator" else None)
+    pager = paginator.start()
+    assert pager.advance(response({"data": [1], "meta": {"pagination": {"next": "p2"}}}), [1], VARIABLES)
+    # the last level missing is no token (the pages end); a level above it missing fails, as in airbyte-cdk
+    assert paginator.start().advance(response({"meta": {"pagination": {}}}), [1], VARIABLES) is False
+    with pytest.raises(ReadError) as failed:
+        pager.advance(response({"data": [2]}), [2], VARIABLES)
+    message = str(failed.value)
+    assert "'meta'" in message and "stop_condition" in message and "response.get('meta', {})" in message
+    assert failed.value.place == "manifest.yaml:20:9"
+
+
+def test_a_stop_condition_through_a_missing_key_is_false_and_reading_goes_on():
+    paginator = build(paginator_spec(
+        {"type": "CursorPagination", "cursor_value": "{{ response.next }}",
+         "stop_condition": "{{ response['meta']['done'] }}"}, param("cursor")))
+    pager = paginator.start()
+    assert pager.advance(response({"next": "b"}), [1], VARIABLES)
+    assert pager.token == "b"
 
 
 def test_cursor_pagination_stops_when_the_stop_condition_is_true():

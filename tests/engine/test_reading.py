@@ -483,6 +483,33 @@ def test_a_record_path_missing_from_the_response_gives_no_records_and_no_error(r
     assert result.statuses() == ["STARTED", "COMPLETE"]
 
 
+@pytest.mark.parametrize("body", [Reply(200, {}), Reply(200, []), Reply(200, b"null"), Reply(200, b""),
+                                  [{}, {}], [[], {}, 0, None]])
+def test_an_empty_body_at_the_root_is_no_record_and_ends_page_numbers(run, fake_api, body):
+    pages = {"1": [{"id": 1}, {}, {"id": 2}], "2": body}
+    fake_api.route("GET", "/items", lambda r: pages.get(r.param("page") or "1", Reply(400, {"error": "no page"})))
+    manifest = source(stream(selector_=selector(), paginator=paginator(
+        {"type": "PageIncrement", "page_size": 2, "start_from_page": 1, "inject_on_first_request": True},
+        page_token_option=option("request_parameter", "page"))))
+    result = run(manifest)
+    assert result.records() == [{"id": 1}, {"id": 2}]
+    assert [r.param("page") for r in fake_api.requests] == ["1", "2"]
+    assert result.statuses() == ["STARTED", "RUNNING", "COMPLETE"] and not result.failed
+
+
+def test_a_failing_next_page_token_fails_the_stream_after_the_page_is_out(run, fake_api):
+    fake_api.route("GET", "/items", lambda r: {"data": [{"id": 2}]} if r.param("cursor") else
+                   {"data": [{"id": 1}], "meta": {"next": "b"}})
+    manifest = source(stream(paginator=paginator(
+        {"type": "CursorPagination", "cursor_value": "{{ response['meta']['next'] }}"},
+        page_token_option=option("request_parameter", "cursor"))))
+    result = run(manifest)
+    assert result.records() == [{"id": 1}, {"id": 2}]
+    assert result.failed
+    (error,) = result.errors()
+    assert "'meta'" in error["message"] and "cursor=b" in error["message"]
+
+
 def test_record_filter_keeps_the_records_its_condition_accepts(run, fake_api):
     fake_api.route("GET", "/items", {"data": ITEMS})
     result = run(source(stream(selector_=selector(

@@ -140,3 +140,19 @@ def test_pagination_strategy_is_the_streams_as_written_or_none():
     assert signals.pagination_strategy(manifest, "plain") is None
     assert signals.pagination_strategy(manifest, "odd") is None
     assert signals.pagination_strategy(manifest, "missing") is None
+
+
+def test_none_parameters_names_what_airbyte_would_send_as_none():
+    from framework.interpolation import TemplateEngine
+
+    engine = TemplateEngine()
+    config = {"units": None, "city": "Oslo"}
+    params = {"lang": "{{ config.get('lang') }}", "units": "{{ config['units'] }}", "region": "{{ config['region'] }}",
+              "city": "{{ config['city'] }}", "fixed": "yes", "page": "{{ next_page_token['x'] }}",
+              "day": "{{ stream_slice['start'] + config['nothing'] }}"}
+    found = signals.none_parameters("s", params, lambda template: engine.gives_none(template, {"config": config}))
+    assert found is not None and found.kind == "none-parameter"
+    assert "request parameters `lang`, `units` are left out" in found.message
+    assert "`lang=None`" in found.message and "config.get('lang', ...)" in found.fix
+    assert signals.none_parameters("s", {"city": "{{ config['city'] }}"}, lambda t: False) is None
+    assert signals.none_parameters("s", "{{ config['params'] }}", lambda t: True) is None

@@ -175,3 +175,21 @@ def test_a_machine_without_the_manifests_folder_builds_the_connector_from_the_sc
 
     rebuilt = sent.open()
     assert dict(rebuilt.stream("orders").json_schema)["properties"] == {"id": {"type": "string"}}
+
+
+def test_a_task_reads_no_record_from_an_empty_body(tmp_path, fake_api):
+    """The Spark task's read (read_group, what an executor runs) takes records as protocol mode does: a `{}`
+    body, or a list of empty documents, at the root is no record (as in airbyte-cdk)."""
+    bodies = iter([{}, [{}, {"id": "o1", "updated_at": iso(at(1, 5))}], [], {"id": "o3", "updated_at": iso(at(3, 5))}])
+    fake_api.route("GET", "/orders", lambda request: next(bodies))
+    manifest = source(stream("orders", "/orders", incremental=cursor(end_datetime=iso(at(3, 12)))))
+    manifest["streams"][0]["retriever"]["record_selector"]["extractor"]["field_path"] = []
+    manifest["streams"][0]["schema_loader"]["schema"] = SCHEMA
+    connector = open_connector(write(tmp_path, manifest), {"base_url": fake_api.url}, clock=FixedClock(at(9)))
+    stream_ = connector.stream("orders")
+    units = open_sync(connector, stream_, None).plan()
+    converter = RecordConverter(parse_schema(SCHEMA, stream="orders"), stream="orders")
+    items = list(read_group(connector, stream_, units, PageTyper(converter)))
+    results = [i for i in items if isinstance(i, UnitResult)]
+    assert [(r.records, r.error) for r in results] == [(0, None), (1, None), (0, None), (1, None)]
+    assert [i.column("id").to_pylist() for i in items if isinstance(i, pa.RecordBatch)] == [["o1"], ["o3"]]

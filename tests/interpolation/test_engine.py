@@ -52,6 +52,31 @@ def test_missing_keys_are_empty_and_chain():
     assert evaluate("{{ config['nope'] }}", "any") is None
 
 
+@pytest.mark.parametrize("source", ["{{ config['nope']['x'] }}", "{{ config.nope.x }}",
+                                    "{{ config.nope['x'] | default('d') }}", "{{ config['obj']['c']['d'] }}"])
+def test_strict_lookups_fail_on_a_lookup_through_a_missing_key(source):
+    with pytest.raises(InterpolationError) as info:
+        ENGINE.evaluate(source, CONTEXT, "any", strict_lookups=True)
+    assert info.value.kind == "undefined"
+    assert "nope" in str(info.value) or "'c'" in str(info.value)
+    assert evaluate(source, "any") in (None, "d")  # the same template without: undefined, and chained
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("{{ config['nope'] }}", None), ("{{ config.get('nope', {}).get('x') }}", None),
+    ("{{ config['obj']['a'] }}", 1), ("{{ config['obj']['c'] }}", None), ("{{ config['nope'] is defined }}", False),
+    ("{{ config['none']['x'] }}", None),  # a lookup on null is undefined (Jinja's), the next one would fail
+])
+def test_strict_lookups_allow_one_missing_level(source, expected):
+    assert ENGINE.evaluate(source, CONTEXT, "any", strict_lookups=True) == expected
+
+
+def test_strict_lookups_end_with_the_evaluation():
+    with pytest.raises(InterpolationError):
+        ENGINE.evaluate("{{ config.nope.x }}", CONTEXT, "any", strict_lookups=True)
+    assert evaluate("{{ config.nope.x }}", "any") is None
+
+
 def test_known_variables_the_caller_did_not_supply_are_undefined():
     assert ENGINE.render("[{{ next_page_token }}]", CONTEXT) == "[]"
     assert evaluate("{{ next_page_token['cursor'] }}", "any") is None

@@ -53,3 +53,19 @@ def test_a_job_request_cannot_reduce_pages_and_a_target_requester_needs_an_extra
     checked = check_manifest_text(text)
     assert not checked.ok
     assert any("download_target_extractor" in d.message for d in checked.errors), [d.format() for d in checked.errors]
+
+
+def test_urls_extractor_is_ignored_with_a_warning_as_airbyte_ignores_it():
+    """`urls_extractor` (the old name of `download_target_extractor`, sendgrid's manifest has it): airbyte-cdk
+    ignores the key, so the job is downloaded once with no target; here too, with a warning that says so."""
+    text = MANIFEST.replace("      download_target_extractor:\n", "      urls_extractor:\n")
+    checked = check_manifest_text(text, "async.yaml")
+    assert checked.ok, [d.format() for d in checked.errors]
+    [problem] = checked.diagnostics
+    assert (problem.severity, problem.code, problem.line) == ("warning", "ignored-old-field",
+                                                              line_of(text, "urls_extractor:"))
+    assert "`urls_extractor`" in problem.message and "ignores it" in problem.message
+    assert problem.fix and "download_target_extractor" in problem.fix
+    retriever = checked.source.streams[0].retriever
+    assert isinstance(retriever, AsyncRetriever) and retriever.download_target_extractor is None
+    assert not check_manifest_text(text, strict=True).ok

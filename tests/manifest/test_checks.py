@@ -132,6 +132,8 @@ def test_check_names_an_unknown_stream():
     found = by_code(check(**{"stream_names: [items]": "stream_names: [itemz]"}))
     [problem] = found["unknown-stream"]
     assert problem.fix == "did you mean `items`?"
+    # a warning (as airbyte-cdk, only `--check` fails on it: discover and read work)
+    assert problem.severity == "warning" and "`run-manifest --check` will fail" in problem.message
 
 
 PARENTS = """
@@ -295,3 +297,46 @@ def test_a_partition_key_no_router_gives_is_a_warning_with_the_likely_key():
     assert problem.severity == "warning" and problem.fix == "did you mean `ticket_id`?"
     assert "`stream_partition.ticketid`, which the stream's partition router does not give (it gives ticket_id)" \
         in problem.message
+
+
+def test_a_list_of_schema_loaders_is_checked_loader_by_loader(tmp_path):
+    """hubspot's `schema_loader` is a list (Airbyte's schema allows it): each loader is checked at its place in
+    the list, and the keys against the merged properties (an earlier loader's winning)."""
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "more.json").write_text(json.dumps({"type": "object", "properties": {"code": {}}}))
+    loaders = ("    primary_key: [id, code]\n    schema_loader:\n"
+               "      - {type: InlineSchemaLoader, schema: {properties: {id: {type: integer}}}}\n"
+               "      - {type: JsonFileSchemaLoader, file_path: schemas/more.json}\n"
+               "      - {file_path: schemas/gone.json}\n")
+    path = tmp_path / "manifest.yaml"
+    path.write_text(BASE.replace("STREAM_EXTRA", loaders))
+    [problem] = check_manifest(str(path)).diagnostics
+    assert (problem.code, problem.path) == ("file-not-found", "streams[0].schema_loader[2].file_path")
+    assert "gone.json" in problem.message
+    path.write_text(BASE.replace("STREAM_EXTRA", loaders.replace("      - {file_path: schemas/gone.json}\n", "")))
+    checked = check_manifest(str(path))
+    assert checked.ok and checked.diagnostics == ()  # `code` is in the second loader's schema
+    path.write_text(BASE.replace("STREAM_EXTRA", loaders.replace("[id, code]", "[id, uid]").replace(
+        "      - {file_path: schemas/gone.json}\n", "")))
+    [problem] = check_manifest(str(path)).diagnostics
+    assert problem.code == "key-not-in-schema" and "`uid`" in problem.message
+
+
+def test_streams_may_be_left_out_only_when_dynamic_streams_make_them():
+    """As Airbyte's schema: `streams` or `dynamic_streams` (a manifest of made streams alone is read)."""
+    [problem] = check_manifest_text("version: 6.7.0\ncheck: {stream_names: []}\n").diagnostics
+    assert (problem.code, problem.line, problem.severity) == ("missing-field", 1, "error")
+    assert "`streams`" in problem.message and problem.fix and "dynamic_streams" in problem.fix
+    made = """version: 6.7.0
+check: {stream_names: []}
+definitions:
+  table: {name: t, retriever: {requester: {url_base: https://x, path: /t}, record_selector: {extractor: {field_path: []}}}}
+dynamic_streams:
+  - stream_template: {$ref: '#/definitions/table'}
+    components_resolver:
+      type: ConfigComponentsResolver
+      stream_config: {configs_pointer: [tables]}
+      components_mapping: [{field_path: [name], value: "{{ components_values['name'] }}"}]
+"""
+    checked = check_manifest_text(made)
+    assert checked.ok and checked.source is not None and checked.source.streams == (), checked.diagnostics

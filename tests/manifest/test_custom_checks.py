@@ -184,3 +184,22 @@ def test_a_broken_module_is_reported_once_for_all_its_components(tmp_path):
     (tmp_path / "components.py").write_text("class Auth(:\n")
     [problem] = problems(str(tmp_path / "manifest.yaml"))
     assert problem.code == "custom-syntax-error" and problem.line == 9
+
+
+def test_a_missing_module_is_one_error_naming_every_class_taken_from_it(tmp_path):
+    """A legacy manifest copied without its package (Airbyte's corpus): one error for the module, at its first
+    use, naming the classes the manifest takes from it and how many components name them, and the fix."""
+    text = MANIFEST.replace("CLASS", "source_shop.components.TokenAuth").replace(
+        "        extractor: {field_path: [data]}\n",
+        "        extractor: {class_name: source_shop.components.Extractor}\n"
+        "        record_filter: {class_name: source_shop.components.TokenAuth}\n")
+    path = tmp_path / "manifest.yaml"
+    path.write_text(text)
+    [problem] = problems(str(path))
+    assert problem.code == "custom-module-not-found" and problem.line == 9
+    assert "module `source_shop.components` of `source_shop.components.TokenAuth` is not installed" in problem.message
+    assert "2 classes from it (`TokenAuth`, `Extractor`), at 3 places" in problem.message
+    assert problem.fix == "keep the manifest in the connector's package folder `source_shop/`, beside its modules"
+    path.write_text(MANIFEST.replace("CLASS", "source_shop.components.TokenAuth"))
+    [problem] = problems(str(path))  # one use: the message as it always was
+    assert problem.message.endswith("a package folder `source_<name>/`)")

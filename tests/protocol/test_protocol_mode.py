@@ -327,6 +327,22 @@ def test_check_fails_with_a_useful_message_and_no_secret(cli, api):
     assert b"wrong-key-also-secret" not in result.stdout and "wrong-key-also-secret" not in result.stderr
 
 
+def test_a_check_naming_a_stream_the_manifest_lacks_fails_only_the_check(cli, api):
+    """As in airbyte-cdk (zendesk-support's manifest): validate-manifest warns, discover and read work, and
+    `--check` fails naming the stream."""
+    manifest = MANIFEST.replace("stream_names: [accounts]", "stream_names: [accounts, tickets]")
+    result = cli("--check", manifest=manifest)
+    assert result.code == 1
+    (message,) = result.messages
+    assert message["connectionStatus"]["status"] == "FAILED"
+    assert "no stream `tickets`" in message["connectionStatus"]["message"]
+    discovered = cli("--discover", manifest=manifest)
+    assert discovered.code == 0
+    assert [s["name"] for s in discovered.messages[0]["catalog"]["streams"]] == ["accounts", "orders"]
+    read = cli("--protocol", "--streams", "accounts", manifest=manifest)
+    assert read.code == 0 and by_id(read.records("accounts")) == ACCOUNTS
+
+
 def test_discover_describes_each_stream(cli, api):
     result = cli("--discover")
     assert result.code == 0

@@ -52,14 +52,15 @@ def test_iceberg_is_opened_through_open_iceberg_table_with_the_catalog_and_the_s
     open_table(s3, "orders", "crm")
     location, namespace, name, catalog, options = calls[-1]
     assert (location, namespace, name) == ("s3://b/lake/crm/orders", "crm", "orders")  # the stream's namespace wins
-    assert catalog == {"type": "rest", "uri": "https://cat", "warehouse": "w", "credential": None, "token": "t"}
+    assert catalog == {"type": "rest", "uri": "https://cat", "warehouse": "w", "credential": None, "token": "t",
+                       "properties": {}}
     assert options == {"s3.endpoint": "http://127.0.0.1:9000", "s3.path-style-access": "true",
                        "s3.region": "us-east-1", "s3.access-key-id": "AK", "s3.secret-access-key": "SK"}
 
 
-def test_a_sqlite_catalog_needs_a_local_output_or_a_path():
-    with pytest.raises(ValueError, match="sqlite"):
-        DestinationSettings.model_validate({"output": "s3://b/lake", "format": {"format_type": "iceberg"}})
+def test_the_sqlite_catalog_lives_in_the_output_local_or_on_s3_unless_a_path_is_given():
+    on_s3 = DestinationSettings.model_validate({"output": "s3://b/lake", "format": {"format_type": "iceberg"}})
+    assert iceberg_catalog(on_s3) == {"type": "sqlite", "path": "s3://b/lake/_airbyte_state/iceberg_catalog.db"}
     given = DestinationSettings.model_validate({"output": "s3://b/lake", "format": {
         "format_type": "iceberg", "catalog": {"type": "sqlite", "path": "/var/cat.db"}}})
     assert iceberg_catalog(given)["path"] == "/var/cat.db"

@@ -13,7 +13,9 @@ Rules it follows:
   ``min(end_datetime, now)``, ``now`` coming from the injected clock;
 * windows are cut by :func:`~framework.components.incremental.windows.datetime_windows`;
   with ``is_compare_strictly`` a window whose start equals its end is dropped
-  (for APIs that refuse such a query);
+  (for APIs that refuse such a query); as in airbyte-cdk, a range that is one
+  instant (the sync starts where it ends, no lookback) is not read at all
+  unless the cursor has a ``cursor_granularity``;
 * cursor values in records and state are read with ``cursor_datetime_formats``
   in order, then ``datetime_format``; windows and state are written in
   ``datetime_format`` (an ``int`` for ``%s``, ``%ms``, ``%epoch_microseconds``,
@@ -57,6 +59,7 @@ __all__ = ["DatetimeCursor"]
 
 _EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
 _CACHE_LIMIT = 4096
+_PROBE = datetime(2000, 1, 1, tzinfo=timezone.utc)  # an instant to tell a zero duration by
 # The instant shown in "write it like ..." hints.
 _EXAMPLE = datetime(2024, 1, 31, 12, 30, 0, tzinfo=timezone.utc)
 
@@ -127,6 +130,8 @@ class DatetimeCursor:
         covers (finished already, see :meth:`closed_to_skip`) are left out.
         """
         start, end = self.bounds()
+        if self._nothing_to_read(start, end, state_value, min_lookback):
+            return []
         if state_value is not None:
             start = max(start, self.floor(state_value, min_lookback))
         if self.clamp is not None:
@@ -139,6 +144,17 @@ class DatetimeCursor:
             pairs = [(low, high) for low, high in pairs if low < high]
         fmt, start_key, end_key = self.datetime_format, self.partition_field_start, self.partition_field_end
         return [{start_key: format_datetime(low, fmt), end_key: format_datetime(high, fmt)} for low, high in pairs]
+
+    def _nothing_to_read(self, start: datetime, end: datetime, state_value: datetime | None,
+                         min_lookback: Step | None) -> bool:
+        """airbyte-cdk's rule for a range that is one instant: where the sync starts (the state when it is past
+        ``start_datetime``, less the lookback) is its end, and the cursor has no ``cursor_granularity`` (or a
+        zero one), so ``since=t&until=t`` would ask for nothing. With a granularity that instant is read (one
+        window ``[t, t]``), as it is when a lookback moved the start before the end."""
+        if self.granularity is not None and shift(_PROBE, self.granularity) != _PROBE:
+            return False
+        origin = start if state_value is None or state_value < start else state_value
+        return self.floor(origin, min_lookback if state_value is not None else None) == end
 
     def floor(self, state_value: datetime, min_lookback: Step | None = None) -> datetime:
         """The earliest instant to read again after ``state_value``: ``state - min_lookback - lookback_window``."""

@@ -4,6 +4,10 @@ The body is decoded as JSON once (``HttpResponse.json`` caches it). The
 ``field_path`` is a tuple of keys rendered at build time:
 
 * empty: the body itself; a list gives its items, an object gives one record;
+* a body that is a list is a list of documents, the path applied to each
+  (unless the path starts with ``*`` or an index, which apply to the list);
+* an empty object (or ``null``, ``""``, ``0``, false) found at the path, or as the
+  body, is no record, as in airbyte-cdk; items of a list found there all are;
 * keys are looked up in objects; on a list a key that is a number
   (``"0"``) picks that item;
 * ``*`` matches every value of an object or every item of a list at its level;
@@ -193,6 +197,36 @@ def records_of(documents: list[Any], field_path: tuple[str, ...]) -> list[Any]:
     return found
 
 
+def page_records(body: Any, field_path: tuple[str, ...]) -> list[Any]:
+    """The records of a JSON body at ``field_path``, as airbyte-cdk 7.39's DpathExtractor takes them.
+
+    A body that is a list is a list of documents, each read on its own (an empty list, like an empty
+    body or ``null``, holds none). In each document, the value at ``field_path`` (the document itself
+    when the path is empty) gives its items when it is a list, else one record unless it is empty or
+    false (``{}``, ``null``, ``""``, ``0``): an empty object is not a record. The items of a list found
+    there are kept as they are (``{}`` among them). A path whose first key is ``*`` or an index is
+    applied to a list body as a whole (its items, or the item at that index).
+    """
+    if type(body) is list:
+        if not field_path:
+            if all(body) and set(map(type, body)) == {dict}:
+                return body  # the usual case: a list of objects, none empty, taken as it is (types checked)
+            return records_of(body, field_path)
+        first = field_path[0]
+        if first != WILDCARD and not (first.isascii() and first.isdigit()):
+            return records_of(body, field_path)
+    if WILDCARD in field_path:
+        return find_records(body, field_path)
+    value = body
+    for key in field_path:
+        value = _step(value, key)
+        if value is None:
+            return []
+    if type(value) is list:
+        return value
+    return [value] if value else []
+
+
 class DpathExtractor(Struct, frozen=True):
     """Takes the records at ``field_path`` out of a response (JSON, or the retriever's ``decoder``)."""
 
@@ -209,9 +243,12 @@ class DpathExtractor(Struct, frozen=True):
         if self.decoder is not None:
             batches = list(self.extract_batches(response))
             return batches[0] if len(batches) == 1 else [record for batch in batches for record in batch]
-        records = find_records(decode_body(response, self.mask, self.place), self.field_path)
+        body = decode_body(response, self.mask, self.place)
+        records = page_records(body, self.field_path)
         if self.expander is not None:
             records = self.expander.expand_all(records)
+        elif records is body:  # a list of objects taken whole: page_records checked their types
+            return records
         return self._checked(records, response)
 
     def extract_batches(self, response: HttpResponse) -> Iterator[list[dict]]:
@@ -279,4 +316,4 @@ class DpathExtractor(Struct, frozen=True):
 
 
 __all__ = ["DpathExtractor", "WILDCARD", "decode_body", "describe_path", "find_records", "json_type_name",
-           "records_of"]
+           "page_records", "records_of"]

@@ -80,6 +80,25 @@ class SchemaFile(Struct, frozen=True):
         return resolver.resolve(document, file, document, frozenset(), os.path.dirname(file))
 
 
+class MergedSchemas(Struct, frozen=True):
+    """A list of loaders (Airbyte's ``CompositeSchemaLoader``): one schema with the ``properties`` of each,
+    an earlier loader's winning where two name the same property, the first loader's listed last (Airbyte's
+    order); nothing else of theirs is kept (no ``required``, no ``additionalProperties``), and the schema
+    admits null as Airbyte's does. A loader whose schema has no ``properties`` adds none (airbyte-cdk fails
+    on it)."""
+
+    loaders: tuple[SchemaLoader, ...]
+
+    def load(self, stream_name: str) -> dict:
+        properties: dict[str, Any] = {}
+        for loader in self.loaders:
+            found = loader.load(stream_name).get("properties")
+            if isinstance(found, Mapping):
+                properties = {**found, **properties}
+        return {"$schema": "http://json-schema.org/draft-07/schema#", "type": ["null", "object"],
+                "properties": properties}
+
+
 @builds("InlineSchemaLoader")
 def build_inline_schema(model: InlineSchemaLoader, ctx: BuildContext, path: tuple) -> InlineSchema:
     return InlineSchema(model.schema_, ctx.base_dir or os.getcwd(), ctx.place(path))
@@ -87,22 +106,30 @@ def build_inline_schema(model: InlineSchemaLoader, ctx: BuildContext, path: tupl
 
 @builds("JsonFileSchemaLoader")
 def build_schema_file(model: JsonFileSchemaLoader, ctx: BuildContext, path: tuple) -> SchemaFile:
+    return SchemaFile(schema_file_path(model, ctx), ctx.base_dir or os.getcwd(), ctx.place(path))
+
+
+def schema_file_path(model: JsonFileSchemaLoader, ctx: BuildContext) -> str | None:
+    """The file a JsonFileSchemaLoader reads (its ``file_path`` rendered), or None for the default file."""
     base_dir = ctx.base_dir or os.getcwd()
-    file = _schema_file(str(ctx.render(model.file_path, model.parameters)), base_dir) if model.file_path else None
-    return SchemaFile(file, base_dir, ctx.place(path))
+    return _schema_file(str(ctx.render(model.file_path, model.parameters)), base_dir) if model.file_path else None
 
 
-def load_schema(model: Component | None, ctx: BuildContext, stream_name: str, path: tuple) -> dict:
+def load_schema(model: Component | tuple[Component, ...] | None, ctx: BuildContext, stream_name: str,
+                path: tuple) -> dict:
     """The JSON Schema of a stream's records, with ``$ref``s resolved.
 
     ``model`` is the stream's ``schema_loader`` (an inline schema, a file, a schema read from the
     API, a Python class), built by the builder the catalog names for it. Without a loader, the
     default file is read when it exists; otherwise a permissive schema equal to
     :data:`PERMISSIVE_SCHEMA` is returned (the caller may warn). A file that is missing or not a
-    JSON object raises :class:`~framework.errors.ConfigError`.
+    JSON object raises :class:`~framework.errors.ConfigError`. A list of loaders gives their
+    :class:`MergedSchemas` (an empty list is no loader, as in Airbyte).
     """
-    if model is None:
+    if model is None or model == ():
         loader: SchemaLoader = SchemaFile(None, ctx.base_dir or os.getcwd(), ctx.place(path), optional=True)
+    elif isinstance(model, tuple):
+        loader = MergedSchemas(tuple(ctx.build(item, path + (index,)) for index, item in enumerate(model)))
     else:
         loader = ctx.build(model, path)
     return loader.load(stream_name)
@@ -201,5 +228,5 @@ class _Resolver:
         return value
 
 
-__all__ = ["PERMISSIVE_SCHEMA", "InlineSchema", "SchemaFile", "SchemaLoader", "build_inline_schema",
+__all__ = ["PERMISSIVE_SCHEMA", "InlineSchema", "MergedSchemas", "SchemaFile", "SchemaLoader", "build_inline_schema",
            "build_schema_file", "default_schema_path", "load_schema"]

@@ -135,6 +135,37 @@ def test_a_state_before_the_start_keeps_the_start():
     assert build(DAILY).windows(at(2021, 6, 1))[0]["start_time"] == "2022-01-01T00:00:00Z"
 
 
+ONE_INSTANT = {"start_datetime": "2024-01-05T00:00:00Z", "end_datetime": "2024-01-05T00:00:00Z"}
+AT_END = at(2024, 1, 5)
+
+
+@pytest.mark.parametrize("extra", [{}, {"cursor_granularity": "PT0S", "step": "P7D"},
+                                   {"cursor_granularity": "PT1S", "step": "P1D", "is_compare_strictly": True}])
+def test_a_range_of_one_instant_without_granularity_is_not_read(extra):
+    # airbyte-cdk sends no request for since=t&until=t when the cursor has no granularity: first and later syncs
+    cursor = build({**ONE_INSTANT, **extra})
+    assert cursor.windows(None) == []
+    assert cursor.windows(AT_END) == []
+    assert build({**ONE_INSTANT, **extra, "start_datetime": "2024-01-01T00:00:00Z"}).windows(AT_END) == []
+
+
+@pytest.mark.parametrize("extra", [{"cursor_granularity": "PT1S", "step": "P1D"},
+                                   {"cursor_granularity": "PT1S", "step": "P1D", "lookback_window": "PT0S"}])
+def test_with_a_granularity_the_one_instant_is_read(extra):
+    one = [{"start_time": "2024-01-05T00:00:00Z", "end_time": "2024-01-05T00:00:00Z"}]
+    assert build({**ONE_INSTANT, **extra}).windows(None) == one
+    assert build({**ONE_INSTANT, **extra, "start_datetime": "2024-01-01T00:00:00Z"}).windows(AT_END) == one
+
+
+def test_a_lookback_that_moves_the_start_before_the_end_reads_the_instant():
+    one = [{"start_time": "2024-01-05T00:00:00Z", "end_time": "2024-01-05T00:00:00Z"}]
+    # the first sync looks back from the start too (clamped to it): one window, as airbyte-cdk
+    assert build({**ONE_INSTANT, "lookback_window": "P1D"}).windows(None) == one
+    # a state one lookback past the end starts the range at its end: nothing, as airbyte-cdk
+    assert build({**ONE_INSTANT, "lookback_window": "P1D", "start_datetime": "2024-01-01T00:00:00Z"}).windows(
+        at(2024, 1, 6)) == []
+
+
 def test_a_state_after_the_end_reads_nothing():
     assert build(DAILY).windows(at(2022, 3, 2)) == []
 

@@ -155,3 +155,63 @@ def test_invalid_utf8_is_named_at_the_byte_where_it_is(before, bad):
     with pytest.raises(UnreadableBodyError) as raised:
         decode_body(response(prefix + bad + b'"}'))
     assert f"decoding failed at byte {len(prefix)}: not valid UTF-8" in str(raised.value)
+
+
+# -- empty bodies and empty documents, as airbyte-cdk 7.39's DpathExtractor reads them -------------------------
+
+
+@pytest.mark.parametrize(
+    "field_path, body, expected",
+    [
+        # an empty object is not a record, as the body or as the value at the path
+        ([], {}, []),
+        ([], [], []),
+        ([], [{}], []),
+        (["data"], {"data": {}}, []),
+        (["data", "item"], {"data": {"item": {}}}, []),
+        # nor are other false values
+        ([], [{"id": 1}, 0, False, "", None, {}], [{"id": 1}]),
+        (["data"], {"data": 0}, []),
+        (["data"], {"data": ""}, []),
+        (["data"], {"data": False}, []),
+        # a list inside a list body gives its items, each kept as it is
+        ([], [{"id": 1}, [{"id": 2}, {}]], [{"id": 1}, {"id": 2}, {}]),
+        # the items of a list at the path are all records, an empty one too
+        (["data"], {"data": [{}, {"id": 1}]}, [{}, {"id": 1}]),
+        # a list body is a list of documents: the path is applied to each
+        (["data"], [{"data": [{"id": 1}]}, {"data": {"id": 2}}, {"data": {}}, {"other": 1}], [{"id": 1}, {"id": 2}]),
+        (["a", "b"], [{"a": {"b": [{"id": 1}]}}, {"a": {"b": {"id": 2}}}], [{"id": 1}, {"id": 2}]),
+        # ... unless it starts with an index or `*`, which apply to the list
+        (["0"], [{"id": 1}, {"id": 2}], [{"id": 1}]),
+        (["1"], [{"id": 1}, {}], []),
+    ],
+)
+def test_empty_values_are_no_records(field_path, body, expected):
+    assert extract(field_path, body) == expected
+
+
+def test_a_page_of_objects_is_not_copied():
+    body = [{"id": 1}, {"id": 2}]
+    resp = response(body)
+    assert build({"type": "DpathExtractor", "field_path": []}).extract(resp) is resp.json()
+
+
+small = st.integers(-1000, 1000)
+
+
+@given(documents=st.lists(st.dictionaries(keys, small, max_size=2), max_size=6))
+def test_a_list_body_gives_its_non_empty_objects_in_order(documents):
+    assert extract([], documents) == [document for document in documents if document]
+
+
+@given(pages=st.lists(st.one_of(st.lists(st.dictionaries(keys, small, max_size=3), max_size=4),
+                                 st.dictionaries(keys, small, max_size=2)), max_size=5))
+def test_a_path_is_applied_to_each_document_of_a_list_body(pages):
+    body = [{"rows": page} for page in pages]
+    expected = []
+    for page in pages:
+        if isinstance(page, list):
+            expected.extend(page)
+        elif page:
+            expected.append(page)
+    assert extract(["rows"], body) == expected

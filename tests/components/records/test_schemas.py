@@ -147,3 +147,35 @@ def test_url_refs_are_kept():
     schema = {"properties": {"x": {"$ref": "https://example.com/s.json"}}}
     model = InlineSchemaLoader.model_validate({"type": "InlineSchemaLoader", "schema": schema})
     assert load_schema(model, context(), "s", PATH) == schema
+
+
+def test_a_list_of_loaders_merges_their_properties_the_earlier_winning(tmp_path):
+    """Airbyte's CompositeSchemaLoader (hubspot's manifest): properties merged, an earlier loader's winning, the
+    first loader's listed last; nothing else of the loaders' schemas; null admitted. A loader without
+    `properties` adds none; an empty list is no loader; a missing file of one loader is an error."""
+    from framework.models.source import DeclarativeStream
+
+    write(tmp_path, "schemas/extra.json", {"type": "object", "required": ["id"], "additionalProperties": False,
+                                           "properties": {"id": {"type": "string"}, "city": {"type": "string"}}})
+    write(tmp_path, "schemas/orders.json", {"type": "object", "properties": {"default": {"type": "boolean"}}})
+    stream = DeclarativeStream.model_validate({
+        "type": "DeclarativeStream", "name": "orders",
+        "retriever": {"type": "SimpleRetriever",
+                      "requester": {"type": "HttpRequester", "url_base": "https://example.invalid"},
+                      "record_selector": {"type": "RecordSelector",
+                                          "extractor": {"type": "DpathExtractor", "field_path": []}}},
+        "schema_loader": [
+            {"type": "InlineSchemaLoader", "schema": {"properties": {"id": {"type": "integer"},
+                                                                     "name": {"type": "string"}}}},
+            {"type": "JsonFileSchemaLoader", "file_path": "schemas/extra.json"},
+            {"type": "InlineSchemaLoader", "schema": {"type": "object"}},
+        ]})
+    assert isinstance(stream.schema_loader, tuple) and len(stream.schema_loader) == 3
+    ctx = context(base_dir=str(tmp_path))
+    loaded = load_schema(stream.schema_loader, ctx, "orders", PATH)
+    assert loaded == {"$schema": "http://json-schema.org/draft-07/schema#", "type": ["null", "object"],
+                      "properties": {"id": {"type": "integer"}, "city": {"type": "string"}, "name": {"type": "string"}}}
+    assert list(loaded["properties"]) == ["id", "city", "name"]  # Airbyte's order
+    assert load_schema((), ctx, "orders", PATH) == {"type": "object", "properties": {"default": {"type": "boolean"}}}
+    with pytest.raises(ConfigError, match=r"stream `orders`: the schema file .*missing\.json does not exist"):
+        load_schema((stream.schema_loader[0], file_loader(file_path="schemas/missing.json")), ctx, "orders", PATH)
