@@ -51,7 +51,10 @@ def test_the_page_has_its_runnable_blocks():
     assert "--format delta" in blocks[0].text
 
 
-def test_the_pages_commands_sync_twice_and_read_the_tables_back(tmp_path):
+@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+def test_the_pages_commands_sync_twice_and_read_the_tables_back(tmp_path, fmt, monkeypatch):
+    """The page's commands as written (delta), and the same with ``--format iceberg`` (read back with polars over
+    pyiceberg's scan instead of the page's Delta snippets)."""
     bash, *python = marked_blocks()
     port = free_port()
     config = json.loads((REPO / "examples/shop/config.json").read_text())
@@ -62,7 +65,7 @@ def test_the_pages_commands_sync_twice_and_read_the_tables_back(tmp_path):
     syncs = []
     try:
         for line in (line.strip() for line in bash.text.splitlines() if line.strip()):
-            words = shlex.split(line.rstrip("&"))
+            words = shlex.split(line.rstrip("&").replace("--format delta", f"--format {fmt}"))
             if words[:2] == ["python", "examples/shop/api.py"]:
                 api = subprocess.Popen([sys.executable, str(REPO / words[1]), "--port", str(port)],
                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -87,13 +90,15 @@ def test_the_pages_commands_sync_twice_and_read_the_tables_back(tmp_path):
             api.terminate()
             api.wait(timeout=30)
     assert len(syncs) == 2
-    from deltalake import DeltaTable
-
+    # polars reads the files pyiceberg's scan plans (polars' own planner is a package of its own)
+    monkeypatch.setenv("POLARS_ICEBERG_PLANNER", "pyiceberg")
     for stream in ("accounts", "orders", "events"):
-        table = DeltaTable(str(tmp_path / "output/lake" / stream)).to_pyarrow_table()
-        raw_ids = table.column("_airbyte_raw_id").to_pylist()
+        table = read_table(tmp_path / "output/lake", stream, fmt)
+        raw_ids = table["_airbyte_raw_id"].to_list()
         assert len(raw_ids) == len(set(raw_ids)) == syncs[0][stream] + syncs[1][stream]  # each record once
         assert 0 < syncs[1][stream] < syncs[0][stream]  # the second sync read what was new, not everything
+    if fmt != "delta":
+        return
     for block in python:
         ran = subprocess.run([sys.executable, "-c", block.text], cwd=tmp_path, env=env, capture_output=True,
                              text=True, timeout=120)
@@ -103,3 +108,16 @@ def test_the_pages_commands_sync_twice_and_read_the_tables_back(tmp_path):
                            text=True, timeout=120).stdout.split()
     rows, unique, read_back = int(first[0]), int(first[1]), int(first[2])
     assert rows == read_back == syncs[0]["orders"] + syncs[1]["orders"] and 0 < unique <= rows
+
+
+def read_table(output, stream: str, fmt: str):
+    """The stream's table as a polars frame: Delta through polars' reader, Iceberg through its SQLite catalog."""
+    import polars as pl
+
+    if fmt == "delta":
+        return pl.read_delta(str(output / stream))
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    catalog = SqlCatalog("airbyte", uri=f"sqlite:///{output}/_airbyte_state/iceberg_catalog.db",
+                         warehouse=f"file://{output}")
+    return pl.scan_iceberg(catalog.load_table(("airbyte", stream))).collect()
