@@ -94,6 +94,10 @@ class StateError(FrameworkError, ValueError):
     """A saved state (from a file or from Airbyte) does not fit the stream it is for."""
 
 
+class ForeignStateError(StateError):
+    """A saved state has none of the keys the stream's cursor reads: another connector's, or another version's."""
+
+
 FailureType = str  # "system_error", "config_error" or "transient_error", as in Airbyte's TRACE messages
 
 

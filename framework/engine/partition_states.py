@@ -277,13 +277,6 @@ class PartitionStates:
         self._full[key] = (partition, value, cursor_state if cursor_state is not None else self._state_of(value))
         self._shrink()
 
-    def drop(self, partition: Mapping[str, Any], key: bytes | None = None) -> None:
-        """Forget ``partition``'s entry: it has no cursor value to keep (its windows held no records)."""
-        key = key or partition_digest(partition)
-        self._full.pop(key, None)
-        if self._compact:
-            self._unfile(key)
-
     def _shrink(self) -> None:
         while len(self._full) > self.limit:
             key, (_, value, _) = self._full.popitem(last=False)

@@ -34,10 +34,18 @@ stopped half way) keeps them as Airbyte's concurrent ``date-range`` state
 :mod:`framework.components.incremental.date_ranges`); the next sync reads only
 the windows no slice covers.
 
+A cursor value never falls below where the sync (or the partition) started:
+one that read no record keeps its saved value, or the cursor's start when that
+is later or nothing was saved, as airbyte-cdk does. A saved ``lookback_window``
+is replaced only by a sync that read a record.
+
 Saved states in any of these shapes are read back; a state without
 ``states`` (a flat ``{"<cursor_field>": value}`` or a global one) is applied to
 every partition, as Airbyte does. A partition that is in no saved state is new
-and starts at ``start_datetime``.
+and starts at ``start_datetime``. A stream's state none of whose keys its
+cursor reads is refused (:class:`~framework.errors.ForeignStateError`); a
+parent's (``parent_state``) is set aside with a warning and the parent read
+from its start, as airbyte-cdk reads it.
 
 Parent streams are read while planning (the child's partitions are their
 records); each parent record is tagged with the parent unit it came from, and
@@ -54,12 +62,14 @@ is remembered (:class:`~framework.engine.partition_states.DigestSet`).
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
 from typing import Any, cast
 
+import orjson
 from msgspec import Struct
 
 from framework.components.delegating import NO_CURSOR_STATE_KEY, Delegation
@@ -70,10 +80,13 @@ from framework.components.slices import StreamSlice
 from framework.components.stream import Stream
 from framework.engine.partition_states import COMPACT_KEY, DigestSet, PartitionStates, partition_digest
 from framework.engine.window_progress import WindowProgress
-from framework.errors import StateError
+from framework.errors import ForeignStateError, StateError
 from framework.temporal.clock import Clock, SystemClock
 
 __all__ = ["MAX_PARTITION_STATES", "PARENT_READERS", "DelegatedSync", "StreamSync", "Unit", "read_unit"]
+
+#: Warnings about saved state this sync set aside (a parent state it cannot read).
+STATE_LOG = logging.getLogger("framework.state")
 
 #: Partitions kept in full in a per-partition state (Airbyte's limit); older ones are compacted.
 MAX_PARTITION_STATES = 10_000
@@ -191,9 +204,9 @@ NO_CURSOR_STATE = "__ab_no_cursor_state_message"
 def _unknown_shape(saved: Mapping[str, Any], expected: str) -> StateError:
     """A saved state none of whose keys this stream's cursor reads: reading it would silently read everything."""
     keys = ", ".join(f"`{key}`" for key in list(saved)[:5])
-    return StateError(f"the saved state has none of the keys this stream's cursor reads (it has {keys}; expected "
-                      f"{expected}): a state of another connector or version? Fix it, or clear this stream's "
-                      "state to read everything again")
+    return ForeignStateError(f"the saved state has none of the keys this stream's cursor reads (it has {keys}; "
+                             f"expected {expected}): a state of another connector or version? Fix it, or clear "
+                             "this stream's state to read everything again")
 
 
 class StreamSync:
@@ -244,13 +257,14 @@ class StreamSync:
         self._closed_global: tuple[Closed, ...] = ()  # one-partition state: windows finished beyond it
         self._all_from_global = False  # no per-partition list was saved: every partition starts at the global value
         self._saved_lookback = 0
+        self._start: Any = None  # the cursor's start (start_datetime, start_value), rendered once: _resume
         self._states: PartitionStates | None = None
         if self.incremental and self.partitioned and not self.global_cursor and self.cursor is not None:
             self._states = PartitionStates(MAX_PARTITION_STATES, self.cursor.state_of)
         try:
             self._read_saved_state()
         except StateError as exc:
-            raise StateError(f"stream `{stream.name}`: {exc}") from None
+            raise type(exc)(f"stream `{stream.name}`: {exc}") from None
 
     # -- saved state -----------------------------------------------------------------
 
@@ -476,7 +490,19 @@ class StreamSync:
             sync: StreamSync = DelegatedSync(parent.delegation, self.config, saved, incremental=dependent,
                                              clock=self.clock)
         else:
-            sync = StreamSync(parent.stream, self.config, saved, incremental=dependent, clock=self.clock)
+            try:
+                sync = StreamSync(parent.stream, self.config, saved, incremental=dependent, clock=self.clock)
+            except ForeignStateError:
+                # A parent state of another shape (a connection moved from Airbyte, another version): airbyte-cdk
+                # reads the parent from its start; so do we, and say what was set aside. The child's own state
+                # still applies, so only the parent is read again.
+                assert saved is not None
+                STATE_LOG.warning(
+                    "stream `%s`: the saved state of its parent stream `%s` has none of the keys the parent's cursor "
+                    "reads (`%s`); ignored: %s. `%s` is read from its start and its state is written anew",
+                    self.stream.name, name, parent.stream.cursor.cursor_field if parent.stream.cursor else "",
+                    orjson.dumps(saved, default=str).decode()[:300], name)
+                sync = StreamSync(parent.stream, self.config, None, incremental=dependent, clock=self.clock)
         sync.parent_readers = self.parent_readers
         if dependent:
             self._parents[name] = sync
@@ -562,13 +588,15 @@ class StreamSync:
         if self._states is None:
             return
         progress = part.progress
-        value = progress.value()
+        value: Any = progress.value()  # a datetime, or an int for an IncrementingCountCursor
         beyond = progress.finished_beyond()
-        if (value, beyond) == part.recorded or (value is None and not beyond and part.recorded is None):
-            return
-        if value is None and not beyond:  # the windows recorded as finished beyond a start are now all it has
-            part.recorded = None
-            self._states.drop(part.routed.partition, part.digest or None)
+        if value is not None or not beyond:
+            # Never below where the partition started: one that read no record keeps its start (its saved
+            # value, or start_datetime), as airbyte-cdk keeps every partition it read.
+            resume = self._resume(progress.prior)
+            if value is None or value < resume:
+                value = resume
+        if (value, beyond) == part.recorded:
             return
         part.recorded = (value, beyond)
         cursor_state = self.cursor.range_state_of(value, beyond) \
@@ -576,6 +604,15 @@ class StreamSync:
         self._states.put(part.routed.partition, value, cursor_state, part.digest or None)
 
     # -- state -----------------------------------------------------------------------
+
+    def _resume(self, prior: Any) -> Any:
+        """Where a sync (or a partition) that started from ``prior`` resumes when it read no record: ``prior``, or
+        the cursor's start when that is later or ``prior`` is None (airbyte-cdk's rule). The start is rendered once
+        per sync (this runs for every unit done)."""
+        if self._start is None:
+            assert self.cursor is not None
+            self._start = self.cursor.start_of(None)
+        return prior if prior is not None and prior >= self._start else self._start
 
     def state(self, final: bool = False) -> dict | None:
         """The state the finished units allow now; ``final`` at the end of a successful sync."""
@@ -590,9 +627,10 @@ class StreamSync:
                 beyond = progress.finished_beyond() if progress is not None else self._closed_global
                 if beyond and isinstance(cursor, DatetimeCursor):  # finished windows past the resume value
                     return cursor.range_state_of(value, beyond)
-                if value is None and isinstance(cursor, CountCursor):  # Airbyte keeps where the sync started
-                    value = cursor.start_of(self._prior_global)
-                return cursor.state_of(value) if value is not None else {}
+                # Never below where the sync started (the saved value, or the start when it is later or there
+                # is none): a sync that read no record keeps its start, as airbyte-cdk does.
+                resume = self._resume(self._prior_global)
+                return cursor.state_of(resume if value is None or value < resume else value)
             out: dict[str, Any] = {}
             if self._states is not None:
                 out["states"] = self._states.entries()
@@ -606,7 +644,10 @@ class StreamSync:
                 out["state"] = cursor.state_of(value)
             out["use_global_cursor"] = self.global_cursor
             if not isinstance(cursor, CountCursor):  # seconds looked back next time; no time to look back by
-                out["lookback_window"] = self._duration() if final else self._saved_lookback
+                # The duration of a sync that read some record (the one that moved `state`), as airbyte-cdk
+                # writes it; one that read none keeps the lookback of the sync that set `state`.
+                out["lookback_window"] = self._duration() if final and self._seen is not None \
+                    else self._saved_lookback
             parent_state = {}
             for name, parent in self._parents.items():
                 found = parent.state(final=final)

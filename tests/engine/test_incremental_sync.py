@@ -76,10 +76,21 @@ def test_the_seed_window_table_is_what_the_api_receives(tmp_path, fake_api):
     ]
     assert run.windows() == table
     assert [(r.param("from"), r.param("to")) for r in run.requests] == table  # partition_field_start/end
-    assert run.state == {}  # no record, no cursor value to keep
+    # no record: the state keeps where the sync started (start_datetime), as airbyte-cdk writes it
+    assert run.state == {"updated_at": "2022-01-01T00:00:00.000000+0000"}
 
 
 # -- one partition -------------------------------------------------------------------------------
+
+
+def test_a_sync_that_reads_no_record_keeps_its_start_never_an_older_state(tmp_path, fake_api):
+    Shop().install(fake_api)
+    path = write(tmp_path, source(single()))
+    assert sync(path, fake_api).state == {"updated_at": iso(at(0))}  # nothing saved: start_datetime
+    # a saved value before start_datetime (the start was moved since): the start, as airbyte-cdk keeps it
+    assert sync(path, fake_api, {"updated_at": "2023-06-01T00:00:00Z"}).state == {"updated_at": iso(at(0))}
+    assert sync(path, fake_api, {"updated_at": iso(at(3))}).state == {"updated_at": iso(at(3))}  # its own value
+
 
 
 def test_first_and_second_sync_read_only_what_changed(tmp_path, fake_api):
@@ -245,6 +256,8 @@ def test_per_partition_state_is_airbytes_shape_and_each_partition_resumes_at_its
         "states": [
             {"partition": {"account_id": 1, "parent_slice": {}}, "cursor": {"updated_at": iso(at(4, 5))}},
             {"partition": {"account_id": 2, "parent_slice": {}}, "cursor": {"updated_at": iso(at(2, 2))}},
+            # no record: kept at start_datetime, as airbyte-cdk keeps every partition it read
+            {"partition": {"account_id": 3, "parent_slice": {}}, "cursor": {"updated_at": iso(at(0))}},
         ],
         "state": {"updated_at": iso(at(4, 5))},
         "use_global_cursor": False,
@@ -308,6 +321,7 @@ def test_incremental_dependency_reads_the_parent_from_its_state_and_only_changed
         "states": [
             {"partition": {"account_id": 1, "parent_slice": {}}, "cursor": {"updated_at": iso(at(4, 5))}},
             {"partition": {"account_id": 2, "parent_slice": {}}, "cursor": {"updated_at": iso(at(2, 2))}},
+            {"partition": {"account_id": 3, "parent_slice": {}}, "cursor": {"updated_at": iso(at(0))}},
         ],
         "state": {"updated_at": iso(at(4, 5))},
         "use_global_cursor": False,
@@ -323,10 +337,32 @@ def test_incremental_dependency_reads_the_parent_from_its_state_and_only_changed
     assert child_windows(second, 1)[0][0] == iso(at(4, 5))
     assert sorted(second.ids()) == ["a2", "a3"]
     assert second.state["parent_state"] == {"accounts": {"updated_at": iso(at(10))}}
-    # Partition 2 was not read; its cursor is carried over.
+    # Partitions 2 and 3 were not read; their cursors are carried over.
     assert {(e["partition"]["account_id"], e["cursor"]["updated_at"]) for e in second.state["states"]} == {
-        (1, iso(at(10))), (2, iso(at(2, 2)))}
+        (1, iso(at(10))), (2, iso(at(2, 2))), (3, iso(at(0)))}
     assert_states_safe(second, shop, first)
+
+
+def test_a_parent_state_of_another_shape_is_read_from_the_parents_start_with_a_warning(tmp_path, fake_api, caplog):
+    """A saved `parent_state` none of whose keys the parent's cursor reads (a connection moved from another
+    version) does not stop the sync: as airbyte-cdk, the parent is read from its start; a warning names what was
+    ignored, the child's own state still applies, and the parent's state is written anew."""
+    shop = shop_with_accounts()
+    shop.install(fake_api)
+    path = write(tmp_path, source(orders(substream(parent(accounts(step="P3D"), incremental_dependency=True)),
+                                         step="P3D")))
+    first = sync(path, fake_api)
+    saved = dict(first.state, parent_state={"accounts": {"last_modified": "2024-01-04", "cursor": "abc"}})
+    with caplog.at_level("WARNING", logger="framework.state"):
+        second = sync(path, fake_api, saved, now=at(12))
+    assert not second.failed, second.errors()
+    assert second.windows("/accounts")[0][0] == iso(at(0))  # the parent from its start
+    assert child_windows(second, 1)[0][0] == iso(at(4, 5))  # the child from its own state
+    assert second.state["parent_state"] == first.state["parent_state"]
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "framework.state"]
+    assert "stream `orders`: the saved state of its parent stream `accounts` has none of the keys" in warning
+    assert "(`updated_at`)" in warning and '"last_modified":"2024-01-04"' in warning
+    assert "`accounts` is read from its start" in warning
 
 
 def test_global_cursor_moves_only_at_the_end_and_looks_back_the_previous_sync_duration(tmp_path, fake_api):
@@ -387,7 +423,8 @@ def test_a_saved_use_global_cursor_flag_keeps_the_stream_global(tmp_path, fake_a
     run = sync(path, fake_api, {"use_global_cursor": True, "state": {"updated_at": iso(at(8))},
                                 "lookback_window": 7200})
     assert {child_windows(run, a)[0] for a in (1, 2, 3)} == {(iso(at(7, 22)), iso(at(9)))}
-    assert run.state == {"state": {"updated_at": iso(at(8))}, "use_global_cursor": True, "lookback_window": 0}
+    # no record read: `state` stays, and so does the lookback of the sync that set it (airbyte-cdk's rule)
+    assert run.state == {"state": {"updated_at": iso(at(8))}, "use_global_cursor": True, "lookback_window": 7200}
 
 
 # -- concurrency and checkpoints ---------------------------------------------------------------

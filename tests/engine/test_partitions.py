@@ -140,6 +140,7 @@ def test_list_partition_router_sends_each_value_and_keeps_a_cursor_per_value(tmp
     assert run.state["states"] == [
         {"partition": {"region": "eu"}, "cursor": {"updated_at": iso(at(4))}},
         {"partition": {"region": "us"}, "cursor": {"updated_at": iso(at(2))}},
+        {"partition": {"region": "nowhere"}, "cursor": {"updated_at": iso(at(0))}},  # no record: its start
     ]
 
 
@@ -156,8 +157,9 @@ def test_a_list_of_routers_reads_every_combination(tmp_path, fake_api):
     assert [(r.param("region"), r.param("kind")) for r in run.requests] == [
         ("eu", "a"), ("eu", "b"), ("us", "a"), ("us", "b")]
     assert run.ids() == ["eu-a", "eu-b", "us-b"]
-    assert [e["partition"] for e in run.state["states"]] == [
-        {"region": "eu", "kind": "a"}, {"region": "eu", "kind": "b"}, {"region": "us", "kind": "b"}]
+    assert [e["partition"] for e in run.state["states"]] == [  # us-a read no record: kept at its start
+        {"region": "eu", "kind": "a"}, {"region": "eu", "kind": "b"}, {"region": "us", "kind": "a"},
+        {"region": "us", "kind": "b"}]
 
 
 def test_a_substream_times_a_list_carries_both_partitions(tmp_path, fake_api):

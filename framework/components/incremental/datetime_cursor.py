@@ -156,6 +156,13 @@ class DatetimeCursor:
         origin = start if state_value is None or state_value < start else state_value
         return self.floor(origin, min_lookback if state_value is not None else None) == end
 
+    def start_of(self, state_value: datetime | None) -> datetime:
+        """Where a sync starts, and the state it keeps when it reads no record: the saved value when it is at or
+        after ``start_datetime``, else ``start_datetime`` (airbyte-cdk's rule: its state never falls below
+        either)."""
+        start = self.start.value()
+        return state_value if state_value is not None and state_value >= start else start
+
     def floor(self, state_value: datetime, min_lookback: Step | None = None) -> datetime:
         """The earliest instant to read again after ``state_value``: ``state - min_lookback - lookback_window``."""
         key = (state_value, min_lookback)

@@ -165,6 +165,16 @@ def test_a_lookback_that_moves_the_start_before_the_end_reads_the_instant():
     assert build({**ONE_INSTANT, "lookback_window": "P1D", "start_datetime": "2024-01-01T00:00:00Z"}).windows(
         at(2024, 1, 6)) == []
 
+@given(st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2040, 1, 1), timezones=st.just(UTC)))
+@settings(max_examples=60, deadline=None)
+def test_start_of_is_the_saved_value_never_below_the_start(saved):
+    """What a sync that reads no record keeps (airbyte-cdk's rule): the saved value, or start_datetime when that
+    is later or nothing was saved."""
+    cursor = build(SEED)
+    start = at(2022, 1, 1)
+    assert cursor.start_of(None) == start
+    assert cursor.start_of(saved) == max(saved, start)
+
 
 def test_a_state_after_the_end_reads_nothing():
     assert build(DAILY).windows(at(2022, 3, 2)) == []
