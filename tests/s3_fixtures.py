@@ -29,6 +29,36 @@ def s3_endpoint():
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def s3_endpoint_process():
+    """A moto S3 server in a process of its own, for the whole session: for clients that hold the GIL while they
+    wait for an answer (deltalake's object store), which would never let a server thread of this process answer."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"moto's S3 server did not start (exit {server.poll()})", pytrace=False)
+                time.sleep(0.1)  # waiting for a real server process to listen
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 @pytest.fixture
 def s3_client(s3_endpoint):
     import boto3

@@ -70,6 +70,10 @@ IN_FUNCTION: dict[tuple[str, str], str] = {
     # change data and the Spark worker daemon
     ("framework.engine.config_migration", "framework.components.config_rules"):
         "config rules' runtime loads only for a spec whose rules have validations",
+    ("framework.tables.factory", "framework.tables.delta"):
+        "a Delta table's module loads only for --format delta (the factory serves both table formats)",
+    ("framework.tables.factory", "framework.tables.iceberg"):
+        "an Iceberg table's modules load only for --format iceberg (the factory serves both table formats)",
     ("framework.spark.pipeline", "framework.cdc.plan"): "change data's plan loads only for a realtime (Replicant) format",
     ("framework.spark.pipeline", "framework.cdc.apply"):
         "the change-data apply (pyarrow.parquet, pandas) loads only for a realtime format",

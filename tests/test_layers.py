@@ -154,3 +154,17 @@ def test_the_checks_catch_a_cycle_and_an_upward_import():
     layers = _layers()
     assert _layer_of("framework.engine.sync", layers) == "framework.engine"
     assert not any(within("framework.cli.run", allowed) for allowed in layers["framework.engine"])
+
+
+def test_tables_sit_below_spark_and_import_no_spark():
+    """framework/tables commits on the driver without a JVM: the Spark pipeline and the commands use it, never
+    the other way, and it imports nothing of Spark's (deltalake and pyiceberg only, lazily)."""
+    layers = _layers()
+    assert "framework.tables" in layers
+    assert any(within("framework.tables", allowed) for allowed in layers["framework.spark"])
+    assert not any(within("framework.spark", allowed) or within("framework.engine", allowed)
+                   for allowed in layers["framework.tables"])
+    spark_imports = [f"{path.relative_to(ROOT)}:{line} imports {target}"
+                     for module, path in MODULES.items() if within(module, "framework.tables")
+                     for target, line, _, _ in imports(module, path) if target.split(".")[0] in ("pyspark", "py4j")]
+    assert spark_imports == []

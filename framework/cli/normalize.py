@@ -25,7 +25,7 @@ from framework.cli.progress import normalized_line
 from framework.cli.settings import check_shared_output, conf_pair, destination_settings, normalization_settings
 from framework.cli.termination import exit_code, interruption, terminating_as_interrupt
 from framework.cli.version_flag import add_version_flag
-from framework.errors import FrameworkError
+from framework.errors import ConfigError, FrameworkError
 from framework.normalization.root import normalized_root
 from framework.spark import require_spark_extra
 from framework.sync_modes import check_forced
@@ -88,6 +88,10 @@ def run(args: argparse.Namespace, err: IO[str]) -> int:
     from framework.spark.session import known_master, spark_session
 
     destination = destination_settings(args.destination, args.output)
+    if destination.format.format_type in ("delta", "iceberg"):  # before Spark starts (docs/tables.md)
+        raise ConfigError(f"{args.destination or args.output}: the output is `{destination.format.format_type}` "
+                          "tables; normalize-output reads landed files and does not read tables yet: query the "
+                          "tables themselves, or land Parquet (--format parquet) to normalize")
     settings = normalization_settings(destination, args.target, args.dialect, args.normalized_output)
     dedup = args.dedup or args.sync_mode == "append_dedup"
     if args.sync_mode in ("append", "overwrite"):

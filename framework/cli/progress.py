@@ -58,7 +58,8 @@ with milliseconds, such as ``"2026-11-03T10:15:02.418Z"``):
     many records had one), ``fields`` (each field's path, such as
     ``priority`` or ``address.zip``, and how many values had it),
     ``evolved`` (the columns the ``evolve`` policy added, by kind);
-    :mod:`framework.cli.drift_report`).
+    :mod:`framework.cli.drift_report`), ``table`` (``--format delta|iceberg``:
+    ``commits``, ``added_columns``, ``orphans_removed``; ``null`` for files).
 ``failure``
     ``stream`` (or ``null`` when the failure is not a stream's), ``error``.
     Sent right after a failed stream's ``stream_done``, and for a failure
@@ -216,11 +217,23 @@ def summary_table(result: PipelineResult, output: str) -> str:
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines += [_folder_line(s) for s in result.streams if s.folder.unified or s.folder.merged]
+    lines += [_table_line(s) for s in result.streams if s.table_added or s.orphans_removed]
     lines.extend(line for line in map(drift_line, result.streams) if line)
     if result.pace is not None and result.pace.requests:
         lines.append(result.pace.describe())
     lines.append(f"sync {result.sync_id} -> {output}")
     return "\n".join(lines)
+
+
+def _table_line(result: StreamResult) -> str:
+    """What a table format's commits changed beyond the records (framework.spark.table_output), in words."""
+    done = []
+    if result.table_added:
+        done.append(f"columns added to the table: {', '.join(result.table_added)}")
+    if result.orphans_removed:
+        done.append(f"{result.orphans_removed} orphan file{'s' * (result.orphans_removed != 1)} of a killed sync "
+                    "removed")
+    return f"{result.name}: " + ", ".join(done)
 
 
 def _folder_line(result: StreamResult) -> str:
@@ -360,6 +373,9 @@ def stream_fields(result: StreamResult) -> dict[str, Any]:
         "state_saved": bool(result.state_saved), "seconds": round(result.seconds, 3), "error": result.error,
         "folder": result.folder.as_dict(),  # the stream's folder after the sync (framework.formats.rewrite)
         "schema_drift": drift_fields(result),
+        # a table format's stream (docs/tables.md): its commits, the columns they added, the orphans removed
+        "table": {"commits": result.table_commits, "added_columns": list(result.table_added),
+                  "orphans_removed": result.orphans_removed} if result.table_commits else None,
     }
 
 

@@ -134,7 +134,9 @@ def _parser() -> argparse.ArgumentParser:
     add_response_flags(parser)
     spark = parser.add_argument_group("Spark mode (the default: land typed files)")
     spark.add_argument("--output", metavar="DIR|s3://bucket/prefix", help="where files go (default ./output)")
-    spark.add_argument("--format", choices=["parquet", "avro", "csv", "jsonl"], help="file format (default parquet)")
+    spark.add_argument("--format", choices=["parquet", "avro", "csv", "jsonl", "delta", "iceberg"],
+                       help="file format (default parquet), or a table per stream with its state in each commit: "
+                            "delta (Delta Lake) or iceberg (Apache Iceberg; docs/tables.md)")
     spark.add_argument("--destination", metavar="DEST.json", help="Airbyte S3 destination settings")
     spark.add_argument("--master", metavar="URL", help="Spark master (default local[*], or spark-submit's)")
     spark.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=_conf_pair,

@@ -20,10 +20,11 @@ from framework.manifest.yaml_source import read_document
 from framework.models.destination import DestinationSettings
 from framework.models.normalization import NormalizationSettings, Target
 
-FormatName = Literal["parquet", "avro", "csv", "jsonl"]  # the choices of ``--format``
+FormatName = Literal["parquet", "avro", "csv", "jsonl", "delta", "iceberg"]  # the choices of ``--format``
 
 # ``--format`` -> the destination's ``format_type``
-_FORMAT_TYPES: dict[FormatName, str] = {"parquet": "Parquet", "avro": "Avro", "csv": "CSV", "jsonl": "JSONL"}
+_FORMAT_TYPES: dict[FormatName, str] = {"parquet": "Parquet", "avro": "Avro", "csv": "CSV", "jsonl": "JSONL",
+                                        "delta": "delta", "iceberg": "iceberg"}
 
 
 def destination_settings(destination: str | None = None, output: str | None = None,
@@ -50,7 +51,11 @@ def _destination_settings(destination: str | None, output: str | None,
             data.pop("s3_bucket_name", None)
             data["output"] = output
         if format:
-            data["format"] = {"format_type": _FORMAT_TYPES[format]}
+            found = data.get("format")
+            given: dict = found if isinstance(found, dict) else {}
+            # a table format named in the file too keeps its settings there (an Iceberg catalog)
+            same = format in ("delta", "iceberg") and given.get("format_type") == _FORMAT_TYPES[format]
+            data["format"] = given if same else {"format_type": _FORMAT_TYPES[format]}
         try:
             return DestinationSettings.model_validate(data)
         except ValidationError as exc:

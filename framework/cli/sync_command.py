@@ -34,6 +34,7 @@ from framework.models.destination import DestinationSettings
 from framework.output_names import check_stream_folders
 from framework.storage.layout import stream_folders
 from framework.storage.local import LocalStorage
+from framework.tables.factory import is_table_format
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -189,6 +190,8 @@ def _sync(options: SyncOptions, connector: Connector, selections: Sequence[Selec
         LocalStorage(settings.base_uri).check_writable()
     # The session normalizes too when asked: that work runs in the JVM and wants its full JIT.
     normalizes = _normalizes(options, settings)
+    if is_table_format(settings):  # before Spark starts and before any request (framework.tables.preflight)
+        _check_tables(settings, connector, selections, options, normalizes)
     postgres = normalizes and normalization_settings(settings).target == "postgres"
     if normalizes and not postgres:  # the tables' root, outside the output: refused now rather than after the sync
         from framework.normalization.root import normalized_root
@@ -297,6 +300,44 @@ def _warner(reporter: Reporter) -> Callable[[str], None]:
             err.flush()
 
     return warn
+
+
+def _check_tables(settings: DestinationSettings, connector: Connector, selections: Sequence[Selection],
+                  options: SyncOptions, normalizes: bool) -> None:
+    """Each stream's table can take its records (framework.tables.preflight), else a ConfigError (exit 2)."""
+    from framework.storage import storage_for
+    from framework.tables.columns import stored_schema
+    from framework.tables.factory import open_table, table_key
+    from framework.tables.preflight import check_table
+    from framework.typed import RecordConverter, parse_schema
+
+    fmt = settings.format.format_type
+    if normalizes:
+        raise ConfigError(f"--normalize (or `normalization.enabled`) with the `{fmt}` format is not done yet: "
+                          "normalization reads the landed files, not tables; run without --normalize, or land "
+                          "Parquet (--format parquet) to normalize")
+    setting = "--output" if options.output or not options.destination else f"{options.destination}'s location"
+    storage = storage_for(settings)
+    for selection in selections:
+        stream = connector.stream(selection.name)
+        converter = RecordConverter(parse_schema(stream.json_schema, stream=stream.name), stream=stream.name)
+        table = open_table(settings, stream.name)
+        # the data folder's files are this framework's own (a sync killed before its table's first commit left
+        # them: orphans, removed later); anything else beside them is another format's
+        folder = table_key(stream.name) + "/"
+        holds = any(not info.key.startswith(folder + "data/")
+                    for info in storage.list(folder, with_metadata=False)) if not _exists(table, setting) else False
+        check_table(table, stored_schema(converter.schema, fmt), stream=stream.name, format_name=fmt,
+                    setting=setting, holds_files=holds,
+                    key_columns=[path[0] for path in stream.primary_key if path])
+
+
+def _exists(table: Any, setting: str) -> bool:
+    """Whether the table is there; a place that cannot be read is bad input naming the setting."""
+    try:
+        return bool(table.exists())
+    except FrameworkError as exc:
+        raise ConfigError(f"{exc} (from {setting})") from None
 
 
 def _normalizes(options: SyncOptions, settings: DestinationSettings) -> bool:

@@ -43,6 +43,8 @@ from framework.formats.sink import CountingSink
 from framework.models.destination import (
     AvroFormat,
     CsvFormat,
+    DeltaFormat,
+    IcebergFormat,
     JsonlFormat,
     ParquetFormat,
     ReplicantCsvFormat,
@@ -50,7 +52,8 @@ from framework.models.destination import (
 )
 
 #: The settings of any output format (the ``format`` of the destination settings).
-FormatSettings = AvroFormat | CsvFormat | JsonlFormat | ParquetFormat | ReplicantCsvFormat | ReplicantJsonFormat
+FormatSettings = (AvroFormat | CsvFormat | JsonlFormat | ParquetFormat | ReplicantCsvFormat | ReplicantJsonFormat
+                  | DeltaFormat | IcebergFormat)
 
 
 class FormatWriter(Protocol):
@@ -81,6 +84,8 @@ def open_format_writer(fmt_settings: FormatSettings, arrow_schema: pa.Schema | N
     batch into Avro-ready records.
     """
     kind = getattr(fmt_settings, "format_type", None)
+    if isinstance(fmt_settings, (DeltaFormat, IcebergFormat)):  # a table's data files are Parquet files
+        fmt_settings = fmt_settings.parquet()
     # Each writer is imported when its format is asked for: it loads its format's libraries (pyarrow.parquet,
     # fastavro, pyarrow.compute), which a sync writing another format never needs.
     if isinstance(fmt_settings, ParquetFormat):

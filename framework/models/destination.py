@@ -192,6 +192,84 @@ class ParquetFormat(Model):
         return ".parquet"
 
 
+# ------------------------------------------------------------ table formats
+
+
+class _TableFormat(Model):
+    """A lakehouse table: Parquet data files (typed as for `Parquet`) committed with the stream's state."""
+
+    compression_codec: ParquetCodec = spec("How the data files' pages are compressed.", "ZSTD", "SNAPPY")
+    block_size_mb: PositiveInt = spec("Row group size in MB of the data files.", 128, 128)
+    page_size_kb: PositiveInt = spec("Page size in KB of the data files.", 1024, 1024)
+    dictionary_encoding: bool = spec("Encode repeated column values through a dictionary.", False, True)
+
+    @property
+    def extension(self) -> str:
+        return ".parquet"
+
+    def parquet(self) -> ParquetFormat:
+        """The Parquet settings the executors write the table's data files with."""
+        return ParquetFormat(compression_codec=self.compression_codec, block_size_mb=self.block_size_mb,
+                             page_size_kb=self.page_size_kb, dictionary_encoding=self.dictionary_encoding)
+
+
+class DeltaFormat(_TableFormat):
+    """A Delta Lake table per stream (`<output>/<namespace>/<stream>/`), committed through delta-rs: the data
+    files, the stream's state in the commit's metadata and an app transaction, in one commit. Delta has no
+    time-of-day type: time columns are stored as ISO 8601 text (`HH:MM:SS.ffffff`)."""
+
+    format_type: Literal["delta"] = spec("Format name.", "delta", "delta")
+
+
+class IcebergSqliteCatalog(Model):
+    """An embedded catalog in a SQLite file: nothing to start."""
+
+    type: Literal["sqlite"] = spec("Catalog kind.", "sqlite", "sqlite")
+    path: str | None = spec(
+        "The SQLite file of the catalog; `<output>/_airbyte_state/iceberg_catalog.db` when left out. On S3 the "
+        "file is an object: a sync fetches it and puts it back at each commit (the commit's last step).",
+        "/var/lib/airbyte/iceberg_catalog.db",
+        None,
+    )
+
+
+class IcebergRestCatalog(Model):
+    """An Iceberg REST catalog (Polaris, Nessie, Glue's and others' REST endpoints)."""
+
+    type: Literal["rest"] = spec("Catalog kind.", "rest", "rest")
+    uri: str = spec("The catalog's REST endpoint.", "https://catalog.example.com/api/catalog")
+    warehouse: str | None = spec("The warehouse the catalog names, where it asks for one.", "analytics", None)
+    credential: Secret = spec("An OAuth2 client credential `client_id:client_secret`.", "client:secret", None)
+    token: Secret = spec("A bearer token, instead of a credential.", "eyJhbGciOi...", None)
+    properties: dict[str, str] = spec(
+        "More of pyiceberg's catalog properties, passed as they are.", {"scope": "PRINCIPAL_ROLE:ALL"},
+        default_factory=dict)
+
+
+IcebergCatalog = Annotated[IcebergSqliteCatalog | IcebergRestCatalog, Field(discriminator="type")]
+
+
+class IcebergFormat(_TableFormat):
+    """An Apache Iceberg table per stream, committed through pyiceberg: an append of the written data files
+    (no rewrite) with the stream's state in the snapshot summary."""
+
+    format_type: Literal["iceberg"] = spec("Format name.", "iceberg", "iceberg")
+    catalog: IcebergCatalog = spec(
+        "Where the tables are registered: `sqlite` (default, a file inside the output) or a REST catalog.",
+        {"type": "rest", "uri": "https://catalog.example.com/api/catalog", "warehouse": "analytics"},
+        default_factory=IcebergSqliteCatalog,
+    )
+    namespace: str = spec(
+        "The catalog namespace the stream tables go in (the stream's namespace, when it has one, wins).",
+        "airbyte",
+        "airbyte",
+    )
+
+
+#: The formats that land a table per stream rather than a folder of files.
+TableFormat = DeltaFormat | IcebergFormat
+
+
 # ------------------------------------------------------ change-data formats
 
 
@@ -250,7 +328,8 @@ class ReplicantJsonFormat(_ReplicantFormat):
 
 
 OutputFormat = Annotated[
-    AvroFormat | CsvFormat | JsonlFormat | ParquetFormat | ReplicantCsvFormat | ReplicantJsonFormat,
+    AvroFormat | CsvFormat | JsonlFormat | ParquetFormat | ReplicantCsvFormat | ReplicantJsonFormat | DeltaFormat
+    | IcebergFormat,
     Field(discriminator="format_type"),
 ]
 
@@ -365,6 +444,12 @@ class DestinationSettings(Model):
                 raise ValueError(
                     f"`output` {self.output!r} must be a local folder or an `s3://` address"
                 )
+        if isinstance(self.format, (DeltaFormat, IcebergFormat)):
+            laid_out = [name for name in ("s3_path_format", "file_name_pattern") if getattr(self, name)]
+            if laid_out:
+                raise ValueError(
+                    f"`{'` and `'.join(laid_out)}` do not apply to the `{self.format.format_type}` format: each "
+                    "stream is one table at `<output>/<namespace>/<stream>/`; remove them")
         if bool(self.access_key_id) != bool(self.secret_access_key):
             given, missing = (
                 ("access_key_id", "secret_access_key") if self.access_key_id else ("secret_access_key", "access_key_id")

@@ -80,6 +80,7 @@ from framework.spark.output_start import prepare_output, warn_untracked
 from framework.spark.replacing import mark_replacing, replace_older
 from framework.spark.scheduling import schedule_groups
 from framework.spark.session import SessionStart
+from framework.spark.table_output import StreamTable
 from framework.spark.tasks import TaskJob, drift_policy, encode_units, result_struct, run_task, task_function
 from framework.spark.warmup import Reading, WarmUp, spark_wanted
 from framework.storage import Storage, storage_for
@@ -94,6 +95,7 @@ from framework.storage.state_store import (
     configured_entry,
     merge_stream,
 )
+from framework.tables.factory import is_table_format
 from framework.typed import RecordConverter, parse_schema
 from framework.typed.drift import merge_evolved
 from framework.values import replace
@@ -127,6 +129,12 @@ class StreamResult(StreamReport):
     drifted: int = 0
     undeclared: dict[str, int] = field(default_factory=dict)
     evolved: tuple[tuple[str, str], ...] = ()
+    # a table format's stream (framework/tables): its commits, the columns they added, the orphans removed
+    # before it, and with --compact its files before and after
+    table_commits: int = 0
+    table_added: tuple[str, ...] = ()
+    orphans_removed: int = 0
+    table_files: tuple[int, int] | None = None
 
     @property
     def bytes(self) -> int:
@@ -264,7 +272,9 @@ def _run_held(connector: Connector, manifest_path: str, selections: Sequence[Sel
     # A driver that died between saving a state and publishing the files it covers: publish them now;
     # whatever else is staged (tasks that outlived their driver, failed attempts) no state covers.
     prepare_output(storage, store, saved, settings, options.namespace, tell)
-    warn_untracked(storage, settings, selections, saved, options.sync_mode, options.namespace, given_states, tell)
+    if not is_table_format(settings):  # a table's own commits say what it holds (framework.spark.table_output)
+        warn_untracked(storage, settings, selections, saved, options.sync_mode, options.namespace, given_states,
+                       tell)
     with open(manifest_path, encoding="utf-8") as handle:
         manifest_text = handle.read()
     if isinstance(spark, SessionStart):
@@ -385,6 +395,11 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
     generation = saved.generation(stream.name) + (1 if overwrite else 0)
     # An overwrite deletes every older file once it succeeds, so it must read everything again.
     state_in = None if overwrite else given_states.get(stream.name, saved.stream_state(stream.name))
+    table: StreamTable | None = None
+    if is_table_format(run.settings):  # the table's last commit holds the state: it wins over the state file
+        table, committed = _open_table(run, stream.name, overwrite, generation, result)
+        if not overwrite and stream.name not in given_states:
+            state_in = committed
     sync = open_sync(connector, stream, state_in, incremental=selection.incremental)
     lanes = run.cores * options.tasks_per_core
     # Groups made as the plan streams from parent pages (bounded driver memory), finer while the driver reads
@@ -409,6 +424,7 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
         progress("planned", result)
     if overwrite:  # before any file of the new generation exists (the cursor state stays as it was)
         run.save(stream.name, saved.stream_state(stream.name), generation)
+    files: list[dict[str, Any]] | None = None  # a table's files after its last commit (_read_groups)
     if head:
         job = TaskJob(
             source=run.source.with_query_properties(connector, stream.name), stream=stream.name,
@@ -423,17 +439,25 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
             # a task that cannot reach the driver's ledger (Spark Connect) keeps to its share of the limit
             in_flight=run.limit.share(lanes) if run.coordinator is None else None,
             evolved=run.evolved.of(stream.name) if run.evolved and result.drift_policy == "evolve" else (),
+            table_data=table.data_key if table is not None else "",
+            table_types=table.types_for_tasks() if table is not None else b"",
         )
         groups = itertools.chain(head, iter_groups)
         telling = ticking(TICK_SECONDS, lambda: progress("tick", _with_live(run, result))) if progress \
             else contextlib.nullcontext()
         with telling:
-            _read_groups(run, job, groups, sync, stream.name, lanes, generation, overwrite, result, progress)
+            files = _read_groups(run, job, groups, sync, stream.name, lanes, generation, overwrite, result, progress,
+                                 table)
     final = result.error is None
     if change is not None:  # realtime change data: operations and the new image, committed by a pointer
         _apply_changes(run, change, final, result)
     # A failed overwrite keeps the cursor state it started from: its files sit beside the older ones.
     state_out = sync.state(final=final) if final or not overwrite else saved.stream_state(stream.name)
+    if table is not None:  # the last commit: what is left, with the final state (an overwrite's one commit)
+        if final or not overwrite:
+            _commit_table(run, table, stream.name, files or [], state_out, generation, result, final=True)
+        _finish_table(run, table, stream.name, state_out, generation, result)
+        return
     if overwrite and final:  # the new state first, then the older files go (framework.spark.replacing)
         mark_replacing(run.connection, stream.name)
         run.save(stream.name, state_out, generation)
@@ -446,8 +470,10 @@ def _sync_stream(run: _Run, selection: Selection, saved: ConnectionState, given_
 
 def _read_groups(run: _Run, job: TaskJob, groups: Iterable[list[Any]], sync: Sync, name: str, lanes: int,
                  generation: int, overwrite: bool, result: StreamResult,
-                 progress: Callable[[str, StreamResult], None] | None) -> None:
-    """Run the stream's groups, folding each into ``result`` and committing as it comes back."""
+                 progress: Callable[[str, StreamResult], None] | None,
+                 table: StreamTable | None = None) -> list[dict[str, Any]] | None:
+    """Run the stream's groups, folding each into ``result`` and committing as it comes back; a table's files of
+    the groups after its last commit come back (its last commit carries the final state: _sync_stream)."""
     # Each of the first `lanes` groups is committed as it comes back; past them (a plan streamed from
     # parent pages) at most one commit each STATE_SAVE_SECONDS, since each save writes the whole state.
     files: list[dict[str, Any]] | None = None  # of the groups folded since the last commit (None: no unit done)
@@ -461,7 +487,10 @@ def _read_groups(run: _Run, job: TaskJob, groups: Iterable[list[Any]], sync: Syn
         if done is not None:
             files = [*(files or ()), *done]
         if count <= lanes or time.monotonic() - saved_at >= STATE_SAVE_SECONDS:
-            _commit(run, name, sync, files, generation, overwrite, result)
+            if table is not None:
+                _commit_table(run, table, name, files, sync.state(), generation, result)
+            else:
+                _commit(run, name, sync, files, generation, overwrite, result)
             files, saved_at = None, time.monotonic()
         if run.warm_up is not None:
             if not run.warm_up.decided:
@@ -470,7 +499,10 @@ def _read_groups(run: _Run, job: TaskJob, groups: Iterable[list[Any]], sync: Syn
         if progress:
             progress("group", _with_live(run, result))  # with the groups still running: the counts never go back
             _tell_ready(run, result, progress)
+    if table is not None:
+        return files
     _commit(run, name, sync, files, generation, overwrite, result)
+    return None
 
 
 #: Seconds between two ``tick`` progress events of a stream whose groups run.
@@ -538,6 +570,51 @@ def _commit(run: _Run, name: str, sync: Sync, files: Sequence[dict[str, Any]] | 
         result.state_saved = True
     publish(run.storage, files)
     run.connection.publishing, run.connection.publishing_stream, run.connection.publishing_before = [], "", None
+
+
+def _open_table(run: _Run, name: str, overwrite: bool, generation: int,
+                result: StreamResult) -> tuple[StreamTable, Mapping[str, Any] | None]:
+    """The stream's table (framework.spark.table_output) and the state of its newest commit."""
+    converter = RecordConverter(parse_schema(run.source.schemas[name], stream=name), stream=name,
+                                drift=result.drift_policy,
+                                evolved=run.evolved.of(name) if run.evolved and result.drift_policy == "evolve" else ())
+    return StreamTable.open(run.settings, run.storage, name, run.options.namespace, declared=converter.schema,
+                            overwrite=overwrite, sync_id=run.connection.sync_id, generation=generation,
+                            read_footers=result.drift_policy == "evolve")
+
+
+def _commit_table(run: _Run, table: StreamTable, name: str, files: Sequence[dict[str, Any]] | None,
+                  state: Mapping[str, Any] | None, generation: int, result: StreamResult, *,
+                  final: bool = False) -> None:
+    """Commit the files of the groups folded since the last commit to the stream's table with ``state``, then
+    save the state file (never ahead of the table); ``files`` None: no unit finished since, nothing to commit."""
+    if files is None and not final:
+        return
+    if run.evolved is not None and result.evolved:
+        run.evolved.record(name, result.evolved)
+    if run.lease is not None:
+        run.lease.check()  # another sync took the output over: nothing of this one is committed
+    if table.commit(files or [], state, final=final) is not None:
+        run.save(name, state, generation)
+        result.state_saved = True
+
+
+def _finish_table(run: _Run, table: StreamTable, name: str, state: Mapping[str, Any] | None, generation: int,
+                  result: StreamResult) -> None:
+    """After a table stream's last commit: the state file says what the table says; the columns added are
+    reported; small files are merged when ``--compact`` or ``compact: true`` asks."""
+    last = table.table.last_state(table.app)
+    run.save(name, last.state if last is not None else state, generation)
+    result.state_saved = True
+    result.table_added = tuple(table.added)
+    result.table_commits = len(table.commits)
+    result.orphans_removed = len(table.removed)
+    if run.options.compact or run.settings.compact:
+        compacted = table.compact()
+        result.table_files = (compacted.files_before, compacted.files_after)
+        # the summary's and the JSON log's `folder`, as for a Parquet folder's compaction
+        result.folder = Settled(files_before=compacted.files_before, files_after=compacted.files_after,
+                                merged=max(0, compacted.files_before - compacted.files_after))
 
 
 def _counted(units: Iterable[Any], result: StreamResult, reading: Reading | None = None,

@@ -44,6 +44,7 @@ from framework.models.destination import DestinationSettings
 from framework.storage import storage_for
 from framework.storage.layout import PartNumbers, StreamLayout
 from framework.storage.state_store import staging_prefix
+from framework.tables.columns import stored_batch, stored_schema, to_table_types, with_table_types
 from framework.typed import RecordConverter, parse_schema
 from framework.values import replace
 
@@ -59,9 +60,9 @@ def result_struct() -> Any:
     return from_arrow_schema(RESULT_SCHEMA)
 
 #: The formats whose records are typed by the stream's schema; the others (JSONL, CSV) carry them as they came.
-TYPED_FORMATS = ("Parquet", "Avro", "replicant_csv", "replicant_json")
+TYPED_FORMATS = ("Parquet", "Avro", "replicant_csv", "replicant_json", "delta", "iceberg")
 #: The formats whose columns the schema drift policy shapes (keep: one more column; evolve: typed columns).
-DRIFT_FORMATS = ("Parquet", "Avro")
+DRIFT_FORMATS = ("Parquet", "Avro", "delta", "iceberg")
 
 
 class TaskJob(Struct, frozen=True):
@@ -83,6 +84,12 @@ class TaskJob(Struct, frozen=True):
     in_flight: Limit | None = None
     #: the columns earlier syncs added to the stream under the ``evolve`` schema drift policy (name, kind)
     evolved: tuple[tuple[str, str], ...] = ()
+    #: a table format's stream (framework/tables): the key of the table's data folder, where the task writes its
+    #: Parquet files directly (no staging: no reader sees them until the driver commits them to the table)
+    table_data: str = ""
+    #: the columns the table holds in another kind than the stream's schema says, with the table's types (an Arrow
+    #: schema, serialized): written in those types, values that do not fit nulled (framework.tables.columns)
+    table_types: bytes = b""
 
 
 def drift_policy(settings: DestinationSettings, stream: str, *, cdc: bool = False) -> str:
@@ -125,6 +132,8 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
 
         writer = staging_writer(storage, settings, job.cdc_staging, converter.schema, job.generation_id,
                                 PartNumbers(0, job.tasks, task_index), job.started_at)
+    elif job.table_data:
+        writer = _table_writer(storage, settings, job, converter, task_index)
     else:
         writer = RollingWriter.for_stream(storage, settings, stream=job.stream, namespace=job.namespace,
                                           arrow_schema=converter.schema, avro_schema=converter.avro.schema,
@@ -133,7 +142,9 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
                                           part_numbers=PartNumbers(job.part_start, job.tasks, task_index),
                                           staging=staging_prefix(job.sync_id, uuid.uuid4().hex[:16]))
     write: Callable[[pa.RecordBatch], None] = writer.write
-    if converter.drift == "evolve" and not job.cdc_staging:
+    if job.table_data:
+        write = _table_write(writer, converter, settings.format.format_type, _table_types(job))
+    elif converter.drift == "evolve" and not job.cdc_staging:
         write = _rolling_on_new_columns(writer, converter)
     # Avro and Parquet: typed by the stream's schema (the seed's rules); JSONL and CSV carry the record as it came.
     typer = PageTyper(converter if settings.format.format_type in TYPED_FORMATS else None,
@@ -178,6 +189,43 @@ def run_task(job: TaskJob, batches: Iterator[pa.RecordBatch], task_index: int) -
     yield to_arrow(results)
 
 
+def _table_types(job: TaskJob) -> dict[str, pa.DataType]:
+    if not job.table_types:
+        return {}
+    return {f.name: f.type for f in pa.ipc.read_schema(pa.py_buffer(job.table_types))}
+
+
+def _table_writer(storage: Any, settings: DestinationSettings, job: TaskJob, converter: RecordConverter,
+                  task_index: int) -> RollingWriter:
+    """The rolling writer of a table's data files: Parquet as for `--format parquet`, in the table's data folder,
+    named by the sync, the task and its attempt (a task run again, or one outliving its driver, never takes another's
+    name), each file appearing complete (a rename, or a completed upload); only the driver's commit makes them part
+    of the table."""
+    attempt = uuid.uuid4().hex[:12]
+
+    def key(number: int) -> str:
+        return f"{job.table_data}/part-{job.sync_id:05d}-{task_index:03d}-{attempt}-{number:05d}.parquet"
+
+    schema = with_table_types(stored_schema(converter.schema, settings.format.format_type), _table_types(job))
+    return RollingWriter(storage, key, settings.format, schema, None, job.generation_id,
+                         settings.file_size_limit_mb * 1024 * 1024, PartNumbers(job.part_start, job.tasks, task_index))
+
+
+def _table_write(writer: RollingWriter, converter: RecordConverter, format_type: str,
+                 types: dict[str, pa.DataType]) -> Callable[[pa.RecordBatch], None]:
+    """``writer.write`` of typed batches as the table stores them (framework.tables.columns): the format's types,
+    and the table's where it holds a column in another kind; a batch whose schema grew (the ``evolve`` policy added
+    a column) starts a new file, as for Parquet."""
+    current = [converter.schema, stored_schema(converter.schema, format_type)]
+
+    def write(batch: pa.RecordBatch) -> None:
+        if converter.schema is not current[0]:
+            current[:] = [converter.schema, stored_schema(converter.schema, format_type)]
+            writer.reschema(with_table_types(current[1], types), None)
+        typed, _ = to_table_types(stored_batch(batch, current[1]), types)
+        writer.write(typed)
+
+    return write
 def _ticker(job: TaskJob) -> TaskTicker | None:
     """What tells the driver how far the task's group is while it reads (framework.engine.live_progress): its
     progress service, reached as the sync-wide services are; None where the task cannot reach the driver."""

@@ -3,3 +3,7 @@
 `base.py` is the contract each table format meets; `delta.py` and `iceberg.py` meet it through
 deltalake and pyiceberg (imported lazily: neither is needed unless `--format delta|iceberg` is asked for).
 """
+
+from framework.tables.factory import open_table
+
+__all__ = ["open_table"]

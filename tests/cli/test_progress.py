@@ -253,7 +253,7 @@ def test_reporter_for_picks_text_by_terminal_and_json_by_format():
 
 STREAM_DONE_KEYS = {"event", "time", "stream", "records", "pages", "empty_pages", "partitions_done", "partitions",
                     "records_per_second", "files", "bytes", "nulled", "state_saved", "seconds", "error", "folder",
-                    "schema_drift"}
+                    "schema_drift", "table"}
 KEYS = {
     "started": {"event", "time", "master", "output", "format", "spark_seconds", "background"},
     "spark_ready": {"event", "time", "stream", "ready_at", "records"},
