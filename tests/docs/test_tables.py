@@ -106,8 +106,8 @@ def test_the_pages_commands_sync_twice_and_read_the_tables_back(tmp_path, fmt, m
         assert re.search(r"\d", ran.stdout)
     first = subprocess.run([sys.executable, "-c", python[0].text], cwd=tmp_path, env=env, capture_output=True,
                            text=True, timeout=120).stdout.split()
-    rows, unique, read_back = int(first[0]), int(first[1]), int(first[2])
-    assert rows == read_back == syncs[0]["orders"] + syncs[1]["orders"] and 0 < unique <= rows
+    rows, unique, files = int(first[0]), int(first[1]), int(first[2])
+    assert rows == syncs[0]["orders"] + syncs[1]["orders"] and 0 < unique <= rows and files >= 1
 
 
 def read_table(output, stream: str, fmt: str):

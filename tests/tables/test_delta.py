@@ -48,10 +48,11 @@ def commit(table: DeltaLakeTable, ids: range, version: int, mode: str = "append"
                                     version))
 
 
-def ids_in(location: str) -> list[int]:
-    from deltalake import DeltaTable
+def ids_in(location: str, version: int | None = None) -> list[int]:
+    # polars, not DeltaTable.to_pyarrow_table(): deltalake 1.6's pyarrow reader can abort the interpreter at exit
+    import polars as pl
 
-    return sorted(DeltaTable(location).to_pyarrow_table().column("id").to_pylist())
+    return sorted(pl.read_delta(location, version=version)["id"].to_list())
 
 
 def test_a_first_commit_creates_the_table_with_its_state(tmp_path):
@@ -89,14 +90,12 @@ def test_a_new_field_adds_a_nullable_column_and_older_rows_read_null(tmp_path):
 
 
 def test_an_overwrite_replaces_the_files_and_time_travel_reads_the_older_ones(tmp_path):
-    from deltalake import DeltaTable
 
     table = DeltaLakeTable(str(tmp_path / "items"))
     commit(table, range(4), 1)
     commit(table, range(10, 12), 2, mode="overwrite")
     assert ids_in(table.location) == [10, 11]
-    old = DeltaTable(table.location, version=0).to_pyarrow_table().column("id").to_pylist()
-    assert sorted(old) == [0, 1, 2, 3]
+    assert ids_in(table.location, version=0) == [0, 1, 2, 3]
     assert table.orphans() == []  # replaced files are named by the log: time travel, not orphans
 
 
