@@ -28,7 +28,9 @@ from framework.components.custom.loader import CodeLoader, custom_code_allowed
 from framework.components.delegating import Delegation, listed_streams
 from framework.components.dynamic import Templates, resolve_templates
 from framework.components.http.in_flight import InFlight, Ledger, Limit, Pace, build_in_flight
+from framework.components.http.response_cache import ResponseCache
 from framework.components.job_slots import offer_job_slots
+from framework.components.partitions import parent_stream_names
 from framework.components.stream import Stream
 from framework.components.stream_groups import StreamGroups, build_stream_groups
 from framework.engine.config_fit import surely_fits
@@ -281,7 +283,10 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
         offer_job_slots(context, source, checked.data)  # asynchronous jobs: the sync-wide job slots
         if templates is None:
             templates = resolve_templates(source, checked.data, context)
-        for path, model in listed_streams(source, context, checked, templates):
+        listed = list(listed_streams(source, context, checked, templates))
+        # the streams used as parents send through the sync's response cache, as airbyte-cdk's do
+        context = context.with_response_cache(ResponseCache(), parent_stream_names(model for _, model in listed))
+        for path, model in listed:
             built = context.build(model, path)
             if isinstance(built, Delegation):
                 delegations[model.name] = built

@@ -55,6 +55,7 @@ from framework.components.http.circuit import ConnectError, HostCircuits
 from framework.components.http.credentials import Credentials, credentials_added
 from framework.components.http.error_handler import ErrorHandler, Resolution, excerpt, status_text
 from framework.components.http.request import HttpRequest, RequestParts
+from framework.components.http.response_cache import ResponseCache
 from framework.components.http.response_limits import ResponseLimits
 from framework.components.http.transport import DEFAULT_LIMITS, DEFAULT_TIMEOUT, HttpResponse, Transport
 from framework.errors import HttpStatusError, ReadError, TransportError
@@ -167,6 +168,7 @@ class HttpClient:
         limits: ResponseLimits = DEFAULT_LIMITS,
         credential_hosts: tuple[str, ...] = (),
         secret_request: bool = False,
+        cache: ResponseCache | None = None,
     ):
         self.transport = transport
         self.error_handler = error_handler
@@ -185,9 +187,18 @@ class HttpClient:
         # a token or login request (``secret_request``) is credentials through and through.
         self.credential_hosts = credential_hosts
         self.secret_request = secret_request
+        self.cache = cache  # the sync's responses of parent streams (http/response_cache.py), when this caches
 
     def send(self, parts: RequestParts) -> HttpResponse | None:
-        """The response of ``parts``; ``None`` when the error handler says IGNORE."""
+        """The response of ``parts``; ``None`` when the error handler says IGNORE.
+
+        With a ``cache``, an answer kept from the same request earlier in the sync (before any budget,
+        circuit or permit: a kept answer costs the API nothing)."""
+        if self.cache is not None:
+            return self.cache.send(parts, self._send)
+        return self._send(parts)
+
+    def _send(self, parts: RequestParts) -> HttpResponse | None:
         handler = self.error_handler
         sent = retries = limited = 0
         waited = 0.0

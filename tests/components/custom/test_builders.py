@@ -8,9 +8,10 @@ from components.custom.kit import context, model, response, write_components
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from framework.components.custom.builders import CustomPaginationStrategy
+from framework.components.custom.builders import CustomPaginationStrategy, signs_requests
 from framework.components.custom.loader import UserCodeError
 from framework.components.custom.responses import requests_response_of
+from framework.components.http.credentials import credentials_added
 from framework.components.http.error_handler import FilterErrorHandler
 from framework.components.http.request import Injection, RequestParts
 from framework.components.pagination import StrategyPaginator
@@ -102,6 +103,26 @@ class Auth:
 
     def get_auth_header(self):
         return {"Authorization": "Token " + self.config["key"]}
+
+
+class Signer:
+    """Signs each request itself (requests' auth protocol), as a NoAuth subclass does; no header of its own."""
+
+    def __init__(self, config=None):
+        self.config = config
+        self.calls = 0
+    config: dict
+
+    def get_auth_header(self):
+        return {"Authorization": None}
+
+    def __call__(self, request):
+        self.calls += 1
+        assert request.url.startswith("https://api.test/v1/items?page=2")
+        request.headers.update({"Authorization": "Bearer t-" + self.config["key"], "X-Call": str(self.calls)})
+        request.headers.pop("X-Drop", None)
+        request.prepare_url(request.url, {"sig": "s1g"})
+        return request
 
 
 class Errors:
@@ -249,6 +270,28 @@ def test_authenticator_headers_are_sent_and_masked(ctx):
     auth.apply(parts)
     assert parts.headers == {"Authorization": "Token k3y"}
     assert "k3y" in auth.secrets() and auth.refresh() is False
+
+
+def test_an_authenticator_with_a_call_of_its_own_signs_each_request_and_what_it_sets_is_credentials(ctx):
+    auth = build(ctx, "CustomAuthenticator", "Signer")
+    parts = RequestParts(url_base="https://api.test/v1", path="/items", params={"page": 2},
+                         headers={"X-Drop": "1", "Accept": "application/json"})
+    before = RequestParts(url_base=parts.url_base, path=parts.path, params=dict(parts.params),
+                          headers=dict(parts.headers))
+    auth.apply(parts)
+    assert parts.headers == {"Accept": "application/json", "Authorization": "Bearer t-k3y", "X-Call": "1"}
+    assert parts.params == {"page": 2, "sig": "s1g"}
+    assert {"Bearer t-k3y", "t-k3y", "s1g"} <= set(auth.secrets())
+    found = credentials_added(before.headers, parts.headers, before.params, parts.params, None, None, None, None,
+                              auth.secrets())
+    assert set(found.headers) == {"Authorization", "X-Call"} and found.params == ("sig",)
+    auth.apply(RequestParts(url_base="https://api.test/v1", path="/items", params={"page": 2}))
+    assert auth.user_object.calls == 2  # called on every request, as requests calls an auth object
+
+
+def test_an_authenticator_with_only_a_header_is_not_called(ctx):
+    assert not signs_requests(build(ctx, "CustomAuthenticator", "Auth").user_object)
+    assert signs_requests(build(ctx, "CustomAuthenticator", "Signer").user_object)
 
 
 def test_error_handler_and_backoff_strategy(ctx):
