@@ -24,6 +24,10 @@ A ``give_up`` function, when given, makes the errors of FAIL and of retries
 run out instead (the token requests of :mod:`framework.components.http.auth.tokens`
 report them as authentication errors).
 
+An authenticator with ``observe(request, response)`` sees every response (one that counts its tokens'
+quotas: :mod:`framework.components.http.auth.token_quotas`), and one with ``has_alternative(request)``
+may say that a retry goes out with another token that has calls left: the retry is then sent at once.
+
 A 401 with an authenticator first asks it to ``refresh()`` once per
 :meth:`HttpClient.send`; when it could, the request is repeated at once and
 that repeat is not counted as a retry. All the waits of one ``send`` together
@@ -188,6 +192,9 @@ class HttpClient:
         self.credential_hosts = credential_hosts
         self.secret_request = secret_request
         self.cache = cache  # the sync's responses of parent streams (http/response_cache.py), when this caches
+        # an authenticator that counts its tokens' quotas sees every response, and may say a retry needs no wait
+        self._observe: Callable[[HttpRequest, HttpResponse], None] | None = getattr(authenticator, "observe", None)
+        self._rotates: Callable[[HttpRequest], bool] | None = getattr(authenticator, "has_alternative", None)
 
     def send(self, parts: RequestParts) -> HttpResponse | None:
         """The response of ``parts``; ``None`` when the error handler says IGNORE.
@@ -222,6 +229,8 @@ class HttpClient:
             sent += 1
             if circuits is not None:
                 self._circuit_note(circuits, request, response, error)
+            if self._observe is not None and response is not None:
+                self._observe(request, response)  # an authenticator that counts its tokens' quotas
             if may_refresh and response is not None and response.status == 401:
                 may_refresh = False
                 if self.authenticator is not None and self.authenticator.refresh():
@@ -273,6 +282,8 @@ class HttpClient:
                     retries += 1
                     attempt = retries
                 wait = handler.backoff(response, attempt)
+                if wait and self._rotates is not None and self._rotates(request):
+                    wait = 0.0  # the retry goes out with another token, which has calls left
                 if waited + wait > self.max_rate_limit_wait:
                     raise self._wait_too_long(wait, response, error)
             except ReadError as exc:
