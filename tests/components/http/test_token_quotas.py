@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from fakes.api_server import FakeApi, RecordedRequest, Reply
+from fakes.quota_api import QuotaApi
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,55 +27,6 @@ from framework.temporal.clock import FixedClock
 
 START = datetime(2024, 1, 1, 12, 0, tzinfo=timezone.utc)
 API = "https://api.test"
-
-
-class QuotaApi:
-    """An API whose tokens each have ``limit`` calls per ``window`` (by the clock given), and a ``/rate_limit``
-    that reports them GitHub's way; a spent token gets 429 with ``X-RateLimit-Remaining: 0``. ``used``
-    is what other clients spent of a token already (the API's count, not the book's)."""
-
-    def __init__(self, clock: Any, tokens: dict[str, int], window: float = 3600.0, unavailable: bool = False):
-        self.clock = clock
-        self.limits = dict(tokens)
-        self.window = window
-        self.unavailable = unavailable
-        self.used: dict[str, int] = dict.fromkeys(tokens, 0)
-        self.window_start = clock.now()
-        self.sent: list[tuple[str, str]] = []  # (path, token) of every request
-        self.status_reads = 0
-
-    def _roll(self) -> None:
-        if (self.clock.now() - self.window_start).total_seconds() >= self.window:
-            self.window_start = self.clock.now()
-            self.used = dict.fromkeys(self.used, 0)
-
-    def reset(self) -> int:
-        return int((self.window_start + timedelta(seconds=self.window)).timestamp())
-
-    def answer(self, path: str, authorization: str | None) -> tuple[int, dict, Any]:
-        self._roll()
-        token = (authorization or "").removeprefix("token ")
-        if token not in self.limits:
-            return 401, {}, {"message": "Bad credentials"}
-        self.sent.append((path, token))
-        if path == "/rate_limit":
-            self.status_reads += 1
-            if self.unavailable:
-                return 404, {}, {"message": "Rate limiting is not enabled."}
-            left = self.limits[token] - self.used[token]
-            return 200, {}, {"resources": {"core": {"remaining": left, "reset": self.reset(),
-                                                    "limit": self.limits[token]}}}
-        left = self.limits[token] - self.used[token]
-        headers = {"X-RateLimit-Reset": str(self.reset())}
-        if left <= 0 and not self.unavailable:
-            return 429, {**headers, "X-RateLimit-Remaining": "0"}, {"message": "API rate limit exceeded"}
-        self.used[token] += 1
-        return 200, {**headers, "X-RateLimit-Remaining": str(left - 1)}, {"data": [{"path": path}]}
-
-    def transport(self) -> FunctionTransport:
-        def handler(request: HttpRequest) -> tuple[int, dict, Any]:
-            return self.answer(request.url.removeprefix(API), request.headers.get("Authorization"))
-        return FunctionTransport(handler)
 
 
 def model(**extra: Any) -> RateLimitedMultipleTokenAuthenticator:
@@ -96,7 +48,7 @@ class World:
         self.clock = FixedClock(START)
         self.sleeps: list[float] = []
         self.api = QuotaApi(self.clock, tokens, window, unavailable)
-        self.ctx = BuildContext({"tokens": ",".join(tokens)}, transport=self.api.transport(), clock=self.clock,
+        self.ctx = BuildContext({"tokens": ",".join(tokens)}, transport=self.api.transport(API), clock=self.clock,
                                 sleep=self.sleep)
 
     def sleep(self, seconds: float) -> None:
@@ -182,13 +134,13 @@ def test_the_last_calls_are_spread_over_the_time_left():
 
 def test_tokens_from_one_text_or_a_list_empty_ones_left_out_and_none_is_an_error():
     world = World({"t1": 1, "t2": 1})
-    world.ctx = BuildContext({"tokens": " t1 ; ;t2 "}, transport=world.api.transport(), clock=world.clock,
+    world.ctx = BuildContext({"tokens": " t1 ; ;t2 "}, transport=world.api.transport(API), clock=world.clock,
                              sleep=world.sleep)
     auth = world.build(token_delimiter=";")
     assert auth.secrets() == ("t1", "t2")
     listed = world.build(tokens=["{{ config['tokens'] }}", " "])
     assert listed.secrets() == (" t1 ; ;t2 ".strip(),)
-    world.ctx = BuildContext({"tokens": ""}, transport=world.api.transport(), clock=world.clock, sleep=world.sleep)
+    world.ctx = BuildContext({"tokens": ""}, transport=world.api.transport(API), clock=world.clock, sleep=world.sleep)
     with pytest.raises(ConfigError, match="no token"):
         world.build()
 
