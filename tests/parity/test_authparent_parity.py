@@ -1,6 +1,6 @@
 """Parity with Airbyte for authentication and parent streams (issue 37, part authparent).
 
-One manifest (``manifests/authparent/``): a parent stream ``docs`` (two pages) selected as a stream of its
+Scenario one (``manifests/authparent/manifest.yaml``): a parent stream ``docs`` (two pages) selected as a stream of its
 own and used as the parent of two substreams, every request signed by a custom authenticator of our own
 whose ``__call__`` fetches a token (a subclass of airbyte-cdk's ``NoAuth``, as connectors that sign their
 own requests ship). Run by our ``run-manifest --protocol --allow-custom-code`` and by airbyte-cdk's
@@ -15,7 +15,12 @@ refuses a request without the token. Compared: records per stream, and the reque
   that asks before the first answer is kept sends the request too (2 to 6 requests here, by timing);
   ours sends a request once and the others wait for its answer: exactly 2.
 
-The airbyte-cdk variant of the authenticator needs airbyte-cdk in the python running our half too
+Scenario two (``manifests/authparent/token_quotas.yaml``): RateLimitedMultipleTokenAuthenticator with two
+tokens against an API counting each token's calls (tests/fakes/quota_api.py): the same records, and every
+request with the same token (the first until its quota is spent, the next at once when the API answers 429
+with no calls left, without a backoff).
+
+Scenario one's authenticator subclasses airbyte-cdk's ``NoAuth``, so it needs airbyte-cdk in the python running our half too
 (``make test-airbyte``); in a python without it our half is skipped with that reason, after the CDK's half ran.
 """
 
@@ -24,10 +29,13 @@ from __future__ import annotations
 import importlib.util
 import shutil
 from collections import Counter
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
-from fakes.api_server import ApiError, FakeApi, RecordedRequest, paged
+from fakes.api_server import ApiError, FakeApi, RecordedRequest, Reply, paged
+from fakes.quota_api import QuotaApi
 from parity.test_airbyte_parity import ENABLE, _cdk_available, assert_same_records, catalog_for
 from parity.test_custom_components_parity import _Both, run_cdk, run_ours
 
@@ -114,3 +122,45 @@ def test_a_signing_authenticator_and_a_parent_read_once(tmp_path: Path) -> None:
     assert ours_paths == cdk_paths
     assert docs[0] == 2 <= docs[1], f"the parent's two pages: ours requested {docs[0]}, airbyte-cdk {docs[1]}"
     assert 1 <= tokens[0] <= tokens[1], f"ours fetched the token {tokens[0]} times, airbyte-cdk {tokens[1]}"
+
+
+# -- RateLimitedMultipleTokenAuthenticator ------------------------------------------------------------------
+
+
+def _token_run(runner: Any, folder: Path) -> tuple[Any, list[tuple[str, str]]]:
+    """One run against a fresh API: ta has 3 calls left by the quota endpoint, tb 20; after ta's second data
+    request another client spends the rest of ta, so its third is answered 429 with ``X-RateLimit-Remaining: 0``."""
+    quota = QuotaApi(_Clock(), {"ta": 10, "tb": 20})
+    quota.used["ta"] = 7
+    quota.pages = 5
+
+    def route(request: RecordedRequest) -> Reply:
+        if request.path != "/rate_limit" and [t for p, t in quota.sent if p != "/rate_limit"].count("ta") == 2:
+            quota.used["ta"] = 10
+        return quota.route(request)
+
+    with FakeApi() as api:
+        api.route("GET", "/rate_limit", route)
+        api.route("GET", "/issues", route)
+        out = runner(folder, {"base_url": api.url, "tokens": "ta,tb"}, catalog_for({"issues": "full_refresh"}))
+    return out, [(path, token) for path, token in quota.sent if path != "/rate_limit"]
+
+
+class _Clock:
+    def now(self) -> datetime:
+        return datetime.now(timezone.utc)
+
+
+def test_several_tokens_each_until_its_quota_and_the_next_when_the_api_says_it_is_spent(tmp_path: Path) -> None:
+    folder = tmp_path / "tokens"
+    folder.mkdir()
+    shutil.copy(SCENARIO / "token_quotas.yaml", folder / "manifest.yaml")
+    (folder / "components.py").write_text("")
+    cdk, cdk_sent = _token_run(run_cdk, folder)
+    cdk.check("source-declarative-manifest")
+    assert [r["page"] for r in cdk.records["issues"]] == [1, 2, 3, 4, 5]
+    assert [token for _, token in cdk_sent] == ["ta", "ta", "ta"] + ["tb"] * 4, cdk_sent  # pages 3-5, then an empty 6
+    ours, ours_sent = _token_run(run_ours, folder)
+    ours.check("run-manifest --protocol")
+    assert_same_records(_Both(ours, cdk), "issues")
+    assert ours_sent == cdk_sent
