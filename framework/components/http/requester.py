@@ -142,7 +142,8 @@ def build_requester(model: HttpRequester, ctx: BuildContext, path: tuple) -> Req
                                                 model.request_deadline),
                         credential_hosts=tuple(model.credential_redirect_hosts),
                         cache=ctx.response_cache if caches_requests(ctx.stream, ctx.parent_streams, model.use_cache,
-                                                                    "use_cache" in model.model_fields_set) else None)
+                                                                    "use_cache" in model.model_fields_set, path)
+                        else None)
     mask = ctx.mask if authenticator is None else masking_credentials(authenticator, ctx.mask)
     body_json, body_data = model.bodies()  # `request_body` folded into the older fields, as Airbyte does
 

@@ -45,12 +45,15 @@ LARGEST_BODY = 8 * 1024 * 1024
 Key = tuple[Any, ...]
 
 
-def caches_requests(stream: str | None, parents: Collection[str], use_cache: bool, said: bool) -> bool:
-    """Whether a requester of ``stream`` sends through the sync's cache: ``use_cache: true``, or a stream used
-    as a parent (``parents``) whose requester does not say ``use_cache: false`` (``said``: the manifest set it)."""
+def caches_requests(stream: str | None, parents: Collection[str], use_cache: bool, said: bool,
+                    path: tuple = ("retriever", "requester")) -> bool:
+    """Whether a requester of ``stream`` sends through the sync's cache: ``use_cache: true``, or the requester
+    of a SimpleRetriever (``path`` ends in ``retriever.requester``) of a stream used as a parent (``parents``)
+    that does not say ``use_cache: false`` (``said``: the manifest set it). An AsyncRetriever's requesters are
+    never cached unless they say so: a job's status is asked again with the same request until it changes."""
     if use_cache:
         return True
-    return stream is not None and stream in parents and not said
+    return stream is not None and stream in parents and not said and tuple(path[-2:]) == ("retriever", "requester")
 
 
 def request_key(parts: RequestParts) -> Key | None:

@@ -118,6 +118,9 @@ def test_which_requesters_send_through_the_cache():
     assert not caches_requests("pages", parents, False, False)
     assert caches_requests("pages", parents, True, True)
     assert not caches_requests(None, parents, False, False)
+    # an AsyncRetriever's requesters ask the same request again until a job's status changes
+    assert not caches_requests("docs", parents, False, False, ("streams", 0, "retriever", "polling_requester"))
+    assert caches_requests("docs", parents, False, False, ("streams", 0, "retriever", "requester"))
 
 
 MANIFEST = """
