@@ -356,10 +356,10 @@ def parent_stream_names(models: Iterable[Any]) -> frozenset[str]:
     while pending:
         node = pending.pop()
         if isinstance(node, (list, tuple)):
-            pending.extend(node)
+            pending.extend(item for item in node if isinstance(item, (BaseModel, list, tuple)))
             continue
-        if isinstance(node, Mapping):
-            pending.extend(node.values())
+        if isinstance(node, Mapping):  # models by key (a SelectiveAuthenticator's); plain data (a schema) skipped
+            pending.extend(item for item in node.values() if isinstance(item, BaseModel))
             continue
         if not isinstance(node, BaseModel) or id(node) in seen:
             continue
@@ -371,7 +371,10 @@ def parent_stream_names(models: Iterable[Any]) -> frozenset[str]:
                 name = getattr(definition, "name", None)
                 if isinstance(name, str) and name:
                     names.add(name)
-        pending.extend(getattr(node, name) for name in type(node).model_fields)
+        for name in type(node).model_fields:
+            value = getattr(node, name)
+            if isinstance(value, (BaseModel, list, tuple, Mapping)):
+                pending.append(value)
     return frozenset(names)
 
 
