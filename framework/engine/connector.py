@@ -232,16 +232,20 @@ def open_connector_text(text: str, config: Mapping[str, Any], *, file: str = "<m
                         base_dir: str | None = None, schemas: Mapping[str, Mapping[str, Any]] | None = None,
                         transport: Any = None, clock: Clock | None = None,
                         sleep: Callable[[float], None] = time.sleep,
-                        allow_custom_code: bool | None = None, templates: Templates | None = None) -> Connector:
+                        allow_custom_code: bool | None = None, templates: Templates | None = None,
+                        keep_responses: bool = True) -> Connector:
     """Like :func:`open_connector` for manifest text in memory (what a Spark executor gets).
 
     ``schemas`` are stream schemas already loaded (by the driver), used instead of reading
     schema files, which an executor on another machine may not have; ``templates`` are the
     streams ``dynamic_streams`` made on the driver (None: resolved here, reading their endpoints).
+    ``keep_responses`` False: no response cache (a Spark task reads units, never a substream's parents,
+    so it would only hold pages it never reads again).
     """
     checked = check_manifest_text(text, file, base_dir)
     return _build(checked, config, base_dir, transport=transport, clock=clock, sleep=sleep,
-                  schemas=schemas or {}, allow_custom_code=allow_custom_code, templates=templates)
+                  schemas=schemas or {}, allow_custom_code=allow_custom_code, templates=templates,
+                  keep_responses=keep_responses)
 
 
 def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
@@ -250,7 +254,8 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
            schemas: Mapping[str, Mapping[str, Any]] | None = None,
            allow_custom_code: bool | None = None,
            on_config: Callable[[NormalizedConfig], None] | None = None,
-           templates: Templates | None = None, config_sink: ConfigSink | None = None) -> Connector:
+           templates: Templates | None = None, config_sink: ConfigSink | None = None,
+           keep_responses: bool = True) -> Connector:
     if not checked.ok or checked.source is None:
         raise ManifestError(checked.diagnostics)
     source = checked.source
@@ -285,7 +290,8 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
             templates = resolve_templates(source, checked.data, context)
         listed = list(listed_streams(source, context, checked, templates))
         # the streams used as parents send through the sync's response cache, as airbyte-cdk's do
-        context = context.with_response_cache(ResponseCache(), parent_stream_names(model for _, model in listed))
+        if keep_responses:
+            context = context.with_response_cache(ResponseCache(), parent_stream_names(model for _, model in listed))
         for path, model in listed:
             built = context.build(model, path)
             if isinstance(built, Delegation):

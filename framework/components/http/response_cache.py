@@ -19,7 +19,8 @@ when it is read again: the cache saves requests, it never changes what is read. 
 
 The cache lives as long as the connector of one sync. On Spark the parents of substreams are read on
 the driver, where the substreams' plans share it; a parent selected as a stream of its own is read
-again by the Spark task that reads it (docs/airbyte-differences.md).
+again by the Spark task that reads it (docs/airbyte-differences.md), and a task's connector keeps no
+responses at all (``keep_responses=False``: it never reads a page twice).
 """
 
 from __future__ import annotations

@@ -194,3 +194,11 @@ def test_the_parent_streams_are_found_at_any_depth():
     assert checked.source is not None
     assert parent_stream_names(checked.source.streams) == frozenset({"docs"})
     assert parent_stream_names([]) == frozenset()
+
+
+def test_a_spark_tasks_connector_keeps_no_responses():
+    text = MANIFEST % ""
+    assert open_connector_text(text, {"base_url": "http://api.test"}).context.response_cache is not None
+    task = open_connector_text(text, {"base_url": "http://api.test"}, keep_responses=False)
+    assert task.context.response_cache is None
+    assert all(s.retriever.requester.client.cache is None for s in task.streams.values())  # type: ignore[attr-defined]
