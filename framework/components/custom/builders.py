@@ -226,6 +226,16 @@ def build_custom_transformation(model: models.CustomTransformation, ctx: BuildCo
 # -- pagination -------------------------------------------------------------------------------
 
 
+def _takes_keyword(method: Callable[..., Any], name: str) -> bool:
+    """Whether ``method`` takes the keyword argument ``name`` (or any, with ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == name and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) or p.kind == p.VAR_KEYWORD
+               for p in parameters)
+
+
 def _positional_count(method: Callable[..., Any]) -> int:
     """How many positional arguments ``method`` takes (a large number for ``*args``)."""
     try:
@@ -256,6 +266,8 @@ class CustomPaginationStrategy:
         first = new()
         self.user_object = first.user_object
         self._with_previous = _positional_count(first.user_object.next_page_token) >= 4
+        #: whether ``next_page_token`` takes ``page_size_override`` (the page size a reduction asked for)
+        self.takes_page_size = _takes_keyword(first.user_object.next_page_token, "page_size_override")
 
     def first(self) -> tuple[Any, Any]:
         call = self.new()
@@ -273,6 +285,19 @@ class CustomPaginationStrategy:
         if self._with_previous:
             args += (token,)
         following = state(state.user_object.next_page_token, *args)
+        if following is None:
+            return None
+        return state, following
+
+    def following_reduced(self, state: UserCall, response: HttpResponse, records: list,
+                          variables: Mapping[str, Any], token: Any, size: int) -> tuple[Any, Any] | None:
+        """:meth:`following` after a page asked for with the reduced ``size`` (``page_size_override``, as Airbyte
+        tells it); a class that does not take it is refused when the retriever is built."""
+        last = state.record(records[-1], variables.get("stream_slice")) if records else None
+        args: tuple = (requests_response_of(response), len(records), last)
+        if self._with_previous:
+            args += (token,)
+        following = state(state.user_object.next_page_token, *args, page_size_override=size)
         if following is None:
             return None
         return state, following
