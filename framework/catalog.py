@@ -72,6 +72,8 @@ CATALOG: dict[str, Entry] = {
                                              "http.auth.session_token:build_legacy_session_token"),
     "NoAuth": built("auth:NoAuth", "http.auth.base:build_no_auth"),
     "OAuthAuthenticator": built("auth:OAuthAuthenticator", "http.auth.oauth:build_oauth"),
+    "RateLimitedMultipleTokenAuthenticator": built("auth:RateLimitedMultipleTokenAuthenticator",
+                                                   "http.auth.token_quotas:build_rate_limited_tokens"),
     "SelectiveAuthenticator": built("auth:SelectiveAuthenticator", "http.auth.selective:build_selective"),
     "SessionTokenAuthenticator": built("auth:SessionTokenAuthenticator",
                                        "http.auth.session_token:build_session_token"),
@@ -80,9 +82,9 @@ CATALOG: dict[str, Entry] = {
     "HTTPAPIBudget": built("budgets:HTTPAPIBudget", "http.budget:build_api_budget"),
     "HttpRequestRegexMatcher": built("budgets:HttpRequestRegexMatcher", "http.budget:build_request_matcher"),
     "MovingWindowCallRatePolicy": built("budgets:MovingWindowCallRatePolicy", "http.budget:build_moving_window_policy"),
-    "QuotaStatusSource": part("budgets:QuotaStatusSource", "HTTPAPIBudget"),
+    "QuotaStatusSource": part("budgets:QuotaStatusSource", "RateLimitedMultipleTokenAuthenticator"),
     "Rate": part("budgets:Rate", "MovingWindowCallRatePolicy"),
-    "TokenQuota": part("budgets:TokenQuota", "HTTPAPIBudget"),
+    "TokenQuota": part("budgets:TokenQuota", "RateLimitedMultipleTokenAuthenticator"),
     "UnlimitedCallRatePolicy": built("budgets:UnlimitedCallRatePolicy", "http.budget:build_unlimited_policy"),
     # custom
     "CustomAuthenticator": built("custom:CustomAuthenticator", "custom.builders:build_custom_auth"),
@@ -233,8 +235,6 @@ _OLD_NAME = "declined: an old name Airbyte's language no longer has; {}"
 #: that as its error): ``not scheduled yet`` or ``declined`` with the reason. tests/models/test_airbyte_types.py
 #: compares this and :data:`CATALOG` with Airbyte's schema file.
 UNSUPPORTED: dict[str, str] = {
-    "RateLimitedMultipleTokenAuthenticator": "not scheduled yet: several tokens taken in turn by their rate "
-                                             "limits, which needs the sync-wide API budgets to know each token",
     "CartesianProductStreamSlicer": _OLD_NAME.format("give `partition_router` a list of routers"),
     "DatetimeStreamSlicer": _OLD_NAME.format("windows are the stream's `incremental_sync` (DatetimeBasedCursor)"),
     "ListStreamSlicer": _OLD_NAME.format("use a ListPartitionRouter"),

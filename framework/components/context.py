@@ -38,6 +38,7 @@ from framework.interpolation import TemplateEngine
 from framework.temporal.clock import Clock, SystemClock
 
 if TYPE_CHECKING:  # pragma: no cover
+    from framework.components.http.response_cache import ResponseCache
     from framework.models.base import Component
 
 ModelT = TypeVar("ModelT", contravariant=True)
@@ -123,6 +124,8 @@ class BuildContext:
     config_sink: ConfigSink | None  # where a config changed during the run is saved (rotated tokens), if anywhere
     budget: RequestBudget | None  # the source's API budget (framework.components.http.budget.ApiBudget)
     in_flight: RequestSlots | None  # the sync's requests in flight (framework.components.http.in_flight.InFlight)
+    response_cache: ResponseCache | None  # the sync's kept responses (framework.components.http.response_cache)
+    parent_streams: frozenset[str]  # the streams used as parents: their requesters send through the cache
 
     def __init__(self, config: Mapping[str, Any], engine: TemplateEngine | None = None,
                  transport: Transport | None = None, clock: Clock | None = None,
@@ -137,7 +140,7 @@ class BuildContext:
                   "schemas": schemas if schemas is not None else {},
                   "code": code if code is not None else CodeLoader(base_dir, custom_code_allowed()),
                   "stream": None, "services": {}, "circuits": HostCircuits(), "config_sink": config_sink,
-                  "budget": None, "in_flight": None}
+                  "budget": None, "in_flight": None, "response_cache": None, "parent_streams": frozenset()}
         for name, value in values.items():
             object.__setattr__(self, name, value)
 
@@ -159,6 +162,14 @@ class BuildContext:
         """This context with the sync's requests in flight, which every HttpRequester built on it sends within."""
         found = copy.copy(self)
         object.__setattr__(found, "in_flight", in_flight)
+        return found
+
+    def with_response_cache(self, cache: ResponseCache | None, parents: frozenset[str]) -> BuildContext:
+        """This context with the sync's response cache, which the requesters of ``parents`` (the streams used as
+        parents) and those that say ``use_cache: true`` send through."""
+        found = copy.copy(self)
+        object.__setattr__(found, "response_cache", cache)
+        object.__setattr__(found, "parent_streams", parents)
         return found
 
     def service(self, name: str, handler: coordination.Handler) -> coordination.Handler:

@@ -392,6 +392,9 @@ class StrategyPager:
         strategy = paginator.strategy
         if self.size_override is not None and isinstance(strategy, OffsetStrategy):
             step = self._following_reduced(strategy, response, records, variables)
+        elif self.size_override is not None and hasattr(strategy, "following_reduced"):  # a custom strategy
+            step = strategy.following_reduced(self._state, response, records, variables, self.token,
+                                              self.size_override)
         else:
             try:
                 step = strategy.following(self._state, response, records, variables, self.token)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 from msgspec import Struct
+from pydantic import BaseModel
 from requests.structures import CaseInsensitiveDict
 
 from framework.components.context import BuildContext, builds
@@ -346,6 +347,37 @@ def build_router(model: PartitionRouter, ctx: BuildContext, path: tuple) -> Rout
     return ctx.build(model, path)
 
 
+def parent_stream_names(models: Iterable[Any]) -> frozenset[str]:
+    """The names of the streams some ``ParentStreamConfig`` in ``models`` (stream models, at any depth) reads:
+    the streams whose requesters send through the sync's response cache, as airbyte-cdk caches them."""
+    names: set[str] = set()
+    seen: set[int] = set()
+    pending = list(models)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (list, tuple)):
+            pending.extend(item for item in node if isinstance(item, (BaseModel, list, tuple)))
+            continue
+        if isinstance(node, Mapping):  # models by key (a SelectiveAuthenticator's); plain data (a schema) skipped
+            pending.extend(item for item in node.values() if isinstance(item, BaseModel))
+            continue
+        if not isinstance(node, BaseModel) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, ParentStreamConfig):
+            stream = node.stream
+            for definition in (stream, getattr(stream, "full_refresh_stream", None),
+                               getattr(stream, "incremental_stream", None)):
+                name = getattr(definition, "name", None)
+                if isinstance(name, str) and name:
+                    names.add(name)
+        for name in type(node).model_fields:
+            value = getattr(node, name)
+            if isinstance(value, (BaseModel, list, tuple, Mapping)):
+                pending.append(value)
+    return frozenset(names)
+
+
 def parents_of(router: Router | None) -> Iterable[ParentConfig]:
     """The parent configs of a router (or of the routers in a product)."""
     if isinstance(router, SubstreamRouter):
@@ -358,4 +390,5 @@ def parents_of(router: Router | None) -> Iterable[ParentConfig]:
 
 
 __all__ = ["LAZY_KEY", "GroupingRouter", "ListRouter", "ParentConfig", "ProductRouter", "RoutedPartition", "Router",
-           "SubstreamRouter", "UnionRouter", "build_router", "embedded_response", "parents_of", "tag_partition"]
+           "SubstreamRouter", "UnionRouter", "build_router", "embedded_response", "parent_stream_names", "parents_of",
+           "tag_partition"]

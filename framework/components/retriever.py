@@ -513,10 +513,20 @@ def build_retriever(model: SimpleRetriever, ctx: BuildContext, path: tuple) -> R
         # else a custom extractor, which reads the response its own way
     if oversized_pages_stream(model, requester, selector):
         requester = streaming_oversized(requester)
+    paginator = ctx.build(paginator_model, path + ("paginator",))
+    if model.page_size_reduction is not None and getattr(getattr(paginator, "strategy", None), "takes_page_size",
+                                                         True) is False:
+        where = path + ("paginator", "pagination_strategy")
+        raise ConfigError(
+            f"`page_size_reduction` tells the pagination strategy the smaller page size, but "
+            f"`{getattr(getattr(paginator_model, 'pagination_strategy', None), 'class_name', '?')}.next_page_token` "
+            "takes no "
+            f"`page_size_override`{place_suffix(ctx.place(where))}; add `page_size_override: Optional[int] = None` "
+            "to it (a strategy that does not stop on its page size can ignore the value)")
     return Retriever(
         requester=requester,
         selector=selector,
-        paginator=ctx.build(paginator_model, path + ("paginator",)),
+        paginator=paginator,
         parameters=model.parameters,
         slice_options_on_every_page=not model.ignore_stream_slicer_parameters_on_paginated_requests,
         decode=ctx.build(model.decoder, path + ("decoder",)).decoded if isinstance(model.decoder, CustomDecoder)

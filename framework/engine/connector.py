@@ -28,7 +28,9 @@ from framework.components.custom.loader import CodeLoader, custom_code_allowed
 from framework.components.delegating import Delegation, listed_streams
 from framework.components.dynamic import Templates, resolve_templates
 from framework.components.http.in_flight import InFlight, Ledger, Limit, Pace, build_in_flight
+from framework.components.http.response_cache import ResponseCache
 from framework.components.job_slots import offer_job_slots
+from framework.components.partitions import parent_stream_names
 from framework.components.stream import Stream
 from framework.components.stream_groups import StreamGroups, build_stream_groups
 from framework.engine.config_fit import surely_fits
@@ -230,16 +232,20 @@ def open_connector_text(text: str, config: Mapping[str, Any], *, file: str = "<m
                         base_dir: str | None = None, schemas: Mapping[str, Mapping[str, Any]] | None = None,
                         transport: Any = None, clock: Clock | None = None,
                         sleep: Callable[[float], None] = time.sleep,
-                        allow_custom_code: bool | None = None, templates: Templates | None = None) -> Connector:
+                        allow_custom_code: bool | None = None, templates: Templates | None = None,
+                        keep_responses: bool = True) -> Connector:
     """Like :func:`open_connector` for manifest text in memory (what a Spark executor gets).
 
     ``schemas`` are stream schemas already loaded (by the driver), used instead of reading
     schema files, which an executor on another machine may not have; ``templates`` are the
     streams ``dynamic_streams`` made on the driver (None: resolved here, reading their endpoints).
+    ``keep_responses`` False: no response cache (a Spark task reads units, never a substream's parents,
+    so it would only hold pages it never reads again).
     """
     checked = check_manifest_text(text, file, base_dir)
     return _build(checked, config, base_dir, transport=transport, clock=clock, sleep=sleep,
-                  schemas=schemas or {}, allow_custom_code=allow_custom_code, templates=templates)
+                  schemas=schemas or {}, allow_custom_code=allow_custom_code, templates=templates,
+                  keep_responses=keep_responses)
 
 
 def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
@@ -248,7 +254,8 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
            schemas: Mapping[str, Mapping[str, Any]] | None = None,
            allow_custom_code: bool | None = None,
            on_config: Callable[[NormalizedConfig], None] | None = None,
-           templates: Templates | None = None, config_sink: ConfigSink | None = None) -> Connector:
+           templates: Templates | None = None, config_sink: ConfigSink | None = None,
+           keep_responses: bool = True) -> Connector:
     if not checked.ok or checked.source is None:
         raise ManifestError(checked.diagnostics)
     source = checked.source
@@ -281,7 +288,11 @@ def _build(checked: Any, config: Mapping[str, Any], base_dir: str | None, *,
         offer_job_slots(context, source, checked.data)  # asynchronous jobs: the sync-wide job slots
         if templates is None:
             templates = resolve_templates(source, checked.data, context)
-        for path, model in listed_streams(source, context, checked, templates):
+        listed = list(listed_streams(source, context, checked, templates))
+        # the streams used as parents send through the sync's response cache, as airbyte-cdk's do
+        if keep_responses:
+            context = context.with_response_cache(ResponseCache(), parent_stream_names(model for _, model in listed))
+        for path, model in listed:
             built = context.build(model, path)
             if isinstance(built, Delegation):
                 delegations[model.name] = built

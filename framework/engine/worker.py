@@ -103,7 +103,8 @@ class ConnectorSource(Struct, frozen=True):
             base_dir = None  # another machine, without the manifest's folder: every schema came with the source
         connector = open_connector_text(self.manifest_text, self.config, file=self.manifest_file,
                                         base_dir=base_dir, schemas=self.schemas or None,
-                                        allow_custom_code=self.allow_custom_code, templates=self.templates)
+                                        allow_custom_code=self.allow_custom_code, templates=self.templates,
+                                        keep_responses=False)
         if not self.query_properties:
             return connector
         return replace(connector, streams=with_resolved_query_properties(connector.streams,

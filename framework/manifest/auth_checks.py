@@ -10,7 +10,10 @@
 * an OAuthAuthenticator's ``refresh_token_error_*`` belong on it or on its ``refresh_token_updater``,
   not both, and act only when all three are given;
 * a key of the spec's ``advanced_auth`` that Airbyte does not know is dropped from the SPEC message
-  (a warning: it is often a misspelling).
+  (a warning: it is often a misspelling);
+* a RateLimitedMultipleTokenAuthenticator's quota pools need names of their own (each token's counts are
+  kept by name), and only the first pool without matchers counts the requests no matcher takes (a
+  second such pool counts nothing; with none, the first pool counts them: warnings).
 """
 
 from __future__ import annotations
@@ -20,7 +23,14 @@ from collections.abc import Iterator
 
 from framework.diagnostics import Diagnostic
 from framework.manifest.components import Placement, Site
-from framework.models import JWT_ALGORITHMS, AuthFlow, JwtAuthenticator, OAuthAuthenticator, Spec
+from framework.models import (
+    JWT_ALGORITHMS,
+    AuthFlow,
+    JwtAuthenticator,
+    OAuthAuthenticator,
+    RateLimitedMultipleTokenAuthenticator,
+    Spec,
+)
 
 #: Header fields and claims the JwtAuthenticator sets itself (as airbyte-cdk refuses them in the extras).
 RESERVED = {"additional_jwt_headers": ("kid", "alg", "typ", "cty"),
@@ -36,6 +46,8 @@ def auth_checks(sites: list[Site], place: Placement) -> Iterator[Diagnostic]:
             yield from _jwt_checks(site, place)
         elif site.model is OAuthAuthenticator:
             yield from _oauth_checks(site, place)
+        elif site.model is RateLimitedMultipleTokenAuthenticator:
+            yield from _quota_checks(site, place)
         elif site.model is Spec and isinstance(site.data.get("advanced_auth"), dict):
             for key in site.data["advanced_auth"]:
                 if key not in AuthFlow.model_fields:
@@ -107,6 +119,38 @@ def _oauth_checks(site: Site, place: Placement) -> Iterator[Diagnostic]:
                 f"`{given[0]}` has no effect without {' and '.join(f'`{m}`' for m in missing)}",
                 "give the statuses, the key and the values together (such as `[400]`, `error`, "
                 "`[invalid_grant]`)", severity="warning", key=True)
+
+
+def _quota_checks(site: Site, place: Placement) -> Iterator[Diagnostic]:
+    quotas = site.data.get("quotas")
+    if not isinstance(quotas, list):
+        return
+    seen: dict[str, int] = {}
+    defaults: list[int] = []
+    for index, quota in enumerate(quotas):
+        if not isinstance(quota, dict):
+            continue
+        name = quota.get("name")
+        if isinstance(name, str):
+            if name in seen:
+                yield place.diagnostic(
+                    site.path + ("quotas", index, "name"), "duplicate-quota-pool",
+                    f"two quota pools are named `{name}` (pools {seen[name] + 1} and {index + 1}); each token's "
+                    "counts are kept by pool name", "give each TokenQuota a name of its own")
+            seen.setdefault(name, index)
+        if not quota.get("matchers"):
+            defaults.append(index)
+    for index in defaults[1:]:
+        yield place.diagnostic(
+            site.path + ("quotas", index), "quota-pool-unreachable",
+            f"quota pool {index + 1} has no matchers, and neither has pool {defaults[0] + 1}, which takes every "
+            "request no matcher takes: this one counts nothing", "give it `matchers`, or remove it",
+            severity="warning")
+    if quotas and not defaults:
+        yield place.diagnostic(
+            site.path + ("quotas",), "no-default-quota-pool",
+            "every quota pool has matchers: a request none of them takes is counted in the first pool",
+            "add a TokenQuota without matchers for the other requests", severity="warning")
 
 
 def _templated(text: str) -> bool:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from framework.models.base import BASE, SESSION, Component, Model, spec
+from framework.models.budgets import QuotaStatusSource, TokenQuota
 from framework.models.custom import CustomAuthenticator
 from framework.models.decoders import LoginDecoder
 
@@ -428,6 +429,50 @@ class SelectiveAuthenticator(Component):
     )
 
 
+class RateLimitedMultipleTokenAuthenticator(Component):
+    """Several interchangeable tokens, each used until its rate limit is spent, then the next.
+
+    Each request is counted in the first quota pool whose matchers match it (a pool without matchers is the
+    default) and sent with a token that still has calls in that pool. Every token's pools are read from the
+    quota status endpoint on first use and again after a wait; when every token is spent, requests wait
+    for the earliest reset, at most `max_wait_time`. The counts are the whole sync's (one set, however many
+    streams and Spark tasks send)."""
+
+    type: Literal["RateLimitedMultipleTokenAuthenticator"] = spec(
+        "Component type.", "RateLimitedMultipleTokenAuthenticator", "RateLimitedMultipleTokenAuthenticator")
+    tokens: str | tuple[str, ...] = spec(
+        "The tokens: a list, or one text of tokens separated by `token_delimiter`; empty ones are left out.",
+        "{{ config['credentials']['personal_access_token'] }}", template=BASE)
+    token_delimiter: str = spec("What separates the tokens of one text.", ",", ",")
+    auth_method: str = spec("What comes before the token in the header's value (`Bearer <token>`); empty: the "
+                            "token alone.", "token", "Bearer")
+    header: str = spec("The header the token is sent in.", "Authorization", "Authorization")
+    quota_status_source: QuotaStatusSource = spec(
+        "Where each token's quota is read, once per token at the start and after a wait (not per request).",
+        {"type": "QuotaStatusSource", "url": "{{ config['api_url'] }}/rate_limit"})
+    quotas: tuple[TokenQuota, ...] = spec(
+        "The quota pools of each token, in the order a request is matched against them.",
+        [{"type": "TokenQuota", "name": "core", "remaining_path": ["resources", "core", "remaining"],
+          "reset_path": ["resources", "core", "reset"]}], default_type="TokenQuota")
+    max_wait_time: str = spec(
+        "The longest wait, an ISO 8601 duration, for a reset when every token is spent; a longer one fails the "
+        "request as a transient error.", "PT30M", "PT2H", template=BASE, format="duration")
+    budget_reserve_fraction: float = spec(
+        "The share of each token's limit kept in reserve: once every token is below its reserve, requests are "
+        "spread over the time left until the reset (0, with `budget_min_reserve` 0: never).", 0.1, 0.1)
+    budget_min_reserve: int = spec("The least calls of a token's reserve.", 50, 50)
+
+    @model_validator(mode="after")
+    def _some_quota(self) -> "RateLimitedMultipleTokenAuthenticator":
+        if not self.quotas:
+            raise ValueError("`quotas` needs at least one TokenQuota (a pool without matchers counts every request)")
+        if not 0 <= self.budget_reserve_fraction <= 1:
+            raise ValueError("`budget_reserve_fraction` is a share of the limit, from 0 to 1")
+        if self.budget_min_reserve < 0:
+            raise ValueError("`budget_min_reserve` is a number of calls, 0 or more")
+        return self
+
+
 def _plain(value: Any) -> Any:
     """Mappings and sequences of a frozen model as JSON-ready dicts and lists."""
     if isinstance(value, Mapping):
@@ -440,6 +485,6 @@ def _plain(value: Any) -> Any:
 Authenticator = Annotated[
     NoAuth | ApiKeyAuthenticator | BearerAuthenticator | BasicHttpAuthenticator | OAuthAuthenticator
     | SessionTokenAuthenticator | SelectiveAuthenticator | CustomAuthenticator
-    | JwtAuthenticator | LegacySessionTokenAuthenticator,
+    | JwtAuthenticator | LegacySessionTokenAuthenticator | RateLimitedMultipleTokenAuthenticator,
     Field(discriminator="type"),
 ]

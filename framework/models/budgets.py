@@ -2,8 +2,8 @@
 
 Airbyte writes ``Rate`` and ``HttpRequestRegexMatcher`` without a ``type``; here they are components whose
 ``type`` is implied (it may be written, Airbyte allows the key). ``TokenQuota`` and ``QuotaStatusSource`` are
-the parts of ``RateLimitedMultipleTokenAuthenticator`` (not supported yet): typed here so that a manifest
-naming them gets the authenticator's error, not an unknown type.
+the parts of ``RateLimitedMultipleTokenAuthenticator`` (:mod:`framework.models.auth`): a token's quota pools,
+matched to requests like a budget's policies.
 """
 
 from collections.abc import Mapping

@@ -43,7 +43,8 @@ class CustomComponent(Component):
 
 
 class CustomAuthenticator(CustomComponent):
-    """Authenticates requests with a Python class (it adds headers to each request)."""
+    """Authenticates requests with a Python class: the headers of its `get_auth_header()`, and what its own
+    `__call__(request)` sets on each request (requests' auth protocol), as airbyte-cdk calls it."""
 
     methods = ("get_auth_header",)
     kind = "authenticator"

@@ -146,7 +146,9 @@ class HttpRequester(Component):
         None,
     )
     use_cache: bool = spec(
-        "Cache responses within a sync (useful for parent streams read by several children).", False, False
+        "Keep this requester's successful GET answers for the sync, so a request made again is not sent again. "
+        "The requesters of streams used as parents keep them unless this is written `false` (for an API whose "
+        "pages move under a scroll cursor).", False, False
     )
     max_response_bytes: int | None = spec(
         "The most bytes one response body read whole may have once decompressed (counted as it arrives, so a "

@@ -11,6 +11,7 @@ from framework.models.base import BASE, Component, spec
 from framework.models.budgets import HTTPAPIBudget
 from framework.models.custom import (
     CustomDecoder,
+    CustomPaginationStrategy,
     CustomRequester,
     CustomRetriever,
     CustomStateMigration,
@@ -142,8 +143,12 @@ class SimpleRetriever(Component):
             raise ValueError("`page_size_reduction` cannot follow next-page URLs (`page_token_option: RequestPath`): "
                              "they carry the old page size; send the token with a RequestOption instead")
         strategy = paginator.pagination_strategy
+        if isinstance(strategy, CustomPaginationStrategy):
+            # told the reduced size through `page_size_override` (checked when its class is loaded), as Airbyte
+            return self
         if not isinstance(strategy, (CursorPagination, OffsetIncrement)):
-            raise ValueError(f"`page_size_reduction` works with CursorPagination and OffsetIncrement, not "
+            raise ValueError(f"`page_size_reduction` works with CursorPagination, OffsetIncrement and a "
+                             f"CustomPaginationStrategy whose `next_page_token` takes `page_size_override`, not "
                              f"{strategy.type}: a smaller page would move later pages' boundaries")
         if strategy.page_size is None:
             raise ValueError("`page_size_reduction` needs the pagination strategy's `page_size`: "

@@ -101,6 +101,14 @@ def test_reduce_page_size_with_page_size_reduction_is_accepted():
     assert checked.ok and not checked.diagnostics, [d.format() for d in checked.diagnostics]
 
 
+def test_page_size_reduction_with_a_custom_strategy_is_accepted_as_in_airbyte():
+    custom = REDUCIBLE.replace("{type: OFFSET_OR_NOT, page_size: 100}",
+                               "{type: CustomPaginationStrategy, class_name: shop.Pages}")
+    checked = check("REDUCE_PAGE_SIZE", custom)
+    assert not [d for d in checked.diagnostics if "page_size_reduction" in d.message], \
+        [d.format() for d in checked.diagnostics]
+
+
 def test_reduce_page_size_without_page_size_reduction_is_an_error_as_in_airbyte():
     (problem,) = check("REDUCE_PAGE_SIZE").diagnostics
     assert problem.severity == "error" and "add one (`page_size_reduction" in problem.message
@@ -108,7 +116,9 @@ def test_reduce_page_size_without_page_size_reduction_is_an_error_as_in_airbyte(
 
 
 @pytest.mark.parametrize(("change", "says"), [
-    (("OFFSET_OR_NOT", "PageIncrement"), "works with CursorPagination and OffsetIncrement, not PageIncrement"),
+    (("OFFSET_OR_NOT", "PageIncrement"), "works with CursorPagination, OffsetIncrement and a "
+                                         "CustomPaginationStrategy whose `next_page_token` takes "
+                                         "`page_size_override`, not PageIncrement"),
     (("        page_size_option: {type: RequestOption, inject_into: request_parameter, field_name: limit}\n", ""),
      "needs a DefaultPaginator with a `page_size_option`"),
     (("page_size: 100", "page_size: 10"), "can never reduce a `page_size` of 10"),

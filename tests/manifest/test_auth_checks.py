@@ -139,3 +139,28 @@ def test_an_unknown_advanced_auth_key_is_a_warning():
     [problem] = check_manifest_text(text).diagnostics
     assert (problem.code, problem.severity) == ("unknown-auth-flow-key", "warning")
     assert "predicate_key" in problem.fix
+
+
+QUOTAS = """\
+type: RateLimitedMultipleTokenAuthenticator
+tokens: "{{ config['tokens'] }}"
+quota_status_source: {type: QuotaStatusSource, url: "https://api.example.com/rate_limit"}
+quotas:
+"""
+
+
+def _pool(name: str, matchers: str = "") -> str:
+    more = f", matchers: [{matchers}]" if matchers else ""
+    return f"  - {{type: TokenQuota, name: {name}, remaining_path: [r], reset_path: [s]{more}}}\n"
+
+
+def test_quota_pools_with_one_default_are_accepted():
+    assert check(QUOTAS + _pool("search", "{url_path_pattern: '^/search'}") + _pool("core")) == []
+
+
+def test_quota_pools_named_twice_or_unreachable_or_without_a_default_are_reported():
+    found = codes(QUOTAS + _pool("core") + _pool("core") + _pool("graphql"))
+    assert sorted((code, severity) for code, _, severity in found) == [
+        ("duplicate-quota-pool", "error"), ("quota-pool-unreachable", "warning"), ("quota-pool-unreachable", "warning")]
+    [problem] = check(QUOTAS + _pool("search", "{url_path_pattern: '^/search'}"))
+    assert problem.code == "no-default-quota-pool" and problem.severity == "warning"

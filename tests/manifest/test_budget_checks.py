@@ -87,9 +87,12 @@ def test_an_unknown_key_and_a_missing_field_are_reported_at_their_place():
     assert any("call_limit" in p.message for p in problems) and any("path" in p.message for p in problems), codes
 
 
-def test_token_quota_types_are_known_and_their_authenticator_is_reported_unsupported():
+def test_token_quota_types_are_known_and_their_authenticator_needs_its_quota_status_source():
     text = BASE.replace("api_budget:\n  type: HTTPAPIBudget\n", "").replace(
         'path: /items}', 'path: /items, authenticator: {type: RateLimitedMultipleTokenAuthenticator, tokens: a, '
         'quotas: [{type: TokenQuota, name: core, remaining_path: [r], reset_path: [s]}]}}')
     [problem] = check_manifest_text(text).diagnostics
-    assert problem.code == "unsupported-component" and "RateLimitedMultipleTokenAuthenticator" in problem.message
+    assert problem.code == "missing-field" and "quota_status_source" in problem.message
+    fixed = text.replace("tokens: a,", "tokens: a, quota_status_source: {type: QuotaStatusSource, url: "
+                                       "'https://api.test/rate_limit'},")
+    assert list(check_manifest_text(fixed).diagnostics) == []

@@ -56,7 +56,8 @@ EXPECTED = {
     "airbyte-source-zoom": Outcome("discovers"),  # schemas named from the package root: ./source_zoom/schemas/
     "airbyte-source-close-com": Outcome("package", ("pendulum",)),  # INDEX.md: Airbyte says `no`
     "airbyte-source-zendesk-chat": Outcome("package", ("pendulum",)),  # and two unsupported components
-    "airbyte-source-github": Outcome("other", ("unsupported-component",)),  # component types not supported yet
+    # its RateLimitedMultipleTokenAuthenticator, and `page_size_reduction` with its custom pagination strategies
+    "airbyte-source-github": Outcome("discovers"),
     # its $refs expand to about 8 million values, resolved as a DAG in a second (INDEX.md: `error`)
     "airbyte-source-google-ads": Outcome("package", ("pendulum",)),  # and component types not supported yet
 }

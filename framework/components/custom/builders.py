@@ -21,9 +21,11 @@ import inspect
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NoReturn, TypeVar
+from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 import requests
+import requests.auth
 
 from framework.components.context import BuildContext, builds
 from framework.components.custom.construct import construct
@@ -52,6 +54,7 @@ __all__ = [
     "CustomStateMigration",
     "CustomTransformation",
     "UserCall",
+    "signs_requests",
 ]
 
 T = TypeVar("T")
@@ -223,6 +226,16 @@ def build_custom_transformation(model: models.CustomTransformation, ctx: BuildCo
 # -- pagination -------------------------------------------------------------------------------
 
 
+def _takes_keyword(method: Callable[..., Any], name: str) -> bool:
+    """Whether ``method`` takes the keyword argument ``name`` (or any, with ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == name and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) or p.kind == p.VAR_KEYWORD
+               for p in parameters)
+
+
 def _positional_count(method: Callable[..., Any]) -> int:
     """How many positional arguments ``method`` takes (a large number for ``*args``)."""
     try:
@@ -253,6 +266,8 @@ class CustomPaginationStrategy:
         first = new()
         self.user_object = first.user_object
         self._with_previous = _positional_count(first.user_object.next_page_token) >= 4
+        #: whether ``next_page_token`` takes ``page_size_override`` (the page size a reduction asked for)
+        self.takes_page_size = _takes_keyword(first.user_object.next_page_token, "page_size_override")
 
     def first(self) -> tuple[Any, Any]:
         call = self.new()
@@ -270,6 +285,19 @@ class CustomPaginationStrategy:
         if self._with_previous:
             args += (token,)
         following = state(state.user_object.next_page_token, *args)
+        if following is None:
+            return None
+        return state, following
+
+    def following_reduced(self, state: UserCall, response: HttpResponse, records: list,
+                          variables: Mapping[str, Any], token: Any, size: int) -> tuple[Any, Any] | None:
+        """:meth:`following` after a page asked for with the reduced ``size`` (``page_size_override``, as Airbyte
+        tells it); a class that does not take it is refused when the retriever is built."""
+        last = state.record(records[-1], variables.get("stream_slice")) if records else None
+        args: tuple = (requests_response_of(response), len(records), last)
+        if self._with_previous:
+            args += (token,)
+        following = state(state.user_object.next_page_token, *args, page_size_override=size)
         if following is None:
             return None
         return state, following
@@ -395,28 +423,82 @@ def build_custom_state_migration(model: models.CustomStateMigration, ctx: BuildC
 
 
 class CustomAuth:
-    """A requester's authenticator: ``get_auth_header()`` (and ``get_request_params()`` etc. where defined)."""
+    """A requester's authenticator, called as Airbyte calls it.
+
+    ``get_auth_header()`` (and ``get_request_params()`` where defined) add their headers and parameters; then,
+    when the class has a ``__call__`` of its own (requests' auth protocol, ``__call__(request) -> request``, as
+    a ``NoAuth`` subclass that signs requests itself has), it is called with the request as a
+    :class:`requests.PreparedRequest`, and the headers and query parameters it set or changed go into the
+    request. Everything either way added counts as credentials (masked, and kept from a redirect to another
+    host: :mod:`framework.components.http.credentials`).
+    """
 
     def __init__(self, call: UserCall):
         self.call = call
         self.user_object = call.user_object
         self._params = getattr(call.user_object, "get_request_params", None)
+        self._header = getattr(call.user_object, "get_auth_header", None)
+        self._sign: Callable[[requests.PreparedRequest], Any] | None = \
+            call.user_object if signs_requests(call.user_object) else None
         self._shown: tuple[str, ...] = ()
 
     def apply(self, parts: RequestParts) -> None:
-        headers = self.call(self.user_object.get_auth_header) or {}
+        headers = (self.call(self._header) if callable(self._header) else None) or {}
         params = self.call(self._params) if callable(self._params) else None
-        values = [str(v) for v in headers.values()] + [str(v) for v in (params or {}).values()]
-        self._shown = tuple(values + [v.split(" ", 1)[1] for v in values if " " in v])
-        parts.headers.update(headers)
+        added = {str(k): v for k, v in headers.items() if v is not None}
+        parts.headers.update(added)
+        values = [str(v) for v in added.values()] + [str(v) for v in (params or {}).values()]
         if params:
             parts.params.update(params)
+        if self._sign is not None:
+            values += self._signed(parts)
+        self._shown = tuple(values + [v.split(" ", 1)[1] for v in values if " " in v])
+
+    def _signed(self, parts: RequestParts) -> list[str]:
+        """Call the object on ``parts`` as a prepared request; put back what it set; the values it set."""
+        assert self._sign is not None
+        request = parts.to_request()
+        prepared = requests.PreparedRequest()
+        prepared.prepare(method=request.method, url=request.url, params=list(request.params),
+                         headers=dict(request.headers))
+        before_headers = dict(prepared.headers)
+        before_query = parse_qsl(urlsplit(prepared.url or "").query, keep_blank_values=True)
+        result = self.call(self._sign, prepared)
+        signed = result if isinstance(result, requests.PreparedRequest) else prepared
+        shown: list[str] = []
+        for name, value in signed.headers.items():
+            if before_headers.get(name) != value:
+                parts.headers[name] = value
+                shown.append(str(value))
+        for name in set(before_headers) - set(signed.headers):
+            parts.headers.pop(name, None)
+        after_query = parse_qsl(urlsplit(signed.url or "").query, keep_blank_values=True)
+        for name, value in after_query:
+            if (name, value) not in before_query:
+                parts.params[name] = value
+                shown.append(value)
+        return shown
 
     def refresh(self) -> bool:
         return False
 
     def secrets(self) -> tuple[str, ...]:
         return self._shown
+
+
+def signs_requests(user_object: Any) -> bool:
+    """Whether the object's class has a ``__call__`` of its own (requests' auth protocol) to call on each request.
+
+    ``requests.auth.AuthBase``'s (which only raises) does not count, nor airbyte-cdk's header authenticator's
+    (which only sets what ``get_auth_header()`` answers, already sent)."""
+    method = next((vars(klass)["__call__"] for klass in type(user_object).__mro__ if "__call__" in vars(klass)), None)
+    if method is None or method is requests.auth.AuthBase.__call__:
+        return False
+    qualname = getattr(method, "__qualname__", "")
+    module = getattr(method, "__module__", "") or ""
+    if module.startswith("airbyte_cdk.") and qualname == "AbstractHeaderAuthenticator.__call__":
+        return False
+    return callable(method)
 
 
 _ACTIONS = {"SUCCESS", "FAIL", "RETRY", "IGNORE", "RATE_LIMITED"}

@@ -141,7 +141,10 @@ class Authenticator(Protocol):
     """``CustomAuthenticator``: the headers that authenticate a request.
 
     ``get_auth_header()`` answers them as a mapping (Airbyte's ``{"Authorization": "Bearer ..."}``).
-    Their values are masked in every message.
+    A class may also sign each request itself, as requests' auth objects do (a ``NoAuth`` subclass
+    that fetches its own token): its ``__call__(request)`` gets the request as a
+    :class:`requests.PreparedRequest` and returns it, and the headers and query parameters it set are
+    sent. Their values are masked in every message, and kept from a redirect to another host.
     """
 
     def get_auth_header(self) -> Mapping[str, Any]: ...

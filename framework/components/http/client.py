@@ -24,6 +24,10 @@ A ``give_up`` function, when given, makes the errors of FAIL and of retries
 run out instead (the token requests of :mod:`framework.components.http.auth.tokens`
 report them as authentication errors).
 
+An authenticator with ``observe(request, response)`` sees every response (one that counts its tokens'
+quotas: :mod:`framework.components.http.auth.token_quotas`), and one with ``has_alternative(request)``
+may say that a retry goes out with another token that has calls left: the retry is then sent at once.
+
 A 401 with an authenticator first asks it to ``refresh()`` once per
 :meth:`HttpClient.send`; when it could, the request is repeated at once and
 that repeat is not counted as a retry. All the waits of one ``send`` together
@@ -55,6 +59,7 @@ from framework.components.http.circuit import ConnectError, HostCircuits
 from framework.components.http.credentials import Credentials, credentials_added
 from framework.components.http.error_handler import ErrorHandler, Resolution, excerpt, status_text
 from framework.components.http.request import HttpRequest, RequestParts
+from framework.components.http.response_cache import ResponseCache
 from framework.components.http.response_limits import ResponseLimits
 from framework.components.http.transport import DEFAULT_LIMITS, DEFAULT_TIMEOUT, HttpResponse, Transport
 from framework.errors import HttpStatusError, ReadError, TransportError
@@ -167,6 +172,7 @@ class HttpClient:
         limits: ResponseLimits = DEFAULT_LIMITS,
         credential_hosts: tuple[str, ...] = (),
         secret_request: bool = False,
+        cache: ResponseCache | None = None,
     ):
         self.transport = transport
         self.error_handler = error_handler
@@ -185,9 +191,21 @@ class HttpClient:
         # a token or login request (``secret_request``) is credentials through and through.
         self.credential_hosts = credential_hosts
         self.secret_request = secret_request
+        self.cache = cache  # the sync's responses of parent streams (http/response_cache.py), when this caches
+        # an authenticator that counts its tokens' quotas sees every response, and may say a retry needs no wait
+        self._observe: Callable[[HttpRequest, HttpResponse], None] | None = getattr(authenticator, "observe", None)
+        self._rotates: Callable[[HttpRequest], bool] | None = getattr(authenticator, "has_alternative", None)
 
     def send(self, parts: RequestParts) -> HttpResponse | None:
-        """The response of ``parts``; ``None`` when the error handler says IGNORE."""
+        """The response of ``parts``; ``None`` when the error handler says IGNORE.
+
+        With a ``cache``, an answer kept from the same request earlier in the sync (before any budget,
+        circuit or permit: a kept answer costs the API nothing)."""
+        if self.cache is not None:
+            return self.cache.send(parts, self._send)
+        return self._send(parts)
+
+    def _send(self, parts: RequestParts) -> HttpResponse | None:
         handler = self.error_handler
         sent = retries = limited = 0
         waited = 0.0
@@ -211,6 +229,8 @@ class HttpClient:
             sent += 1
             if circuits is not None:
                 self._circuit_note(circuits, request, response, error)
+            if self._observe is not None and response is not None:
+                self._observe(request, response)  # an authenticator that counts its tokens' quotas
             if may_refresh and response is not None and response.status == 401:
                 may_refresh = False
                 if self.authenticator is not None and self.authenticator.refresh():
@@ -262,6 +282,8 @@ class HttpClient:
                     retries += 1
                     attempt = retries
                 wait = handler.backoff(response, attempt)
+                if wait and self._rotates is not None and self._rotates(request):
+                    wait = 0.0  # the retry goes out with another token, which has calls left
                 if waited + wait > self.max_rate_limit_wait:
                     raise self._wait_too_long(wait, response, error)
             except ReadError as exc:

@@ -21,6 +21,7 @@ from framework.components.context import BuildContext, builds
 from framework.components.http.client import Authenticator, HttpClient
 from framework.components.http.error_handler import ErrorHandler, default_error_handler
 from framework.components.http.request import HttpRequest, RequestParts, without_nulls
+from framework.components.http.response_cache import caches_requests
 from framework.components.http.response_limits import limits_from_environment, requester_limits
 from framework.components.http.transport import HttpResponse
 from framework.components.templates import TemplateValue
@@ -139,7 +140,10 @@ def build_requester(model: HttpRequester, ctx: BuildContext, path: tuple) -> Req
                         circuits=ctx.circuits, budget=ctx.budget, in_flight=ctx.in_flight,
                         limits=requester_limits(limits_from_environment(), model.max_response_bytes,
                                                 model.request_deadline),
-                        credential_hosts=tuple(model.credential_redirect_hosts))
+                        credential_hosts=tuple(model.credential_redirect_hosts),
+                        cache=ctx.response_cache if caches_requests(ctx.stream, ctx.parent_streams, model.use_cache,
+                                                                    "use_cache" in model.model_fields_set, path)
+                        else None)
     mask = ctx.mask if authenticator is None else masking_credentials(authenticator, ctx.mask)
     body_json, body_data = model.bodies()  # `request_body` folded into the older fields, as Airbyte does
 

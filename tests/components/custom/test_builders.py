@@ -8,14 +8,16 @@ from components.custom.kit import context, model, response, write_components
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from framework.components.custom.builders import CustomPaginationStrategy
+from framework.components.custom.builders import CustomPaginationStrategy, signs_requests
 from framework.components.custom.loader import UserCodeError
 from framework.components.custom.responses import requests_response_of
+from framework.components.http.credentials import credentials_added
 from framework.components.http.error_handler import FilterErrorHandler
 from framework.components.http.request import Injection, RequestParts
 from framework.components.pagination import StrategyPaginator
 from framework.components.slices import StreamSlice
-from framework.errors import DecodeError, PaginationLoopError
+from framework.engine.connector import open_connector_text
+from framework.errors import ConfigError, DecodeError, PaginationLoopError
 from framework.temporal.clock import SystemClock
 
 CODE = '''
@@ -63,6 +65,25 @@ class Pages:
         return self.page_size
 
 
+class Shrinking:
+    """Told a reduced page size as Airbyte tells it (``page_size_override``), it pages by the size it was given."""
+
+    sizes = []
+
+    @property
+    def initial_token(self):
+        return 0
+
+    def get_page_size(self):
+        return 10
+
+    def next_page_token(self, response, last_page_size, last_record, last_page_token_value=None,
+                        page_size_override=None):
+        Shrinking.sizes.append(page_size_override)
+        size = page_size_override or 10
+        return None if last_page_size < size else last_page_token_value + size
+
+
 class OldPages:
     def next_page_token(self, response, last_page_size, last_record):
         return response.json().get("next")
@@ -102,6 +123,26 @@ class Auth:
 
     def get_auth_header(self):
         return {"Authorization": "Token " + self.config["key"]}
+
+
+class Signer:
+    """Signs each request itself (requests' auth protocol), as a NoAuth subclass does; no header of its own."""
+
+    def __init__(self, config=None):
+        self.config = config
+        self.calls = 0
+    config: dict
+
+    def get_auth_header(self):
+        return {"Authorization": None}
+
+    def __call__(self, request):
+        self.calls += 1
+        assert request.url.startswith("https://api.test/v1/items?page=2")
+        request.headers.update({"Authorization": "Bearer t-" + self.config["key"], "X-Call": str(self.calls)})
+        request.headers.pop("X-Drop", None)
+        request.prepare_url(request.url, {"sig": "s1g"})
+        return request
 
 
 class Errors:
@@ -214,6 +255,24 @@ def test_a_pagination_strategy_runs_in_the_default_paginator_with_a_fresh_object
     assert strategy.first()[0].user_object.seen == 0  # each slice gets its own object
 
 
+def test_a_reduced_page_size_is_told_to_a_custom_strategy_that_takes_page_size_override(ctx):
+    strategy = build(ctx, "CustomPaginationStrategy", "Shrinking")
+    assert strategy.takes_page_size and not build(ctx, "CustomPaginationStrategy", "OldPages").takes_page_size
+    paginator = StrategyPaginator(strategy, Injection("request_parameter", ("offset",)),
+                                  size_into=Injection("request_parameter", ("limit",)))
+    pager = paginator.start()
+    pager.size_override = 4  # the page loop's REDUCE_PAGE_SIZE
+    parts = RequestParts()
+    pager.apply(parts)
+    assert parts.params == {"limit": 4, "offset": 0}
+    sizes = type(strategy.user_object).sizes
+    sizes.clear()
+    assert pager.advance(response({"data": [1, 2, 3, 4]}), [1, 2, 3, 4], {})
+    assert sizes == [4] and pager.token == 4
+    pager.size_override = None
+    assert not pager.advance(response({"data": [1]}), [1], {}) and sizes == [4, None]
+
+
 def test_an_older_three_argument_strategy_works_and_a_repeated_token_is_a_loop(ctx):
     strategy = build(ctx, "CustomPaginationStrategy", "OldPages")
     assert _pages(strategy, [{"data": [{}], "next": "b"}, {"data": [{}]}]) == [{}, {"page": "b"}]
@@ -249,6 +308,28 @@ def test_authenticator_headers_are_sent_and_masked(ctx):
     auth.apply(parts)
     assert parts.headers == {"Authorization": "Token k3y"}
     assert "k3y" in auth.secrets() and auth.refresh() is False
+
+
+def test_an_authenticator_with_a_call_of_its_own_signs_each_request_and_what_it_sets_is_credentials(ctx):
+    auth = build(ctx, "CustomAuthenticator", "Signer")
+    parts = RequestParts(url_base="https://api.test/v1", path="/items", params={"page": 2},
+                         headers={"X-Drop": "1", "Accept": "application/json"})
+    before = RequestParts(url_base=parts.url_base, path=parts.path, params=dict(parts.params),
+                          headers=dict(parts.headers))
+    auth.apply(parts)
+    assert parts.headers == {"Accept": "application/json", "Authorization": "Bearer t-k3y", "X-Call": "1"}
+    assert parts.params == {"page": 2, "sig": "s1g"}
+    assert {"Bearer t-k3y", "t-k3y", "s1g"} <= set(auth.secrets())
+    found = credentials_added(before.headers, parts.headers, before.params, parts.params, None, None, None, None,
+                              auth.secrets())
+    assert set(found.headers) == {"Authorization", "X-Call"} and found.params == ("sig",)
+    auth.apply(RequestParts(url_base="https://api.test/v1", path="/items", params={"page": 2}))
+    assert auth.user_object.calls == 2  # called on every request, as requests calls an auth object
+
+
+def test_an_authenticator_with_only_a_header_is_not_called(ctx):
+    assert not signs_requests(build(ctx, "CustomAuthenticator", "Auth").user_object)
+    assert signs_requests(build(ctx, "CustomAuthenticator", "Signer").user_object)
 
 
 def test_error_handler_and_backoff_strategy(ctx):
@@ -321,3 +402,31 @@ def test_any_json_partitions_become_the_streams_partitions_and_survive_pickling(
     routed = list(router.partitions(lambda parent: iter(())))
     assert [dict(p.partition) for p in routed] == partitions
     assert pickle.loads(pickle.dumps(routed)) == routed
+
+
+REDUCED_MANIFEST = """
+version: 6.7.0
+type: DeclarativeSource
+check: {type: CheckStream, stream_names: [items]}
+streams:
+  - type: DeclarativeStream
+    name: items
+    schema_loader: {type: InlineSchemaLoader, schema: {type: object}}
+    retriever:
+      type: SimpleRetriever
+      requester: {type: HttpRequester, url_base: "https://api.test", path: /items}
+      record_selector: {type: RecordSelector, extractor: {type: DpathExtractor, field_path: [data]}}
+      paginator:
+        type: DefaultPaginator
+        pagination_strategy: {type: CustomPaginationStrategy, class_name: components.%s}
+        page_size_option: {type: RequestOption, inject_into: request_parameter, field_name: limit}
+        page_token_option: {type: RequestOption, inject_into: request_parameter, field_name: offset}
+      page_size_reduction: {type: PageSizeReduction, minimum_page_size: 1}
+"""
+
+
+def test_page_size_reduction_needs_a_custom_strategy_that_takes_page_size_override(ctx, tmp_path):
+    connector = open_connector_text(REDUCED_MANIFEST % "Shrinking", {}, base_dir=str(tmp_path), allow_custom_code=True)
+    assert "items" in connector.streams
+    with pytest.raises(ConfigError, match=r"`components.OldPages.next_page_token` takes no `page_size_override`"):
+        open_connector_text(REDUCED_MANIFEST % "OldPages", {}, base_dir=str(tmp_path), allow_custom_code=True)

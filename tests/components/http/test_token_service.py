@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from fakes.api_server import ApiError, FakeApi
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +19,8 @@ from framework.components.http.auth import oauth
 from framework.components.http.request import RequestParts
 from framework.components.http.token_service import RECHECK, SharedToken, TokenAsk, TokenKeeper, service_name
 from framework.components.http.transport import FunctionTransport
+from framework.engine.connector import open_connector_text
+from framework.engine.plan import open_sync
 from framework.errors import ConfigError
 from framework.models import OAuthAuthenticator, SessionTokenAuthenticator
 from framework.temporal.clock import FixedClock
@@ -317,3 +320,81 @@ def test_the_oauth_model_accepts_the_updater_without_a_refresh_token_field():
     model = oauth_model(refresh_token=None, refresh_token_updater={})
     assert model.refresh_token_updater.refresh_token_config_path == ("credentials", "refresh_token")
     assert isinstance(oauth.OAuth, type)
+
+
+# -- a token the API expires early, end to end -------------------------------------------------------------
+
+EARLY_MANIFEST = """
+version: 6.7.0
+type: DeclarativeSource
+definitions:
+  requester:
+    type: HttpRequester
+    url_base: "{{ config['base_url'] }}"
+    authenticator:
+      type: OAuthAuthenticator
+      token_refresh_endpoint: "{{ config['base_url'] }}/oauth/token"
+      client_id: "{{ config['client_id'] }}"
+      client_secret: "{{ config['client_secret'] }}"
+      refresh_token: "{{ config['refresh_token'] }}"
+  stream:
+    type: DeclarativeStream
+    schema_loader: {type: InlineSchemaLoader, schema: {type: object}}
+    retriever:
+      type: SimpleRetriever
+      requester: {$ref: "#/definitions/requester", path: "/{{ parameters.name }}"}
+      record_selector: {type: RecordSelector, extractor: {type: DpathExtractor, field_path: [data]}}
+      paginator:
+        type: DefaultPaginator
+        pagination_strategy: {type: PageIncrement, page_size: 1, start_from_page: 1}
+        page_token_option: {type: RequestOption, inject_into: request_parameter, field_name: page}
+streams:
+  - {$ref: "#/definitions/stream", name: users, $parameters: {name: users}}
+  - {$ref: "#/definitions/stream", name: teams, $parameters: {name: teams}}
+check: {type: CheckStream, stream_names: [users]}
+"""
+
+
+class EarlyExpiry:
+    """An OAuth API whose access tokens last an hour by ``expires_in``, but which revokes the first after it
+    served ``serves`` requests: the next request with it is answered 401 while it is not yet expired."""
+
+    def __init__(self, serves: int = 3):
+        self.serves = serves
+        self.issued: list[str] = []
+        self.rejected = 0
+        self.served: dict[str, int] = {}
+
+    def token(self, request):  # noqa: ANN001, ANN201 - a route handler
+        self.issued.append(f"access-{len(self.issued) + 1}")
+        return {"access_token": self.issued[-1], "expires_in": 3600}
+
+    def data(self, request):  # noqa: ANN001, ANN201 - a route handler
+        sent = (request.headers.get("Authorization") or "").removeprefix("Bearer ")
+        if sent not in self.issued or (sent == "access-1" and self.served.get(sent, 0) >= self.serves):
+            self.rejected += 1
+            raise ApiError(401, "token revoked")
+        self.served[sent] = self.served.get(sent, 0) + 1
+        page = int(request.param("page") or 1)
+        return {"data": [{"id": page}] if page <= 2 else []}
+
+
+def test_a_token_the_api_expires_early_is_refreshed_once_and_the_request_retried():
+    api_state = EarlyExpiry(serves=3)
+    with FakeApi() as api:
+        api.route("POST", "/oauth/token", api_state.token)
+        api.route("GET", "/users", api_state.data)
+        api.route("GET", "/teams", api_state.data)
+        config = {"base_url": api.url, "client_id": "cid", "client_secret": "csecret", "refresh_token": "rtok"}
+        connector = open_connector_text(EARLY_MANIFEST, config)
+        read = {}
+        for name in ("users", "teams"):
+            sync = open_sync(connector, connector.streams[name], None)
+            read[name] = [record for unit in sync.plan() for page in sync.read(unit) for record in page]
+        token_requests = len(api.received("/oauth/token"))
+    assert read == {"users": [{"id": 1}, {"id": 2}], "teams": [{"id": 1}, {"id": 2}]}
+    # users' 3 requests with access-1; teams' first is refused (401): one refresh for the sync, that request
+    # sent again with access-2, and the rest of the sync uses it (one token for both streams)
+    assert api_state.rejected == 1
+    assert token_requests == 2 and api_state.issued == ["access-1", "access-2"]
+    assert api_state.served == {"access-1": 3, "access-2": 3}
