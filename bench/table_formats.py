@@ -13,8 +13,8 @@ machine blurs least).
 Then the commit alone of a sync of `--commit-files` (1,000) small files, into a new table and into a table
 that already has a sync, per table format.
 
-    .venv/bin/python bench/tables.py                         # 200,000 and 2,000,000 records
-    .venv/bin/python bench/tables.py --records 200000 --runs 3 --markdown
+    .venv/bin/python bench/table_formats.py                         # 200,000 and 2,000,000 records
+    .venv/bin/python bench/table_formats.py --records 200000 --runs 3 --markdown
 """
 
 from __future__ import annotations
