@@ -14,15 +14,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-import orjson
-
 from framework.api.report import Drift, Progress, StreamSummary, SyncReport
 from framework.cli.progress import estimate
 from framework.cli.sync_command import SyncOptions, sync_selections
 from framework.engine.config_migration import describe_rewrite, rewrite_config_file
 from framework.engine.config_sink import config_file_sink
 from framework.engine.connector import open_connector
-from framework.engine.selection import parse_state, select_streams
+from framework.engine.selection import parse_state, read_json_file, select_streams
 from framework.errors import ConfigError, SyncFailed
 from framework.manifest.config_check import ConfigFile, read_config_file
 from framework.protocol.read import check_states
@@ -131,14 +129,7 @@ def open_for_sync(manifest: str | os.PathLike[str], config: PathOrData, *, state
 def _json(value: PathOrData, what: str) -> Any:
     if isinstance(value, Mapping):
         return value
-    path = os.fspath(value)
-    try:
-        with open(path, "rb") as handle:
-            return orjson.loads(handle.read())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such {what} file") from None
-    except orjson.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: the {what} file is not valid JSON ({exc})") from None
+    return read_json_file(os.fspath(value), what)
 
 
 def _path(value: str | os.PathLike[str] | None) -> str | None:

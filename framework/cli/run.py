@@ -48,8 +48,6 @@ import time
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-import orjson
-
 from framework import collector
 from framework.cli.lean import lean_start
 from framework.cli.response_flags import add_response_flags, apply_response_flags
@@ -188,16 +186,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load_json(path: str, what: str) -> Any:
-    try:
-        with open(path, "rb") as handle:
-            return orjson.loads(handle.read())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such {what} file") from None
-    except orjson.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: the {what} file is not valid JSON ({exc})") from None
-
-
 def main(argv: Sequence[str] | None = None, out: IO[bytes] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -269,7 +257,7 @@ def _interrupted(args: argparse.Namespace, json_errors: bool, what: str = "inter
 
 def _run(args: argparse.Namespace, out: IO[bytes], collecting: bool = True) -> int:
     from framework.engine.connector import airbyte_spec, open_connector
-    from framework.engine.selection import parse_state, select_streams
+    from framework.engine.selection import parse_state, read_json_file, select_streams
     from framework.manifest import load_manifest
     from framework.manifest.config_check import read_config_file
     from framework.protocol import messages
@@ -326,8 +314,8 @@ def _run(args: argparse.Namespace, out: IO[bytes], collecting: bool = True) -> i
         if not ok:  # protocol consumers read the message; `--check && run-manifest ...` must stop here
             print(f"run-manifest: the connection check failed: {message}", file=sys.stderr)
         return 0 if ok else 1
-    catalog = _load_json(args.catalog, "catalog") if args.catalog else None
-    states = parse_state(_load_json(args.state, "state")) if args.state else {}
+    catalog = read_json_file(args.catalog, "catalog") if args.catalog else None
+    states = parse_state(read_json_file(args.state, "state")) if args.state else {}
     names = [n.strip() for n in args.streams.split(",") if n.strip()] if args.streams else None
     selections = select_streams(connector.streams, catalog, names)
     if not selections:

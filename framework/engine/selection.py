@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import orjson
 from msgspec import Struct
 
 from framework.components.incremental import with_catalog_cursor_field
@@ -89,6 +90,17 @@ def _catalog_cursor_field(stream: Any, entry: Mapping[str, Any], name: str) -> s
     return chosen if chosen != cursor.cursor_field else None
 
 
+def read_json_file(path: str, what: str) -> Any:
+    """The JSON document in ``path`` (a configured catalog, a state); ConfigError naming the file and ``what``."""
+    try:
+        with open(path, "rb") as handle:
+            return orjson.loads(handle.read())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such {what} file") from None
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: the {what} file is not valid JSON ({exc})") from None
+
+
 def parse_state(data: Any) -> dict[str, dict]:
     """Input state as ``{stream name: stream state}``."""
     if data is None:
@@ -131,4 +143,4 @@ def parse_state(data: Any) -> dict[str, dict]:
     return out
 
 
-__all__ = ["Selection", "parse_state", "select_streams"]
+__all__ = ["Selection", "parse_state", "read_json_file", "select_streams"]
