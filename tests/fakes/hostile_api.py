@@ -61,10 +61,17 @@ class _Handler(BaseHTTPRequestHandler):
             elif parts.path == "/drip":
                 seconds = int(query.get("seconds", "30"))
                 self._head(seconds)
-                for _ in range(seconds):
-                    self.wfile.write(b" ")
-                    self.wfile.flush()
-                    time.sleep(1.0)
+                sent = 0
+                try:
+                    for _ in range(seconds):
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                        sent += 1
+                        time.sleep(1.0)
+                finally:  # how much of the body went out before the client hung up (or all of it)
+                    with self.server.lock:
+                        self.server.drips.append(sent)
+                    self.server.drip_ended.set()
             else:
                 body = b'{"data": [{"id": 1}]}'
                 self._head(len(body))
@@ -102,6 +109,8 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     lock: threading.Lock
     hits: Counter[str]
+    drips: list[int]
+    drip_ended: threading.Event
 
 
 class HostileApi:
@@ -109,6 +118,8 @@ class HostileApi:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.lock = threading.Lock()
         self._server.hits = Counter()
+        self._server.drips = []
+        self._server.drip_ended = threading.Event()
         self.port = self._server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True, name="hostile-api")
@@ -116,6 +127,13 @@ class HostileApi:
     @property
     def hits(self) -> Counter[str]:
         return self._server.hits
+
+    def drip_sent(self, wait: float = 30.0) -> int:
+        """The bytes the last /drip answer sent before it ended (its client hung up, or the body was whole);
+        waits up to ``wait`` seconds for one to end."""
+        self._server.drip_ended.wait(wait)
+        with self._server.lock:
+            return self._server.drips[-1] if self._server.drips else -1
 
     def __enter__(self) -> Self:
         self._thread.start()
